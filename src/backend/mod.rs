@@ -1,0 +1,119 @@
+//! The lock operations every backend provides.
+//!
+//! `run` talks only to these traits, so a Redlock quorum, Sentinel or Cluster
+//! connections, or a local `file:` backend can stand behind them later. A
+//! [`Backend`] is a cheap, shareable description of where locks live; a
+//! [`Session`] is one connection doing the work, owned by one thread at a time.
+
+mod standalone;
+
+use std::time::Duration;
+
+pub use standalone::Standalone;
+
+use crate::error::Result;
+use crate::name::LockKeys;
+use crate::token::{Fence, Token};
+
+/// Who is asking for the lock: stored with the hold for `status` and messages.
+#[derive(Debug, Clone)]
+pub struct HolderInfo {
+    /// Host name of the holder.
+    pub host: String,
+    /// Process id of the holding `rlock`.
+    pub pid: String,
+    /// The command line run under the lock.
+    pub command: String,
+    /// How long it has held the lock (server clock).
+    pub held_for: Duration,
+}
+
+/// One acquisition attempt.
+pub struct AcquireRequest<'a> {
+    /// The lock.
+    pub keys: &'a LockKeys,
+    /// This caller's fresh owner token.
+    pub token: &'a Token,
+    /// An ancestor's token (RLOCK_TOKEN): re-enter if it holds the lock.
+    pub inherited: Option<&'a Token>,
+    /// Lease length.
+    pub ttl: Duration,
+    /// Metadata stored with a new hold (`held_for` unused).
+    pub holder: &'a HolderInfo,
+    /// Register as a waiter for this long if the lock is taken (None: do not wait).
+    pub register: Option<Duration>,
+}
+
+/// A hold on a lock.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    /// The owner token that holds it (the inherited one on re-entry).
+    pub token: Token,
+    /// The lock's fencing token for this hold.
+    pub fence: Fence,
+    /// The owner's hold count after this acquisition (1 = new hold).
+    pub count: u64,
+}
+
+/// What an attempt found.
+#[derive(Debug)]
+pub enum Attempt {
+    /// We hold the lock.
+    Acquired(Hold),
+    /// Someone else does.
+    Taken {
+        /// The holder's remaining lease (None when the key has no expiry).
+        pttl: Option<Duration>,
+        /// The current holder, when known.
+        holder: Option<HolderInfo>,
+    },
+}
+
+/// Why a blocked waiter woke up.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A release pushed a wake-up token to us.
+    Released,
+    /// A signal handler interrupted the wait.
+    Interrupted,
+    /// The timeout passed (the holder's lease may have expired).
+    TimedOut,
+}
+
+/// Where locks live; cheap to share between threads.
+pub trait Backend: Send + Sync {
+    /// The server(s), for messages: `host:port`, never a URL.
+    fn server(&self) -> &str;
+    /// Opens a session (one connection) within the connect timeout.
+    fn connect(&self) -> Result<Box<dyn Session>>;
+}
+
+/// One connection's worth of lock operations. Every call is bounded in time:
+/// nothing here can hang on a stalled server.
+pub trait Session: Send {
+    /// Takes or re-enters the lock, or reports who holds it.
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt>;
+    /// Blocks until a release wakes us, an interrupt arrives, or `timeout` passes.
+    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake>;
+    /// Interrupts the `block` of the waiter `token` (from another thread's session).
+    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()>;
+    /// Deregisters the waiter `token`, passing on a wake-up it may have consumed.
+    fn leave(&mut self, keys: &LockKeys, token: &Token, wake_ttl: Duration) -> Result<()>;
+    /// Extends the lease of `token` to `ttl`; false when it no longer holds the lock.
+    /// The call gives up (with an error) after `limit`.
+    fn renew(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool>;
+    /// Drops one hold of `token`. Returns the hold count left, or None when
+    /// `token` did not hold the lock.
+    fn release(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        wake_ttl: Duration,
+    ) -> Result<Option<u64>>;
+}

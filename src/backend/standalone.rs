@@ -1,0 +1,316 @@
+//! One Redis server (`redis://host:port`).
+
+use std::time::Duration;
+
+use redis::{Client, Connection, ErrorKind, RedisError, Value};
+
+use super::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
+use crate::error::{Error, Result};
+use crate::name::LockKeys;
+use crate::script;
+use crate::server::ServerSpec;
+use crate::token::{Fence, Token};
+
+/// Locks on a single Redis server.
+pub struct Standalone {
+    client: Client,
+    spec: ServerSpec,
+}
+
+impl Standalone {
+    /// A backend for `spec`; does not connect yet.
+    pub fn new(spec: ServerSpec) -> Result<Self> {
+        let client = Client::open(spec.info.clone()).map_err(|_| {
+            Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
+        })?;
+        Ok(Standalone { client, spec })
+    }
+}
+
+impl Backend for Standalone {
+    fn server(&self) -> &str {
+        &self.spec.display
+    }
+
+    fn connect(&self) -> Result<Box<dyn Session>> {
+        let mut session = StandaloneSession {
+            client: self.client.clone(),
+            spec: self.spec.clone(),
+            con: None,
+        };
+        session.con(self.spec.timeout)?;
+        Ok(Box::new(session))
+    }
+}
+
+struct StandaloneSession {
+    client: Client,
+    spec: ServerSpec,
+    /// Dropped after any I/O error (a reply may be pending) and reopened lazily.
+    con: Option<Connection>,
+}
+
+impl StandaloneSession {
+    /// The connection, opened within `limit` if needed, with replies bounded by `limit`.
+    fn con(&mut self, limit: Duration) -> Result<&mut Connection> {
+        let limit = limit.max(Duration::from_millis(1));
+        if self.con.is_none() {
+            let con = self
+                .client
+                .get_connection_with_timeout(limit)
+                .map_err(|e| self.unavailable(&e, limit))?;
+            self.con = Some(con);
+        }
+        let con = self.con.as_mut().expect("connection was just opened");
+        let set = con
+            .set_read_timeout(Some(limit))
+            .and_then(|()| con.set_write_timeout(Some(limit)));
+        if let Err(e) = set {
+            let err = Error::Unavailable {
+                server: self.spec.display.clone(),
+                cause: describe(&e, limit),
+            };
+            self.con = None;
+            return Err(err);
+        }
+        Ok(self.con.as_mut().expect("connection is open"))
+    }
+
+    fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
+        Error::Unavailable {
+            server: self.spec.display.clone(),
+            cause: describe(err, limit),
+        }
+    }
+
+    /// Maps a failed call to an error, dropping the connection when it may be out of sync.
+    fn fail(&mut self, keys: &LockKeys, err: RedisError, limit: Duration) -> Error {
+        if err.code() == Some("WRONGTYPE") {
+            return Error::ForeignKey {
+                lock: keys.name.clone(),
+                cause: err
+                    .detail()
+                    .unwrap_or("a key of this lock has another type")
+                    .to_owned(),
+            };
+        }
+        if !matches!(err.kind(), ErrorKind::Server(_)) {
+            self.con = None;
+        }
+        self.unavailable(&err, limit)
+    }
+
+    fn timeout(&self) -> Duration {
+        self.spec.timeout
+    }
+}
+
+impl Session for StandaloneSession {
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+        let limit = self.timeout();
+        let keys = req.keys;
+        let reply: Result<Value, RedisError> = {
+            let con = self.con(limit)?;
+            script::ACQUIRE
+                .key(&keys.lock)
+                .key(&keys.holders)
+                .key(&keys.fence)
+                .key(&keys.waiters)
+                .arg(req.token.as_str())
+                .arg(req.inherited.map_or("", Token::as_str))
+                .arg(millis(req.ttl))
+                .arg(&req.holder.host)
+                .arg(&req.holder.pid)
+                .arg(&req.holder.command)
+                .arg(req.register.map_or(0, millis))
+                .invoke(con)
+        };
+        let reply = reply.map_err(|e| self.fail(keys, e, limit))?;
+        parse_attempt(reply)
+            .ok_or_else(|| Error::Internal(format!("{}: unexpected reply to acquire", keys.name)))
+    }
+
+    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+        let limit = self.timeout();
+        let interrupt = keys.interrupt(token);
+        // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
+        let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
+        let reply: Result<Option<(String, String)>, RedisError> = {
+            let con = self.con(limit)?;
+            // The reply may take the whole timeout: allow for it on this call.
+            let _ = con.set_read_timeout(Some(timeout + limit));
+            redis::cmd("BLPOP")
+                .arg(&keys.wake)
+                .arg(&interrupt)
+                .arg(&secs)
+                .query(con)
+        };
+        match reply.map_err(|e| self.fail(keys, e, limit))? {
+            None => Ok(Wake::TimedOut),
+            Some((key, _)) if key == interrupt => Ok(Wake::Interrupted),
+            Some(_) => Ok(Wake::Released),
+        }
+    }
+
+    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        let limit = self.timeout();
+        let interrupt = keys.interrupt(token);
+        let reply: Result<(), RedisError> = {
+            let con = self.con(limit)?;
+            redis::pipe()
+                .atomic()
+                .cmd("RPUSH")
+                .arg(&interrupt)
+                .arg("1")
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&interrupt)
+                .arg(60_000)
+                .ignore()
+                .query(con)
+        };
+        reply.map_err(|e| self.fail(keys, e, limit))
+    }
+
+    fn leave(&mut self, keys: &LockKeys, token: &Token, wake_ttl: Duration) -> Result<()> {
+        let limit = self.timeout();
+        let reply: Result<i64, RedisError> = {
+            let con = self.con(limit)?;
+            script::LEAVE
+                .key(&keys.lock)
+                .key(&keys.waiters)
+                .key(&keys.wake)
+                .key(keys.interrupt(token))
+                .arg(token.as_str())
+                .arg(millis(wake_ttl))
+                .invoke(con)
+        };
+        reply.map(drop).map_err(|e| self.fail(keys, e, limit))
+    }
+
+    fn renew(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        let limit = limit.min(self.timeout());
+        let reply: Result<i64, RedisError> = {
+            let con = self.con(limit)?;
+            script::RENEW
+                .key(&keys.lock)
+                .key(&keys.holders)
+                .arg(token.as_str())
+                .arg(millis(ttl))
+                .invoke(con)
+        };
+        reply
+            .map(|held| held == 1)
+            .map_err(|e| self.fail(keys, e, limit))
+    }
+
+    fn release(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        wake_ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let limit = self.timeout();
+        let reply: Result<i64, RedisError> = {
+            let con = self.con(limit)?;
+            script::RELEASE
+                .key(&keys.lock)
+                .key(&keys.holders)
+                .key(&keys.waiters)
+                .key(&keys.wake)
+                .arg(token.as_str())
+                .arg(millis(wake_ttl))
+                .invoke(con)
+        };
+        let left = reply.map_err(|e| self.fail(keys, e, limit))?;
+        Ok(u64::try_from(left).ok())
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// A cause without secrets: redis-rs errors never carry the password, but we
+/// still word the common ones ourselves.
+fn describe(err: &RedisError, limit: Duration) -> String {
+    if matches!(err.kind(), ErrorKind::AuthenticationFailed)
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
+    {
+        return "authentication failed (check the password in the URL or REDISCLI_AUTH)".into();
+    }
+    if err.is_timeout() {
+        return format!("no reply within {}", humantime::format_duration(limit));
+    }
+    if let Some(io) =
+        std::error::Error::source(err).and_then(|s| s.downcast_ref::<std::io::Error>())
+    {
+        return match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                format!("no answer within {}", humantime::format_duration(limit))
+            }
+            _ => io.to_string(),
+        };
+    }
+    if err.is_connection_dropped() {
+        return "connection closed by the server".into();
+    }
+    match (err.code(), err.detail()) {
+        (Some(code), Some(detail)) => format!("server error: {code} {detail}"),
+        _ => err.to_string(),
+    }
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn parse_attempt(reply: Value) -> Option<Attempt> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    match as_int(items.first()?)? {
+        1 => Some(Attempt::Acquired(Hold {
+            token: Token::parse(&as_string(items.get(1)?)?)?,
+            fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
+            count: u64::try_from(as_int(items.get(3)?)?).ok()?,
+        })),
+        0 => {
+            let pttl = as_int(items.get(1)?)?;
+            let holder = match items.get(2) {
+                Some(Value::Array(h)) if h.len() == 4 => Some(HolderInfo {
+                    host: as_string(&h[0])?,
+                    pid: as_string(&h[1])?,
+                    command: as_string(&h[2])?,
+                    held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
+                }),
+                _ => None,
+            };
+            Some(Attempt::Taken {
+                pttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+                holder,
+            })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,235 @@
+//! Starting COMMAND, waiting for it, and stopping it.
+//!
+//! COMMAND is executed directly (no shell) in a process group of its own, so
+//! rlock can stop it and everything it started with one `killpg`. On a terminal
+//! its group becomes the foreground group, so it reads the terminal and gets
+//! the keys typed there itself. `PR_SET_PDEATHSIG` kills it if rlock dies; the
+//! kernel sends it when the *thread* that forked exits, so `run` spawns from the
+//! main thread, which lives until COMMAND is reaped.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::signals::{Phase, Shared};
+
+/// Finds COMMAND the way a shell would, before any lock is taken, so a typo
+/// costs no Redis round trip: 127 when it does not exist, 126 when it is not
+/// executable.
+pub fn resolve(program: &OsStr) -> Result<PathBuf> {
+    let shown = || program.to_string_lossy().into_owned();
+    if program.is_empty() {
+        return Err(Error::NotFound {
+            program: "''".into(),
+        });
+    }
+    if program.as_bytes().contains(&b'/') {
+        let path = Path::new(program);
+        return match check_executable(path) {
+            Some(Ok(())) => Ok(path.to_owned()),
+            Some(Err(cause)) => Err(Error::CannotExecute {
+                program: shown(),
+                cause,
+            }),
+            None => Err(Error::NotFound { program: shown() }),
+        };
+    }
+    let search =
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    let mut denied = None;
+    for dir in std::env::split_paths(&search) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let candidate = dir.join(program);
+        match check_executable(&candidate) {
+            Some(Ok(())) => return Ok(candidate),
+            Some(Err(cause)) => denied = denied.or(Some(cause)),
+            None => {}
+        }
+    }
+    match denied {
+        Some(cause) => Err(Error::CannotExecute {
+            program: shown(),
+            cause,
+        }),
+        None => Err(Error::NotFound { program: shown() }),
+    }
+}
+
+/// None: no such file. Some(Err): exists but cannot be executed.
+fn check_executable(path: &Path) -> Option<std::result::Result<(), String>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_dir() {
+        return Some(Err("is a directory".into()));
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: c_path is a valid NUL-terminated string.
+    if unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } != 0 {
+        return Some(Err("permission denied".into()));
+    }
+    Some(Ok(()))
+}
+
+/// True when rlock runs in the foreground of a terminal on stdin: then COMMAND
+/// gets the terminal.
+pub fn terminal_foreground() -> bool {
+    // SAFETY: plain syscalls on fd 0.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+/// Spawns COMMAND (already resolved to `path`) with `env` added, in its own
+/// process group, with default signal dispositions and an empty signal mask.
+pub fn spawn(
+    path: &Path,
+    argv: &[OsString],
+    env: &[(&str, String)],
+    foreground: bool,
+    shared: &Arc<Shared>,
+) -> Result<Child> {
+    let mut cmd = Command::new(path);
+    cmd.arg0(&argv[0]).args(&argv[1..]);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (setpgid, signal, tcsetpgrp, prctl, getppid,
+    // sigprocmask); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if foreground {
+                // A background group may not take the terminal without this.
+                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                libc::tcsetpgrp(0, libc::getpid());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // rlock may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(128 + libc::SIGKILL);
+            }
+            for sig in [
+                libc::SIGHUP,
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGTERM,
+                libc::SIGUSR1,
+                libc::SIGUSR2,
+                libc::SIGPIPE,
+                libc::SIGTTOU,
+                libc::SIGTTIN,
+                libc::SIGTSTP,
+                libc::SIGCHLD,
+            ] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    // Hold the phase lock across fork so a signal is either seen before COMMAND
+    // exists (and handled as an interrupt) or forwarded to it.
+    let mut phase = shared.phase();
+    if let Some(signal) = shared.interrupted() {
+        return Err(Error::Interrupted {
+            lock: String::new(),
+            signal,
+        });
+    }
+    let child = cmd.spawn().map_err(|e| spawn_error(&argv[0], &e))?;
+    let pid = child.id() as libc::pid_t;
+    if foreground {
+        // Also from the parent, so the terminal is COMMAND's before we go on
+        // whichever process runs first.
+        // SAFETY: plain syscalls; errors (the child already exec'd) are harmless.
+        unsafe {
+            libc::setpgid(pid, pid);
+            libc::tcsetpgrp(0, pid);
+        }
+    }
+    *phase = Phase::Running { pid, exited: false };
+    Ok(child)
+}
+
+fn spawn_error(program: &OsStr, err: &io::Error) -> Error {
+    let program = program.to_string_lossy().into_owned();
+    match err.kind() {
+        io::ErrorKind::NotFound => Error::NotFound { program },
+        _ => Error::CannotExecute {
+            program,
+            cause: err.to_string(),
+        },
+    }
+}
+
+/// Waits for COMMAND to exit, marks it exited (so no one signals a recycled
+/// pid), then reaps it.
+pub fn wait(mut child: Child, shared: &Shared) -> Result<ExitStatus> {
+    let pid = child.id() as libc::pid_t;
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid with WNOWAIT leaves the child unreaped.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::Internal(format!(
+                "waiting for COMMAND failed: {err}"
+            )));
+        }
+    }
+    if let Phase::Running { exited, .. } = &mut *shared.phase() {
+        *exited = true;
+    }
+    child
+        .wait()
+        .map_err(|e| Error::Internal(format!("reaping COMMAND failed: {e}")))
+}
+
+/// Takes the terminal back after COMMAND had it.
+pub fn reclaim_terminal() {
+    // SAFETY: plain syscalls on fd 0 with a thread-local signal mask change.
+    // SIGTTOU is blocked because rlock is now a background group calling tcsetpgrp.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        libc::tcsetpgrp(0, libc::getpgrp());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+}
+
+/// COMMAND's exit status as rlock's: its code, or 128+N when killed by signal N.
+pub fn status_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(255),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        _ => 255,
+    }
+}

@@ -1,0 +1,288 @@
+//! The command line, defined once: `--help`, parsing, and (later) completions
+//! and the man page all come from these definitions (CONTRACT.md §1–§3).
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::{Exit, NOT_ACQUIRED_DEFAULT};
+
+const CONNECTION: &str = "Connection";
+const WAITING: &str = "Waiting";
+const LEASE: &str = "Lease";
+const KINDS: &str = "Lock kinds";
+
+/// Run a command while holding a named lock in Redis.
+///
+/// rlock takes a lease lock in Redis (Redisson's re-entrant lock design), runs
+/// COMMAND while a watchdog renews the lease, and releases the lock when COMMAND
+/// ends. It exits with COMMAND's status, or with 75 when the lock was not
+/// acquired, 70 when the lock was lost and COMMAND stopped, 69 when the server is
+/// unavailable, and 2 for usage errors.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rlock",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: Global,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Global options (CONTRACT.md §2).
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Redis server URL: redis://[user:password@]host[:port][/db].
+    ///
+    /// Without it, RLOCK_URL (comma-separated) is used, then REDIS_URL, then
+    /// redis://127.0.0.1:6379. The password may also come from REDISCLI_AUTH;
+    /// it is never printed.
+    #[arg(short = 'u', long = "url", value_name = "URL", env = "RLOCK_URL", value_delimiter = ',',
+          global = true, hide_env_values = true, help_heading = CONNECTION)]
+    pub urls: Vec<String>,
+
+    /// Key namespace: a lock NAME lives under the key PREFIX:{NAME}.
+    #[arg(long, value_name = "P", env = "RLOCK_PREFIX", default_value = "rlock", global = true,
+          help_heading = CONNECTION)]
+    pub prefix: String,
+
+    /// TLS: CA certificate file to trust (for rediss://).
+    #[arg(long, value_name = "FILE", env = "RLOCK_CACERT", global = true, help_heading = CONNECTION)]
+    pub cacert: Option<std::path::PathBuf>,
+
+    /// TLS: client certificate file (for rediss://).
+    #[arg(long, value_name = "FILE", env = "RLOCK_CERT", global = true, help_heading = CONNECTION)]
+    pub cert: Option<std::path::PathBuf>,
+
+    /// TLS: client private key file (for rediss://).
+    #[arg(long, value_name = "FILE", env = "RLOCK_KEY", global = true, help_heading = CONNECTION)]
+    pub key: Option<std::path::PathBuf>,
+
+    /// Bound on each connection attempt and each reply; an unreachable or stalled
+    /// server fails with exit 69 instead of hanging.
+    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,
+          global = true, help_heading = CONNECTION)]
+    pub connect_timeout: Duration,
+
+    /// Log acquisition, each renewal and the release, with timings, on stderr.
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
+
+    /// Print no diagnostics on stderr (usage errors excepted).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Wait for the lock, run COMMAND while holding it, release it when COMMAND ends.
+    ///
+    /// Exits with COMMAND's status (128+N if it died by signal N); 75 (or -E) if
+    /// the lock was not acquired; 70 if the lock was lost and COMMAND was stopped;
+    /// 69 if the server is unavailable; 126/127 if COMMAND cannot be run.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  rlock run nightly-backup -- ./backup.sh
+  rlock run --wait 10m deploy-prod -- make deploy
+  rlock run --no-wait -E 0 report -- ./report.sh   # skip quietly if already running
+
+COMMAND gets RLOCK_NAME, RLOCK_TOKEN and RLOCK_FENCE (a number that strictly
+increases with every acquisition of NAME) in its environment. An rlock run of the
+same NAME inside COMMAND re-enters the lock instead of deadlocking.";
+
+/// Options of `rlock run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Give up after waiting this long for the lock (default: wait forever).
+    #[arg(short, long, value_name = "DUR", value_parser = humantime::parse_duration,
+          conflicts_with = "no_wait", help_heading = WAITING)]
+    pub wait: Option<Duration>,
+
+    /// Give up at once if the lock is taken (same as --wait 0).
+    #[arg(short, long, help_heading = WAITING)]
+    pub no_wait: bool,
+
+    /// Exit status when the lock was not acquired.
+    #[arg(short = 'E', long, value_name = "N", default_value_t = NOT_ACQUIRED_DEFAULT, help_heading = WAITING)]
+    pub conflict_exit_code: u8,
+
+    /// Lease length; a watchdog renews it every ttl/3 while COMMAND runs (at least 100ms).
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
+          help_heading = LEASE)]
+    pub ttl: Duration,
+
+    /// Fixed lease without renewal: COMMAND is stopped when it ends (exit 70).
+    #[arg(long, value_name = "DUR", value_parser = lease_duration, conflicts_with = "ttl",
+          help_heading = LEASE)]
+    pub lease: Option<Duration>,
+
+    /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = humantime::parse_duration,
+          help_heading = LEASE)]
+    pub kill_after: Duration,
+
+    /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
+    #[arg(short, long, help_heading = KINDS)]
+    pub shared: bool,
+
+    /// Semaphore: at most N holders at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = KINDS)]
+    pub limit: Option<u32>,
+
+    /// First come, first served among waiters.
+    #[arg(long, help_heading = KINDS)]
+    pub fair: bool,
+
+    /// After acquiring, wait until N replicas have the lock (WAIT); else it is not acquired.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = KINDS)]
+    pub min_replicas: u32,
+
+    /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
+    #[arg(long, help_heading = KINDS)]
+    pub redisson: bool,
+
+    /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
+    #[arg(value_name = "NAME", required = true)]
+    pub names: Vec<String>,
+
+    /// The command to run, after `--`; executed directly, without a shell.
+    #[arg(value_name = "COMMAND", last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+fn lease_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if d < Duration::from_millis(100) {
+        return Err("must be at least 100ms".into());
+    }
+    Ok(d)
+}
+
+/// Parses the command line. Help and version are printed here (exit 0); a usage
+/// error becomes one `rlock: ` line (exit 2).
+pub fn parse() -> Result<Cli, Exit> {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] for a given argument list.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, Exit>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args).map_err(|err| {
+        use clap::error::ErrorKind;
+        match err.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = err.print();
+                Exit::Success
+            }
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                let _ = err.print();
+                Exit::Usage
+            }
+            _ => {
+                crate::report::error(&one_line(&err.render().to_string()));
+                Exit::Usage
+            }
+        }
+    })
+}
+
+/// clap renders several lines (`error: …`, usage, a tip); keep the message part
+/// on one line and point at --help.
+fn one_line(rendered: &str) -> String {
+    let mut parts = Vec::new();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() && !line.starts_with("tip:") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    format!("{} (see 'rlock --help')", parts.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn parse_ok(args: &[&str]) -> Cli {
+        Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn run_takes_names_and_a_command_after_double_dash() {
+        let cli = parse_ok(&[
+            "rlock", "run", "--wait", "1m 30s", "deploy", "--", "make", "-j4",
+        ]);
+        let Command::Run(run) = cli.command;
+        assert_eq!(run.names, ["deploy"]);
+        assert_eq!(run.command, ["make", "-j4"]);
+        assert_eq!(run.wait, Some(Duration::from_secs(90)));
+        assert_eq!(run.ttl, Duration::from_secs(30));
+        assert_eq!(run.kill_after, Duration::from_secs(10));
+        assert_eq!(run.conflict_exit_code, 75);
+    }
+
+    #[test]
+    fn global_options_may_follow_the_subcommand() {
+        let cli = parse_ok(&["rlock", "run", "-u", "redis://h:1", "-v", "x", "--", "true"]);
+        assert_eq!(cli.global.urls, ["redis://h:1"]);
+        assert!(cli.global.verbose);
+    }
+
+    #[test]
+    fn bad_input_is_rejected() {
+        for args in [
+            &["rlock", "run", "x"][..],
+            &["rlock", "run", "x", "--"],
+            &["rlock", "run", "--", "true"],
+            &["rlock", "run", "--wait", "soon", "x", "--", "true"],
+            &["rlock", "run", "--ttl", "0s", "x", "--", "true"],
+            &[
+                "rlock", "run", "--ttl", "1s", "--lease", "1s", "x", "--", "true",
+            ],
+            &["rlock", "run", "-n", "--wait", "1s", "x", "--", "true"],
+            &["rlock", "--connect-timeout", "0s", "run", "x", "--", "true"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn usage_errors_fit_on_one_line() {
+        let err = Cli::try_parse_from(["rlock", "run", "x"]).unwrap_err();
+        let line = one_line(&err.render().to_string());
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("COMMAND"), "{line}");
+    }
+}

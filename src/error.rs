@@ -1,0 +1,141 @@
+//! Typed causes of failure, and the one place that maps them to exit statuses.
+//!
+//! Every message is printed as a single line `rlock: <lock>: <cause>`; messages
+//! never contain a URL, a password or an owner token.
+
+use std::fmt;
+
+use crate::exit::Exit;
+
+/// Why rlock could not do what was asked.
+#[derive(Debug)]
+pub enum Error {
+    /// Bad input: option, duration, URL, NAME, missing COMMAND (exit 2).
+    Usage(String),
+    /// The server could not be reached, refused us, or answered with an error (exit 69).
+    Unavailable {
+        /// `host:port` of the server, never the URL.
+        server: String,
+        /// What went wrong, free of secrets.
+        cause: String,
+    },
+    /// A key of the lock exists with a type or shape rlock did not write (exit 69).
+    ForeignKey {
+        /// The lock name.
+        lock: String,
+        /// What the server said about the key.
+        cause: String,
+    },
+    /// The lock is held by someone else, or `--wait` elapsed (exit 75 or `-E`).
+    NotAcquired {
+        /// The lock name.
+        lock: String,
+        /// Who holds it, or how long we waited.
+        cause: String,
+        /// The status to exit with (`-E`).
+        code: u8,
+    },
+    /// COMMAND does not exist (exit 127).
+    NotFound {
+        /// The program as the user wrote it.
+        program: String,
+    },
+    /// COMMAND exists but cannot be executed (exit 126).
+    CannotExecute {
+        /// The program as the user wrote it.
+        program: String,
+        /// Why the kernel refused.
+        cause: String,
+    },
+    /// rlock was interrupted by a signal while waiting; nothing is held (exit 128+N).
+    Interrupted {
+        /// The lock name.
+        lock: String,
+        /// The signal number.
+        signal: i32,
+    },
+    /// Anything else (exit 125).
+    Internal(String),
+}
+
+impl Error {
+    /// The exit status for this error: the only error→status mapping in the crate.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Usage(_) => Exit::Usage,
+            Error::Unavailable { .. } | Error::ForeignKey { .. } => Exit::Unavailable,
+            Error::NotAcquired { code, .. } => Exit::NotAcquired(*code),
+            Error::NotFound { .. } => Exit::NotFound,
+            Error::CannotExecute { .. } => Exit::CannotExecute,
+            Error::Interrupted { signal, .. } => Exit::Signal(*signal),
+            Error::Internal(_) => Exit::Internal,
+        }
+    }
+
+    /// A usage error with this message.
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(msg) | Error::Internal(msg) => f.write_str(msg),
+            Error::Unavailable { server, cause } => {
+                write!(f, "server {server} unavailable: {cause}")
+            }
+            Error::ForeignKey { lock, cause } => write!(f, "{lock}: {cause}"),
+            Error::NotAcquired { lock, cause, .. } => write!(f, "{lock}: not acquired: {cause}"),
+            Error::NotFound { program } => write!(f, "{program}: command not found"),
+            Error::CannotExecute { program, cause } => {
+                write!(f, "{program}: cannot execute: {cause}")
+            }
+            Error::Interrupted { lock, signal } => write!(
+                f,
+                "{lock}: interrupted by {} while waiting; nothing acquired",
+                crate::signals::name(*signal)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_maps_to_its_status() {
+        assert_eq!(Error::usage("x").exit().code(), 2);
+        let unavailable = Error::Unavailable {
+            server: "h:1".into(),
+            cause: "refused".into(),
+        };
+        assert_eq!(unavailable.exit().code(), 69);
+        let taken = Error::NotAcquired {
+            lock: "a".into(),
+            cause: "held".into(),
+            code: 3,
+        };
+        assert_eq!(taken.exit().code(), 3);
+        assert_eq!(
+            Error::NotFound {
+                program: "x".into()
+            }
+            .exit()
+            .code(),
+            127
+        );
+        let interrupted = Error::Interrupted {
+            lock: "a".into(),
+            signal: libc::SIGINT,
+        };
+        assert_eq!(interrupted.exit().code(), 130);
+        assert!(interrupted.to_string().contains("SIGINT"));
+    }
+}

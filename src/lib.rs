@@ -1,0 +1,48 @@
+//! rlock: run a command while holding a named lock in Redis.
+//!
+//! The lock follows Redisson's design (a re-entrant hash lock driven by Lua
+//! scripts, a watchdog renewing the lease every ttl/3, push wake-ups for
+//! waiters) and adds what scripts need: COMMAND is stopped before its lease can
+//! lapse, it dies with rlock, it gets a fencing token, and every outcome has an
+//! exit status (see [`exit::Exit`]). The user-facing contract is CONTRACT.md.
+
+pub mod backend;
+pub mod child;
+pub mod cli;
+pub mod connect;
+pub mod error;
+pub mod exit;
+pub mod name;
+pub mod report;
+pub mod run;
+pub mod script;
+pub mod server;
+pub mod signals;
+pub mod token;
+pub mod wait;
+pub mod watchdog;
+
+use cli::{Cli, Command};
+use error::{Error, Result};
+use exit::Exit;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<Exit> {
+    report::set_verbosity(if cli.global.quiet {
+        -1
+    } else {
+        i8::from(cli.global.verbose)
+    });
+    match &cli.command {
+        Command::Run(args) => run::run(&cli.global, args),
+    }
+}
+
+/// Prints `err` as the single `rlock: …` line the contract promises.
+pub fn report(err: &Error) {
+    // Usage errors are printed even with -q: the caller made a mistake to fix.
+    if matches!(err, Error::Usage(_)) {
+        report::set_verbosity(0);
+    }
+    report::error(&err.to_string());
+}

@@ -1,0 +1,138 @@
+//! Lock names (CONTRACT.md §7) and the Redis keys built from them.
+//!
+//! Every key of one lock carries the same Cluster hash tag `{NAME}`, so each Lua
+//! script touches a single slot. NAME may not contain `{` or `}`, which keeps the tag
+//! unambiguous; the prefix may not either.
+
+use crate::error::{Error, Result};
+use crate::token::Token;
+
+/// Longest NAME in bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+
+/// Checks NAME against §7: 1–200 bytes of UTF-8, no whitespace, no control
+/// characters, no braces.
+pub fn validate(name: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(Error::usage(format!(
+            "invalid lock name {}: {why}",
+            crate::report::quote(name)
+        )))
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return bad("longer than 200 bytes");
+    }
+    if name.chars().any(char::is_whitespace) {
+        return bad("whitespace is not allowed");
+    }
+    if name.chars().any(char::is_control) {
+        return bad("control characters are not allowed");
+    }
+    if name.contains(['{', '}']) {
+        return bad("'{' and '}' are not allowed");
+    }
+    Ok(())
+}
+
+/// Checks `--prefix`: same character rules as a name, but it may be empty.
+pub fn validate_prefix(prefix: &str) -> Result<()> {
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    validate(prefix).map_err(|_| {
+        Error::usage(format!(
+            "invalid --prefix {}: no whitespace, control characters, '{{' or '}}', at most 200 bytes",
+            crate::report::quote(prefix)
+        ))
+    })
+}
+
+/// The Redis keys of one lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockKeys {
+    /// The lock name as the user gave it.
+    pub name: String,
+    /// Hash owner-token → hold count (Redisson's layout).
+    pub lock: String,
+    /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
+    pub holders: String,
+    /// Fencing counter, incremented on every new hold; never expires.
+    pub fence: String,
+    /// Sorted set owner-token → registration expiry (server ms) of waiters.
+    pub waiters: String,
+    /// List a release pushes one wake-up token to; waiters block on it.
+    pub wake: String,
+}
+
+impl LockKeys {
+    /// Keys for `name` under `prefix` (`rlock` by default): `rlock:{name}`, `rlock:{name}:…`.
+    pub fn new(prefix: &str, name: &str) -> Self {
+        let base = if prefix.is_empty() {
+            format!("{{{name}}}")
+        } else {
+            format!("{prefix}:{{{name}}}")
+        };
+        LockKeys {
+            name: name.to_owned(),
+            holders: format!("{base}:holders"),
+            fence: format!("{base}:fence"),
+            waiters: format!("{base}:waiters"),
+            wake: format!("{base}:wake"),
+            lock: base,
+        }
+    }
+
+    /// The private list a waiter also blocks on, so a signal can interrupt its wait.
+    pub fn interrupt(&self, token: &Token) -> String {
+        format!("{}:int:{}", self.lock, token.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_names() {
+        for name in [
+            "deploy",
+            "nightly-backup",
+            "a",
+            "db/migrate:prod",
+            "é",
+            &"x".repeat(200),
+        ] {
+            assert!(validate(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn rejects_names_outside_the_contract() {
+        for name in [
+            "",
+            "a b",
+            "a\tb",
+            "a\u{1}b",
+            "a{b",
+            "}",
+            &"x".repeat(201),
+            "a\u{a0}b",
+        ] {
+            let err = validate(name).unwrap_err();
+            assert_eq!(err.exit().code(), 2, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn every_key_shares_one_hash_tag() {
+        let keys = LockKeys::new("rlock", "deploy");
+        assert_eq!(keys.lock, "rlock:{deploy}");
+        for key in [&keys.holders, &keys.fence, &keys.waiters, &keys.wake] {
+            assert!(key.starts_with("rlock:{deploy}:"), "{key}");
+        }
+        assert_eq!(LockKeys::new("", "x").lock, "{x}");
+    }
+}

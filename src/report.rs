@@ -1,0 +1,63 @@
+//! Diagnostics on stderr: one `rlock: ` prefix, one verbosity setting, and quoting
+//! that keeps control characters from reaching a terminal.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicI8, Ordering};
+
+static VERBOSITY: AtomicI8 = AtomicI8::new(0);
+
+/// Sets the verbosity: -1 quiet, 0 normal, 1 verbose.
+pub fn set_verbosity(level: i8) {
+    VERBOSITY.store(level, Ordering::Relaxed);
+}
+
+/// True when `-v` was given.
+pub fn verbose_enabled() -> bool {
+    VERBOSITY.load(Ordering::Relaxed) > 0
+}
+
+/// Prints `rlock: <msg>` unless `-q` was given. Write errors are ignored: a closed
+/// stderr must not turn into a panic.
+pub fn error(msg: &str) {
+    if VERBOSITY.load(Ordering::Relaxed) >= 0 {
+        let _ = writeln!(std::io::stderr().lock(), "rlock: {msg}");
+    }
+}
+
+/// Prints `rlock: <msg>` only with `-v`.
+pub fn verbose(msg: impl FnOnce() -> String) {
+    if verbose_enabled() {
+        let _ = writeln!(std::io::stderr().lock(), "rlock: {}", msg());
+    }
+}
+
+/// Quotes user- or server-supplied text for a message: control and escape
+/// characters are shown escaped, never sent to the terminal raw.
+pub fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        if c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quote_escapes_control_and_bidi_characters() {
+        assert_eq!(quote("deploy"), "'deploy'");
+        assert_eq!(quote("a\u{1b}[2Jb"), "'a\\u{1b}[2Jb'");
+        assert_eq!(quote("x\u{202e}y"), "'x\\u{202e}y'");
+        assert_eq!(quote("a\nb"), "'a\\nb'");
+    }
+}

@@ -1,0 +1,200 @@
+//! `rlock run`: wait for the lock, run COMMAND while the watchdog keeps the
+//! lease, release when COMMAND ends, and exit with COMMAND's status.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, HolderInfo, Session};
+use crate::child;
+use crate::cli::{Global, RunArgs};
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::name::{self, LockKeys};
+use crate::report;
+use crate::signals::{self, Phase, Shared};
+use crate::token::Token;
+use crate::wait::{self, Wanted};
+use crate::watchdog::{Config, Lease, Watchdog};
+
+/// Longest holder command line stored in Redis.
+const MAX_COMMAND_BYTES: usize = 1024;
+
+/// Runs `rlock run`.
+pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
+    for name in &args.names {
+        name::validate(name)?;
+    }
+    refuse_unsupported(args)?;
+    let name = &args.names[0];
+    let program = child::resolve(&args.command[0])?;
+    let backend = crate::connect::backend(global)?;
+    let keys = LockKeys::new(&global.prefix, name);
+    let lease = match args.lease {
+        Some(lease) => Lease::Fixed(lease),
+        None => Lease::Renewed(args.ttl),
+    };
+
+    let shared = Shared::new();
+    signals::start(Arc::clone(&shared))?;
+    let mut session = backend.connect()?;
+    let token = Token::generate()?;
+    let inherited = std::env::var("RLOCK_TOKEN")
+        .ok()
+        .and_then(|t| Token::parse(&t));
+    let holder = holder_info(&args.command);
+    let wanted = Wanted {
+        keys: &keys,
+        token: &token,
+        inherited: inherited.as_ref(),
+        ttl: lease.ttl(),
+        holder: &holder,
+        wait: if args.no_wait {
+            Some(Duration::ZERO)
+        } else {
+            args.wait
+        },
+        conflict_code: args.conflict_exit_code,
+    };
+    let (hold, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
+
+    let env = [
+        ("RLOCK_NAME", name.clone()),
+        ("RLOCK_TOKEN", hold.token.as_str().to_owned()),
+        ("RLOCK_FENCE", hold.fence.to_string()),
+    ];
+    let watchdog = Watchdog::start(
+        session,
+        Config {
+            keys: keys.clone(),
+            token: hold.token.clone(),
+            lease,
+            kill_after: args.kill_after,
+            acquired_at,
+        },
+        Arc::clone(&shared),
+    );
+    let watchdog = match watchdog {
+        Ok(w) => w,
+        Err(e) => {
+            release(backend.as_ref(), None, &keys, &hold.token, lease.ttl());
+            return Err(Error::Internal(format!("cannot start the watchdog: {e}")));
+        }
+    };
+
+    let foreground = child::terminal_foreground();
+    let started = child::spawn(&program, &args.command, &env, foreground, &shared);
+    let status = started.and_then(|c| child::wait(c, &shared));
+    if foreground {
+        child::reclaim_terminal();
+    }
+    shared.set(Phase::Finished);
+    let (session, lost) = match watchdog.finish() {
+        Some((session, lost)) => (Some(session), lost),
+        None => (None, None),
+    };
+    release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
+
+    if let Some(lost) = lost {
+        report::error(&format!("{name}: {lost}; COMMAND was stopped"));
+        return Ok(Exit::LockLost);
+    }
+    match status {
+        Ok(status) => Ok(Exit::Child(child::status_code(status))),
+        Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {
+            lock: name.clone(),
+            signal,
+        }),
+        Err(err) => Err(err),
+    }
+}
+
+/// Options the contract lists that later work will implement: refuse them
+/// clearly instead of silently running with other semantics.
+fn refuse_unsupported(args: &RunArgs) -> Result<()> {
+    let refuse = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
+    if args.names.len() > 1 {
+        return refuse("locking several NAMEs at once");
+    }
+    if args.shared {
+        return refuse("--shared");
+    }
+    if args.limit.is_some_and(|n| n > 1) {
+        return refuse("--limit above 1");
+    }
+    if args.fair {
+        return refuse("--fair");
+    }
+    if args.min_replicas > 0 {
+        return refuse("--min-replicas");
+    }
+    if args.redisson {
+        return refuse("--redisson");
+    }
+    Ok(())
+}
+
+/// Releases one hold, reusing the watchdog's session when there is one. A
+/// failure is reported, not fatal: COMMAND already ran, and the lease expires
+/// by itself within the ttl.
+fn release(
+    backend: &dyn Backend,
+    session: Option<Box<dyn Session>>,
+    keys: &LockKeys,
+    token: &Token,
+    ttl: Duration,
+) {
+    let start = Instant::now();
+    let session = match session {
+        Some(s) => Ok(s),
+        None => backend.connect(),
+    };
+    let outcome = session.and_then(|mut s| s.release(keys, token, ttl));
+    match outcome {
+        Ok(Some(left)) => report::verbose(|| {
+            format!(
+                "{}: released in {:.1} ms (holds left: {left})",
+                keys.name,
+                start.elapsed().as_secs_f64() * 1000.0
+            )
+        }),
+        Ok(None) => report::verbose(|| format!("{}: was no longer held at release", keys.name)),
+        Err(err) => report::error(&format!(
+            "{}: could not release ({err}); it expires within {}",
+            keys.name,
+            humantime::format_duration(ttl)
+        )),
+    }
+}
+
+fn holder_info(command: &[OsString]) -> HolderInfo {
+    let mut line = command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if line.len() > MAX_COMMAND_BYTES {
+        let mut cut = MAX_COMMAND_BYTES;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+    }
+    HolderInfo {
+        host: hostname(),
+        pid: std::process::id().to_string(),
+        command: line,
+        held_for: Duration::ZERO,
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its whole length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,143 @@
+//! Where the lock lives: parsing `--url` / `RLOCK_URL` / `REDIS_URL` into
+//! connection settings, with the password from the URL or `REDISCLI_AUTH`.
+//!
+//! Nothing here ever formats a URL into a message: servers are shown as
+//! `host:port` (or the socket path), so a password cannot leak.
+
+use std::time::Duration;
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
+
+use crate::error::{Error, Result};
+
+/// The default server when no URL is given (CONTRACT.md §2).
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// One Redis server to connect to.
+#[derive(Clone)]
+pub struct ServerSpec {
+    /// redis-rs connection settings (password included; never printed).
+    pub info: ConnectionInfo,
+    /// `host:port` or the socket path, for messages.
+    pub display: String,
+    /// Bound on each connection attempt and each reply.
+    pub timeout: Duration,
+}
+
+/// Parses one URL. `auth` is `REDISCLI_AUTH`, used when the URL has no password.
+pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<ServerSpec> {
+    let scheme = url
+        .split_once(':')
+        .map_or("", |(s, _)| s)
+        .to_ascii_lowercase();
+    let unsupported = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
+    match scheme.as_str() {
+        "redis" | "unix" | "redis+unix" => {}
+        "rediss" => return unsupported("TLS (rediss://)"),
+        "redis+sentinel" | "rediss+sentinel" => return unsupported("Sentinel (redis+sentinel://)"),
+        "redis+cluster" | "rediss+cluster" => {
+            return unsupported("Redis Cluster (redis+cluster://)")
+        }
+        "file" => return unsupported("the local file: backend"),
+        _ => {
+            return Err(Error::usage(
+                "invalid --url: expected redis://[user:password@]host[:port][/db]",
+            ))
+        }
+    }
+    let mut info = url.into_connection_info().map_err(|_| {
+        // redis-rs's message may quote the URL; say what is expected instead.
+        Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
+    })?;
+    let display = match info.addr() {
+        ConnectionAddr::Tcp(host, port) if host.contains(':') => format!("[{host}]:{port}"),
+        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
+        ConnectionAddr::Unix(path) => path.display().to_string(),
+        _ => "the server".to_owned(),
+    };
+    if let ConnectionAddr::Tcp(host, _) = info.addr() {
+        if host.is_empty() {
+            return Err(Error::usage("invalid --url: no host"));
+        }
+    }
+    let mut redis = info.redis_settings().clone();
+    if redis.password().is_none() {
+        if let Some(auth) = auth.filter(|a| !a.is_empty()) {
+            redis = redis.set_password(auth);
+        }
+    }
+    // CLIENT SETINFO costs two extra commands per connection; rlock connects once per run.
+    info = info.set_redis_settings(redis.set_skip_set_lib_name());
+    Ok(ServerSpec {
+        info,
+        display,
+        timeout,
+    })
+}
+
+/// Picks the URL list: `--url` (or `RLOCK_URL`, handled by clap), then
+/// `REDIS_URL`, then the default.
+pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
+    let given: Vec<String> = given
+        .iter()
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .collect();
+    if !given.is_empty() {
+        return given;
+    }
+    match redis_url.filter(|u| !u.trim().is_empty()) {
+        Some(url) => vec![url.trim().to_owned()],
+        None => vec![DEFAULT_URL.to_owned()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn parses_host_port_and_password_without_showing_it() {
+        let spec = parse_url("redis://:s3cret@127.0.0.1:7000/2", None, T).unwrap();
+        assert_eq!(spec.display, "127.0.0.1:7000");
+        assert_eq!(spec.info.redis_settings().password(), Some("s3cret"));
+        assert_eq!(spec.info.redis_settings().db(), 2);
+    }
+
+    #[test]
+    fn rediscli_auth_fills_a_missing_password_only() {
+        let spec = parse_url("redis://127.0.0.1", Some("envpw"), T).unwrap();
+        assert_eq!(spec.info.redis_settings().password(), Some("envpw"));
+        let spec = parse_url("redis://u:urlpw@127.0.0.1", Some("envpw"), T).unwrap();
+        assert_eq!(spec.info.redis_settings().password(), Some("urlpw"));
+        assert_eq!(spec.info.redis_settings().username(), Some("u"));
+    }
+
+    #[test]
+    fn bad_urls_are_usage_errors_that_do_not_echo_the_url() {
+        for url in [
+            "http://x",
+            "nonsense",
+            "redis://:pw@",
+            "redis://host:notaport",
+            "",
+        ] {
+            let err = parse_url(url, None, T).err().expect(url);
+            assert_eq!(err.exit().code(), 2, "{url}");
+            assert!(!err.to_string().contains("pw@"), "{err}");
+        }
+    }
+
+    #[test]
+    fn url_precedence_is_flag_then_redis_url_then_default() {
+        assert_eq!(
+            choose_urls(&["redis://a".into()], Some("redis://b".into())),
+            ["redis://a"]
+        );
+        assert_eq!(choose_urls(&[], Some("redis://b".into())), ["redis://b"]);
+        assert_eq!(choose_urls(&[], None), [DEFAULT_URL]);
+    }
+}
