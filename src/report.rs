@@ -34,8 +34,13 @@ pub fn verbose(msg: impl FnOnce() -> String) {
 /// Quotes user- or server-supplied text for a message: control and escape
 /// characters are shown escaped, never sent to the terminal raw.
 pub fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('\'');
+    format!("'{}'", sanitize(text))
+}
+
+/// Escapes control, escape and bidi characters in text that came from a user or
+/// from another host, so it cannot drive the terminal.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_control()
             || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -45,7 +50,6 @@ pub fn quote(text: &str) -> String {
             out.push(c);
         }
     }
-    out.push('\'');
     out
 }
 

@@ -93,12 +93,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Some((session, lost)) => (Some(session), lost),
         None => (None, None),
     };
-    release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
-
     if let Some(lost) = lost {
+        // Nothing to release: the hold is gone, or its lease has run out.
         report::error(&format!("{name}: {lost}; COMMAND was stopped"));
         return Ok(Exit::LockLost);
     }
+    release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
     match status {
         Ok(status) => Ok(Exit::Child(child::status_code(status))),
         Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {

@@ -157,18 +157,39 @@ impl Shared {
     }
 }
 
-/// Starts the signal thread. Call before connecting, so an early ^C is not lost.
+/// Starts the signal thread. Call before connecting, so an early ^C is not lost,
+/// and before starting any other thread.
+///
+/// The forwarded signals are blocked in every other thread: socket calls with a
+/// timeout are never restarted after a handler runs (signal(7)), so a signal
+/// landing on a thread inside a Redis call would fail that call with EINTR.
 pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
     let mut signals = Signals::new(FORWARDED).map_err(|e| {
         crate::error::Error::Internal(format!("cannot install signal handlers: {e}"))
     })?;
+    set_mask(libc::SIG_BLOCK);
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
+            set_mask(libc::SIG_UNBLOCK);
             for signal in signals.forever() {
                 shared.on_signal(signal);
             }
         })
         .map_err(|e| crate::error::Error::Internal(format!("cannot start signal thread: {e}")))?;
     Ok(())
+}
+
+/// Blocks or unblocks [`FORWARDED`] in the calling thread.
+fn set_mask(how: libc::c_int) {
+    // SAFETY: the set is initialised by sigemptyset before use; pthread_sigmask
+    // only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in FORWARDED {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
 }

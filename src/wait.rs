@@ -97,7 +97,7 @@ pub fn acquire(
             }
             Attempt::Taken { pttl, holder } => (pttl, holder),
         };
-        registered = may_wait;
+        registered |= may_wait;
         if !may_wait {
             let cause = match (&holder, wanted.wait) {
                 (_, Some(w)) if !w.is_zero() => {
@@ -166,13 +166,13 @@ fn give_up(session: &mut dyn Session, wanted: &Wanted<'_>, registered: bool, err
     err
 }
 
-/// `host pid N (command), held for 3s`, sanitized for the terminal.
+/// `pid 42 on host ('command') for 3s`, sanitized for the terminal.
 pub fn describe_holder(h: &HolderInfo) -> String {
     let held = Duration::from_secs(h.held_for.as_secs());
     format!(
-        "{} pid {} ({}) for {}",
-        report::quote(&h.host),
-        report::quote(&h.pid),
+        "pid {} on {} ({}) for {}",
+        report::sanitize(&h.pid),
+        report::sanitize(&h.host),
         report::quote(&h.command),
         humantime::format_duration(held)
     )

@@ -240,6 +240,7 @@ fn millis(d: Duration) -> u64 {
 /// A cause without secrets: redis-rs errors never carry the password, but we
 /// still word the common ones ourselves.
 fn describe(err: &RedisError, limit: Duration) -> String {
+    let limit = Duration::from_millis(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
     if matches!(err.kind(), ErrorKind::AuthenticationFailed)
         || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
     {
