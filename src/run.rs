@@ -15,7 +15,7 @@ use crate::report;
 use crate::signals::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
-use crate::watchdog::{Config, Lease, Watchdog};
+use crate::watchdog::{Config, Lease, Lost, Watchdog};
 
 /// Longest holder command line stored in Redis.
 const MAX_COMMAND_BYTES: usize = 1024;
@@ -93,12 +93,15 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Some((session, lost)) => (Some(session), lost),
         None => (None, None),
     };
+    // After a lost hold there is nothing to release (refused), or the server is
+    // not answering; a fixed lease is still ours for its last few milliseconds.
+    if matches!(lost, None | Some(Lost::LeaseEnded(_))) {
+        release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
+    }
     if let Some(lost) = lost {
-        // Nothing to release: the hold is gone, or its lease has run out.
         report::error(&format!("{name}: {lost}; COMMAND was stopped"));
         return Ok(Exit::LockLost);
     }
-    release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
     match status {
         Ok(status) => Ok(Exit::Child(child::status_code(status))),
         Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {

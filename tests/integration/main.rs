@@ -1,1 +1,15 @@
+//! rlock's integration tests: the real binary against real `redis-server`s.
+//!
+//! One test binary (one link step). Each module covers one area; put a new test
+//! in the module of the behaviour it checks:
+//! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
+//! - `faults`: crashes and stalls of rlock or redis-server, lost leases
+//! - `signals`: forwarding (kill and terminal), interrupts while waiting
+//! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 
+mod support;
+
+mod bad_input;
+mod faults;
+mod run;
+mod signals;

@@ -1,0 +1,156 @@
+//! Crashes and stalls: rlock SIGKILLed, the lock flushed, redis-server stopped,
+//! and fixed leases that run out. COMMAND must be stopped in time (exit 70) and
+//! the lock must free itself.
+
+use std::time::Duration;
+
+use crate::support::process::alive;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, rlock, sh, show, spawn};
+use crate::support::scratch::Scratch;
+use crate::support::{expect_within, now_ms};
+
+/// COMMAND that records its pid, then on SIGTERM the time it got it, and exits 1.
+/// (Its shell's own "Terminated" notice is silenced, so stderr is rlock's alone.)
+fn trapping(dir: &Scratch) -> String {
+    format!(
+        "exec 2>/dev/null; trap 'date +%s%3N > {term}; exit 1' TERM; echo $$ > {pid}; while :; do sleep 0.02; done",
+        term = dir.file("term"),
+        pid = dir.file("pid"),
+    )
+}
+
+fn command_pid(dir: &Scratch) -> u32 {
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    dir.read("pid").trim().parse().unwrap()
+}
+
+#[test]
+fn killing_rlock_kills_command_and_the_lock_frees_within_the_ttl() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!("echo $$ > {}; exec sleep 60", dir.file("pid"));
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "2s", "crash", "--"])
+            .args(sh(&script)),
+    );
+    let pid = command_pid(&dir);
+    holder.signal(libc::SIGKILL);
+    holder.wait_within(rlock::LIMIT);
+    expect_within(Duration::from_secs(5), "COMMAND to die with rlock", || {
+        !alive(pid)
+    });
+    let mut waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "10s", "crash", "--", "true"]));
+    let status = waiter.wait_within(rlock::LIMIT);
+    assert!(
+        status.success(),
+        "the lock frees itself within the ttl: {status:?}"
+    );
+}
+
+#[test]
+fn flushed_lock_stops_command_at_the_next_renewal() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "1s", "flushed", "--"])
+            .args(sh(&trapping(&dir))),
+    );
+    command_pid(&dir);
+    redis.cmd::<String>(&["FLUSHALL"]);
+    let flushed_at = now_ms();
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(err.contains("flushed") && err.contains("lost"), "{err}");
+    let term_at: u128 = dir
+        .read("term")
+        .trim()
+        .parse()
+        .expect("COMMAND got SIGTERM");
+    // The next renewal (every ttl/3) finds the lock gone; allow the shell's reaction.
+    assert!(
+        term_at <= flushed_at + 1000,
+        "SIGTERM {} ms after the flush",
+        term_at - flushed_at
+    );
+}
+
+#[test]
+fn stalled_server_stops_command_before_the_lease_can_expire() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "1s", "stalled", "--"])
+            .args(sh(&trapping(&dir))),
+    );
+    command_pid(&dir);
+    redis.freeze();
+    let frozen_at = now_ms();
+    let out = holder.output_within(rlock::LIMIT);
+    redis.thaw();
+    let err = rlock::assert_fails_last_line(&out, 70);
+    assert!(err.contains("stalled") && err.contains("lost"), "{err}");
+    let term_at: u128 = dir
+        .read("term")
+        .trim()
+        .parse()
+        .expect("COMMAND got SIGTERM");
+    // Every confirmed renewal was sent before the freeze, so the lease could end
+    // no later than freeze + ttl; the margin covers the trap's own reaction.
+    assert!(
+        term_at <= frozen_at + 1000 + 200,
+        "SIGTERM {} ms after the freeze",
+        term_at - frozen_at
+    );
+}
+
+#[test]
+fn fixed_lease_stops_command_when_it_ends() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--lease", "500ms", "leased", "--"])
+            .args(sh(&trapping(&dir))),
+    );
+    command_pid(&dir);
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(err.contains("lease of 500ms ended"), "{err}");
+    assert!(!dir.read("term").is_empty(), "COMMAND got SIGTERM");
+    // The key was never renewed, so it is gone by now.
+    assert_eq!(redis.lock_keys("leased"), Vec::<String>::new());
+}
+
+#[test]
+fn command_ignoring_sigterm_is_killed_after_kill_after() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!(
+        "trap '' TERM; echo $$ > {}; while :; do sleep 0.02; done",
+        dir.file("pid")
+    );
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--lease",
+                "300ms",
+                "--kill-after",
+                "300ms",
+                "stubborn",
+                "--",
+            ])
+            .args(sh(&script)),
+    );
+    let pid = command_pid(&dir);
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    assert!(!alive(pid), "COMMAND was killed");
+}

@@ -1,0 +1,276 @@
+//! `rlock run` on one server: statuses, exclusion, waiting, renewal,
+//! re-entrancy and fencing.
+
+use std::time::Duration;
+
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
+use crate::support::scratch::Scratch;
+use crate::support::{expect_within, now_ms};
+
+#[test]
+fn exits_with_the_status_of_command() {
+    let redis = RedisServer::start();
+    for (script, status) in [("exit 0", 0), ("exit 3", 3), ("kill -9 $$", 137)] {
+        let out = output(
+            rlock(&redis.url())
+                .args(["run", "status", "--"])
+                .args(sh(script)),
+        );
+        assert_eq!(code(&out), status, "{script}: {}", show(&out));
+    }
+    assert_eq!(
+        redis.lock_keys("status"),
+        Vec::<String>::new(),
+        "the lock is released"
+    );
+}
+
+#[test]
+fn command_gets_name_token_and_fence_and_inherits_stdio() {
+    let redis = RedisServer::start();
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "env-check", "--"])
+            .args(sh(
+                "echo \"$RLOCK_NAME $RLOCK_TOKEN $RLOCK_FENCE\"; echo err >&2",
+            )),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let line = stdout(&out);
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields[0], "env-check");
+    assert_eq!(fields[1].len(), 32, "128-bit token in hex: {line}");
+    assert!(fields[1].bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(fields[2].parse::<u64>().unwrap() >= 1);
+    assert_eq!(rlock::stderr(&out), "err\n");
+}
+
+/// Eight concurrent runs do a non-atomic read-modify-write of a counter file and
+/// log their intervals: the count must be exact and no intervals may overlap.
+#[test]
+fn concurrent_runs_exclude_each_other() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    std::fs::write(dir.path().join("counter"), "0").unwrap();
+    let script = format!(
+        "s=$(date +%s%N); n=$(cat {c}); sleep 0.05; echo $((n+1)) > {c}; echo \"$s $(date +%s%N) $RLOCK_FENCE\" >> {log}",
+        c = dir.file("counter"),
+        log = dir.file("intervals")
+    );
+    let mut runs: Vec<_> = (0..8)
+        .map(|_| {
+            spawn(
+                rlock(&redis.url())
+                    .args(["run", "counter", "--"])
+                    .args(sh(&script)),
+            )
+        })
+        .collect();
+    for run in &mut runs {
+        assert!(run.wait_within(rlock::LIMIT).success());
+    }
+    assert_eq!(dir.read("counter").trim(), "8");
+    let mut intervals: Vec<(u128, u128, u64)> = dir
+        .lines("intervals")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(intervals.len(), 8);
+    intervals.sort();
+    for pair in intervals.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlapping holds: {pair:?}");
+        assert!(
+            pair[0].2 < pair[1].2,
+            "fences increase with start time: {pair:?}"
+        );
+    }
+    assert_eq!(redis.lock_keys("counter"), Vec::<String>::new());
+}
+
+/// Starts a holder of `name` that runs until `release` exists; returns once it holds.
+fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> crate::support::process::Proc {
+    let ready = dir.file(&format!("{name}.held"));
+    let release = dir.file(&format!("{name}.release"));
+    let script = format!("touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done");
+    let holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", name, "--"])
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&ready).exists()
+    });
+    holder
+}
+
+#[test]
+fn no_wait_and_conflict_exit_code_when_taken() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "busy");
+    let out = output(rlock(&redis.url()).args(["run", "--no-wait", "busy", "--", "true"]));
+    let err = rlock::assert_fails(&out, 75);
+    assert!(err.contains("busy") && err.contains("held by"), "{err}");
+    let out = output(rlock(&redis.url()).args(["run", "-n", "-E", "0", "busy", "--", "false"]));
+    assert_eq!(code(&out), 0, "-E 0 skips quietly: {}", show(&out));
+    let out = output(rlock(&redis.url()).args(["run", "--wait", "0", "busy", "--", "true"]));
+    rlock::assert_fails(&out, 75);
+    assert_eq!(
+        redis.lock_keys("busy").len(),
+        2,
+        "only the holder's keys: {:?}",
+        redis.keys()
+    );
+}
+
+#[test]
+fn wait_gives_up_after_the_duration_and_leaves_nothing() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "slow");
+    let out = output(
+        rlock(&redis.url()).args(["run", "--wait", "300ms", "-E", "9", "slow", "--", "true"]),
+    );
+    let err = rlock::assert_fails(&out, 9);
+    assert!(err.contains("300ms"), "{err}");
+    let keys = redis.lock_keys("slow");
+    assert_eq!(
+        keys,
+        ["rlock:{slow}", "rlock:{slow}:holders"],
+        "no waiter left behind"
+    );
+}
+
+#[test]
+fn waiter_is_woken_by_the_release() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder_release = dir.file("w.release");
+    let mut holder = hold(&redis, &dir, "w");
+    let started = dir.file("waiter-ran");
+    let mut waiter = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "20s", "w", "--"])
+            .args(sh(&format!("date +%s%3N > {started}"))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to register", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{w}:waiters"]) == 1
+    });
+    let released_at = now_ms();
+    std::fs::write(&holder_release, "").unwrap();
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    assert!(waiter.wait_within(rlock::LIMIT).success());
+    let ran_at: u128 = dir.read("waiter-ran").trim().parse().unwrap();
+    // Push wake-up: the waiter ran right after the release, not after the
+    // holder's 30 s lease would have run out.
+    assert!(
+        ran_at - released_at < 10_000,
+        "woken {} ms after the release",
+        ran_at - released_at
+    );
+    assert_eq!(redis.lock_keys("w"), Vec::<String>::new());
+}
+
+#[test]
+fn a_short_ttl_is_renewed_for_a_longer_command() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "1s", "renewed", "--"])
+            .args(sh(&format!("touch {ready}; sleep 3"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&ready).exists()
+    });
+    // Throughout the 3 s command the lock stays held by it (a waiter is refused).
+    let deadline = std::time::Instant::now() + Duration::from_millis(2500);
+    while std::time::Instant::now() < deadline {
+        let out = output(rlock(&redis.url()).args(["run", "-n", "renewed", "--", "true"]));
+        assert_eq!(code(&out), 75, "lock must stay held: {}", show(&out));
+        let pttl: i64 = redis.cmd(&["PTTL", "rlock:{renewed}"]);
+        assert!(
+            pttl > 0 && pttl <= 1000,
+            "ttl stays within the lease: {pttl}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(holder.wait_within(rlock::LIMIT).success());
+}
+
+#[test]
+fn nested_run_of_the_same_lock_reenters_and_releases_only_its_hold() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = redis.url();
+    let script = format!(
+        "echo \"$RLOCK_TOKEN $RLOCK_FENCE\" > {outer}; \
+         {bin} --url {url} run -n nest -- sh -c 'echo \"$RLOCK_TOKEN $RLOCK_FENCE\"' > {inner} || exit 11; \
+         {bin} --url {url} run -n nest -- true; echo $? > {sibling}; \
+         redis-cli -p {port} hget rlock:{{nest}} $RLOCK_TOKEN > {count}",
+        outer = dir.file("outer"),
+        inner = dir.file("inner"),
+        sibling = dir.file("sibling"),
+        count = dir.file("count"),
+        port = redis.port,
+    );
+    let out = output(rlock(&url).args(["run", "nest", "--"]).args(sh(&script)));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        dir.read("outer"),
+        dir.read("inner"),
+        "same token and fence when re-entering"
+    );
+    assert_eq!(
+        dir.read("sibling").trim(),
+        "0",
+        "a second nested run re-enters too"
+    );
+    assert_eq!(
+        dir.read("count").trim(),
+        "1",
+        "nested exits released only their own holds"
+    );
+    assert_eq!(redis.lock_keys("nest"), Vec::<String>::new());
+}
+
+#[test]
+fn an_inherited_token_does_not_enter_a_lock_it_does_not_hold() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _other = hold(&redis, &dir, "other");
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let script = format!("{bin} --url {} run -n other -- true", redis.url());
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "mine", "--"])
+            .args(sh(&script)),
+    );
+    assert_eq!(code(&out), 75, "{}", show(&out));
+}
+
+#[test]
+fn fence_strictly_increases_over_twenty_runs() {
+    let redis = RedisServer::start();
+    let mut last = 0u64;
+    for _ in 0..20 {
+        let out = output(
+            rlock(&redis.url())
+                .args(["run", "fenced", "--"])
+                .args(sh("echo $RLOCK_FENCE")),
+        );
+        let fence: u64 = stdout(&out).trim().parse().unwrap();
+        assert!(fence > last, "{fence} after {last}");
+        last = fence;
+    }
+}

@@ -1,0 +1,234 @@
+//! Signals: forwarded to COMMAND exactly once, whether sent with `kill` or typed
+//! at a terminal; while waiting they interrupt rlock (128+N), leaving nothing.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::expect_within;
+use crate::support::process::Proc;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, rlock, sh, show, spawn, spawn_quiet};
+use crate::support::scratch::Scratch;
+
+const NAMES: [(i32, &str); 6] = [
+    (libc::SIGHUP, "HUP"),
+    (libc::SIGINT, "INT"),
+    (libc::SIGQUIT, "QUIT"),
+    (libc::SIGTERM, "TERM"),
+    (libc::SIGUSR1, "USR1"),
+    (libc::SIGUSR2, "USR2"),
+];
+
+/// COMMAND that logs every forwarded signal it receives and exits 0 once `stop` exists.
+fn recorder(dir: &Scratch) -> String {
+    let log = dir.file("signals");
+    let traps: String = NAMES
+        .iter()
+        .map(|(_, n)| format!("trap 'echo {n} >> {log}' {n}; "))
+        .collect();
+    format!(
+        "{traps} echo ready >> {log}; while [ ! -e {stop} ]; do sleep 0.02; done",
+        stop = dir.file("stop")
+    )
+}
+
+fn count(dir: &Scratch, name: &str) -> usize {
+    dir.lines("signals").iter().filter(|l| *l == name).count()
+}
+
+#[test]
+fn each_forwarded_signal_sent_with_kill_reaches_command_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let run = spawn(
+        rlock(&redis.url())
+            .args(["run", "fwd", "--"])
+            .args(sh(&recorder(&dir))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to be ready", || {
+        count(&dir, "ready") == 1
+    });
+    for (signal, name) in NAMES {
+        run.signal(signal);
+        expect_within(rlock::LIMIT, &format!("{name} to reach COMMAND"), || {
+            count(&dir, name) == 1
+        });
+    }
+    std::fs::write(dir.file("stop"), "").unwrap();
+    let out = run.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&out),
+        0,
+        "COMMAND decides when to exit: {}",
+        show(&out)
+    );
+    for (_, name) in NAMES {
+        assert_eq!(
+            count(&dir, name),
+            1,
+            "{name} exactly once: {:?}",
+            dir.lines("signals")
+        );
+    }
+    assert_eq!(redis.lock_keys("fwd"), Vec::<String>::new());
+}
+
+/// A pseudo-terminal pair; rlock gets the slave as its controlling terminal.
+fn openpty() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two fds; null name/termios/winsize are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty failed");
+    // SAFETY: both fds were just opened and are owned by nobody else.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+#[test]
+fn keys_typed_at_a_terminal_reach_command_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (master, slave) = openpty();
+    let mut cmd = rlock(&redis.url());
+    cmd.args(["run", "tty", "--"]).args(sh(&recorder(&dir)));
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave.try_clone().unwrap()));
+    // SAFETY: setsid and ioctl are async-signal-safe; the child makes the pty
+    // its controlling terminal, as a login shell's job would have it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut run = Proc::new(cmd.spawn().unwrap());
+    drop(slave);
+    // Drain the terminal so nothing blocks on a full buffer.
+    let mut reader = std::fs::File::from(master.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while matches!(reader.read(&mut buf), Ok(n) if n > 0) {}
+    });
+    let mut writer = std::fs::File::from(master);
+    expect_within(rlock::LIMIT, "COMMAND to be ready", || {
+        count(&dir, "ready") == 1
+    });
+    writer.write_all(b"\x03").unwrap(); // ^C
+    expect_within(rlock::LIMIT, "^C to reach COMMAND", || {
+        count(&dir, "INT") == 1
+    });
+    writer.write_all(b"\x1c").unwrap(); // ^\
+    expect_within(rlock::LIMIT, "^\\ to reach COMMAND", || {
+        count(&dir, "QUIT") == 1
+    });
+    run.signal(libc::SIGTERM);
+    expect_within(rlock::LIMIT, "TERM to reach COMMAND", || {
+        count(&dir, "TERM") == 1
+    });
+    std::fs::write(dir.file("stop"), "").unwrap();
+    let status = run.wait_within(rlock::LIMIT);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "rlock survives keys typed at COMMAND"
+    );
+    for name in ["INT", "QUIT", "TERM"] {
+        assert_eq!(
+            count(&dir, name),
+            1,
+            "{name} exactly once: {:?}",
+            dir.lines("signals")
+        );
+    }
+    let _ = writer.as_raw_fd();
+}
+
+fn interrupt_while_waiting(signal: i32, status: i32) {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let _holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "queue", "--"])
+            .args(sh(&format!("touch {held}; sleep 60"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&held).exists()
+    });
+    let waiter = spawn(rlock(&redis.url()).args(["run", "queue", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
+    });
+    waiter.signal(signal);
+    let out = waiter.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, status);
+    assert!(
+        err.contains("queue") && err.contains("interrupted"),
+        "{err}"
+    );
+    assert_eq!(
+        redis.lock_keys("queue"),
+        ["rlock:{queue}", "rlock:{queue}:holders"],
+        "the waiter left nothing behind"
+    );
+}
+
+#[test]
+fn sigint_while_waiting_exits_130_and_leaves_nothing() {
+    interrupt_while_waiting(libc::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_while_waiting_exits_143_and_leaves_nothing() {
+    interrupt_while_waiting(libc::SIGTERM, 143);
+}
+
+#[test]
+fn a_waiter_that_gives_up_passes_the_wake_up_on() {
+    // Two waiters; the first is interrupted right as the lock is released. The
+    // second must still get the lock promptly, not after a lease timeout.
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let release = dir.file("release");
+    let mut holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "60s", "handoff", "--"])
+            .args(sh(&format!(
+                "touch {held}; while [ ! -e {release} ]; do sleep 0.02; done"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&held).exists()
+    });
+    let first = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--ttl", "60s", "handoff", "--", "sleep", "60"]),
+    );
+    expect_within(rlock::LIMIT, "the first waiter", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{handoff}:waiters"]) == 1
+    });
+    let mut second =
+        spawn(rlock(&redis.url()).args(["run", "--ttl", "60s", "handoff", "--", "true"]));
+    expect_within(rlock::LIMIT, "the second waiter", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{handoff}:waiters"]) == 2
+    });
+    first.signal(libc::SIGSTOP);
+    std::fs::write(&release, "").unwrap();
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    first.signal(libc::SIGINT);
+    first.signal(libc::SIGCONT);
+    let status = second.wait_within(Duration::from_secs(20));
+    assert!(status.success(), "second waiter ran: {status:?}");
+}

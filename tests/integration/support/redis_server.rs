@@ -1,0 +1,164 @@
+//! A real `redis-server` on a free 127.0.0.1 port, killed by PID on drop.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::process::{self, Proc};
+use super::scratch::Scratch;
+
+pub struct RedisServer {
+    pub port: u16,
+    proc: Proc,
+    dir: Scratch,
+    password: Option<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
+    pub fn start_with(extra: &[&str]) -> Self {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let password = extra
+            .iter()
+            .position(|a| a == "--requirepass")
+            .map(|i| extra[i + 1].clone());
+        // The port may be taken between choosing it and binding it: retry.
+        for _ in 0..10 {
+            let dir = Scratch::new();
+            let port = free_port();
+            let proc = spawn(port, &dir, &extra);
+            let mut server = RedisServer {
+                port,
+                proc,
+                dir,
+                password: password.clone(),
+            };
+            if server.wait_ready() {
+                return server;
+            }
+            let log = server.log();
+            assert!(
+                log.contains("Address already in use"),
+                "redis-server failed to start:\n{log}"
+            );
+        }
+        panic!("could not find a free port for redis-server");
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        super::wait_until(Duration::from_secs(10), || {
+            self.proc.try_status().is_some() || self.try_connection().is_some()
+        }) && self.proc.try_status().is_none()
+    }
+
+    fn log(&self) -> String {
+        self.dir.read("redis.log")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn try_connection(&self) -> Option<redis::Connection> {
+        let mut info = redis::IntoConnectionInfo::into_connection_info(self.url().as_str()).ok()?;
+        if let Some(pw) = &self.password {
+            info = info
+                .clone()
+                .set_redis_settings(info.redis_settings().clone().set_password(pw));
+        }
+        let client = redis::Client::open(info).ok()?;
+        let mut con = client
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .ok()?;
+        con.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        redis::cmd("PING").query::<String>(&mut con).ok()?;
+        Some(con)
+    }
+
+    /// A connection for inspecting and changing the server from the test.
+    pub fn con(&self) -> redis::Connection {
+        self.try_connection()
+            .expect("redis-server is not answering")
+    }
+
+    /// Runs one command and returns its reply.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query(&mut self.con()).unwrap()
+    }
+
+    /// All keys, sorted (SCAN is not needed for a test's handful of keys).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);
+        keys.sort();
+        keys
+    }
+
+    /// Keys of lock `name` other than its fence counter, which persists by design.
+    pub fn lock_keys(&self, name: &str) -> Vec<String> {
+        let fence = format!("rlock:{{{name}}}:fence");
+        self.keys()
+            .into_iter()
+            .filter(|k| k.contains(&format!("{{{name}}}")) && *k != fence)
+            .collect()
+    }
+
+    pub fn freeze(&self) {
+        process::signal(self.pid(), libc::SIGSTOP);
+    }
+
+    pub fn thaw(&self) {
+        process::signal(self.pid(), libc::SIGCONT);
+    }
+}
+
+fn spawn(port: u16, dir: &Scratch, extra: &[String]) -> Proc {
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--logfile")
+        .arg(dir.path().join("redis.log"))
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (scripts/test installs it)");
+    Proc::new(child)
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // A stopped server still dies of SIGKILL; Proc's drop sends it and reaps.
+        self.proc.kill();
+    }
+}

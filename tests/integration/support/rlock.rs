@@ -1,0 +1,122 @@
+//! Running the real `rlock` binary against a test server.
+
+use std::ffi::OsStr;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use super::process::Proc;
+
+/// Longest any single rlock invocation in these tests may take before the test fails.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+/// `rlock --url URL` with a clean environment: no RLOCK_* or REDIS_URL from the
+/// developer's shell.
+pub fn rlock(url: &str) -> Command {
+    let mut cmd = bare();
+    cmd.arg("--url").arg(url);
+    cmd
+}
+
+/// `rlock` without a URL.
+pub fn bare() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    for var in [
+        "RLOCK_URL",
+        "REDIS_URL",
+        "RLOCK_PREFIX",
+        "RLOCK_TOKEN",
+        "RLOCK_NAME",
+        "RLOCK_FENCE",
+        "REDISCLI_AUTH",
+        "RLOCK_CACERT",
+        "RLOCK_CERT",
+        "RLOCK_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Starts `cmd` with stdout/stderr piped.
+pub fn spawn(cmd: &mut Command) -> Proc {
+    Proc::new(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Starts `cmd` with stdout/stderr discarded (for long-running holders).
+pub fn spawn_quiet(cmd: &mut Command) -> Proc {
+    Proc::new(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Runs `cmd` to completion within [`LIMIT`].
+pub fn output(cmd: &mut Command) -> Output {
+    spawn(cmd).output_within(LIMIT)
+}
+
+/// Exit code (panics on death by signal, with the output).
+pub fn code(out: &Output) -> i32 {
+    out.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {}", show(out)))
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// For assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        stdout(out),
+        stderr(out)
+    )
+}
+
+/// Asserts the contract's failure shape: exactly `status`, and stderr is one line
+/// starting with `rlock: `.
+pub fn assert_fails(out: &Output, status: i32) -> String {
+    assert_eq!(out.status.code(), Some(status), "{}", show(out));
+    let err = stderr(out);
+    assert!(err.starts_with("rlock: "), "{}", show(out));
+    assert_eq!(err.trim_end().lines().count(), 1, "{}", show(out));
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{}",
+        show(out)
+    );
+    err
+}
+
+/// `sh -c SCRIPT` as COMMAND arguments.
+pub fn sh(script: &str) -> [&OsStr; 3] {
+    [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(script)]
+}
+
+/// Like [`assert_fails`], for runs that may also print warnings first (e.g. a
+/// failed renewal): the last stderr line is the `rlock:` verdict.
+pub fn assert_fails_last_line(out: &Output, status: i32) -> String {
+    assert_eq!(out.status.code(), Some(status), "{}", show(out));
+    let err = stderr(out);
+    assert!(
+        err.lines().all(|l| l.starts_with("rlock: ")),
+        "{}",
+        show(out)
+    );
+    err.lines().last().unwrap_or_default().to_owned()
+}
