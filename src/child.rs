@@ -179,8 +179,18 @@ fn spawn_error(program: &OsStr, err: &io::Error) -> Error {
 
 /// Waits for COMMAND to exit, marks it exited (so no one signals a recycled
 /// pid), then reaps it.
-pub fn wait(mut child: Child, shared: &Shared) -> Result<ExitStatus> {
+///
+/// With the terminal (`foreground`), a COMMAND suspended by ^Z suspends rlock
+/// too, so the shell's job control sees the job stopped; `fg` or `bg` continues
+/// both. While suspended rlock cannot renew: a suspension longer than the lease
+/// ends in exit 70 when it resumes.
+pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
     let pid = child.id() as libc::pid_t;
+    let flags = if foreground {
+        libc::WEXITED | libc::WSTOPPED
+    } else {
+        libc::WEXITED
+    };
     loop {
         // SAFETY: siginfo_t is plain data; waitid with WNOWAIT leaves the child unreaped.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -189,18 +199,22 @@ pub fn wait(mut child: Child, shared: &Shared) -> Result<ExitStatus> {
                 libc::P_PID,
                 pid as libc::id_t,
                 &mut info,
-                libc::WEXITED | libc::WNOWAIT,
+                flags | libc::WNOWAIT,
             )
         };
-        if rc == 0 {
-            break;
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
             return Err(Error::Internal(format!(
                 "waiting for COMMAND failed: {err}"
             )));
         }
+        if info.si_code != libc::CLD_STOPPED {
+            break;
+        }
+        suspend_with(pid);
     }
     if let Phase::Running { exited, .. } = &mut *shared.phase() {
         *exited = true;
@@ -208,6 +222,28 @@ pub fn wait(mut child: Child, shared: &Shared) -> Result<ExitStatus> {
     child
         .wait()
         .map_err(|e| Error::Internal(format!("reaping COMMAND failed: {e}")))
+}
+
+/// COMMAND stopped at the terminal: stop rlock as well, and on continuation
+/// hand the terminal back (if we are in the foreground again) and continue COMMAND.
+fn suspend_with(pid: libc::pid_t) {
+    // SAFETY: plain syscalls. The second waitid consumes the stop notification
+    // (WSTOPPED without WNOWAIT or WEXITED cannot reap an exit).
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WSTOPPED | libc::WNOHANG,
+        );
+        reclaim_terminal();
+        libc::raise(libc::SIGSTOP);
+        if terminal_foreground() {
+            libc::tcsetpgrp(0, pid);
+        }
+        libc::killpg(pid, libc::SIGCONT);
+    }
 }
 
 /// Takes the terminal back after COMMAND had it.

@@ -84,7 +84,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
 
     let foreground = child::terminal_foreground();
     let started = child::spawn(&program, &args.command, &env, foreground, &shared);
-    let status = started.and_then(|c| child::wait(c, &shared));
+    let status = started.and_then(|c| child::wait(c, &shared, foreground));
     if foreground {
         child::reclaim_terminal();
     }

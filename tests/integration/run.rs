@@ -274,3 +274,52 @@ fn fence_strictly_increases_over_twenty_runs() {
         last = fence;
     }
 }
+
+/// Successful calls of `command` from INFO commandstats (a NOSCRIPT reply,
+/// answered by loading the script, counts as a failed call).
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:");
+    let Some(stats) = info.lines().find_map(|l| l.strip_prefix(&prefix)) else {
+        return 0;
+    };
+    let field = |name: &str| -> u64 {
+        stats
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(name))
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    field("calls=") - field("failed_calls=")
+}
+
+#[test]
+fn a_release_wakes_one_waiter_not_all() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = hold(&redis, &dir, "herd");
+    const WAITERS: usize = 6;
+    let mut waiters: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            spawn_quiet(rlock(&redis.url()).args(["run", "--ttl", "60s", "herd", "--", "true"]))
+        })
+        .collect();
+    expect_within(rlock::LIMIT, "all waiters to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{herd}:waiters"]) == WAITERS as i64
+    });
+    redis.cmd::<String>(&["CONFIG", "RESETSTAT"]);
+    std::fs::write(dir.file("herd.release"), "").unwrap();
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    for waiter in &mut waiters {
+        assert!(waiter.wait_within(rlock::LIMIT).success());
+    }
+    // One release by the holder, then per waiter one acquire and one release: a
+    // herd would add a failed acquire for every waiter woken in vain.
+    let scripts = calls(&redis, "evalsha") + calls(&redis, "eval");
+    assert_eq!(
+        scripts,
+        1 + 2 * WAITERS as u64,
+        "{}",
+        redis.cmd::<String>(&["INFO", "commandstats"])
+    );
+    assert_eq!(redis.lock_keys("herd"), Vec::<String>::new());
+}

@@ -2,7 +2,7 @@
 //! at a terminal; while waiting they interrupt rlock (128+N), leaving nothing.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
@@ -94,18 +94,15 @@ fn openpty() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
-#[test]
-fn keys_typed_at_a_terminal_reach_command_once() {
-    let redis = RedisServer::start();
-    let dir = Scratch::new();
+/// Starts `cmd` with a new pseudo-terminal as its controlling terminal (as a
+/// shell's foreground job has it); returns the process and the terminal's master
+/// side to type into.
+fn spawn_on_terminal(cmd: &mut std::process::Command) -> (Proc, std::fs::File) {
     let (master, slave) = openpty();
-    let mut cmd = rlock(&redis.url());
-    cmd.args(["run", "tty", "--"]).args(sh(&recorder(&dir)));
     cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave.try_clone().unwrap()));
-    // SAFETY: setsid and ioctl are async-signal-safe; the child makes the pty
-    // its controlling terminal, as a login shell's job would have it.
+    // SAFETY: setsid and ioctl are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
@@ -113,7 +110,7 @@ fn keys_typed_at_a_terminal_reach_command_once() {
             Ok(())
         });
     }
-    let mut run = Proc::new(cmd.spawn().unwrap());
+    let run = Proc::new(cmd.spawn().unwrap());
     drop(slave);
     // Drain the terminal so nothing blocks on a full buffer.
     let mut reader = std::fs::File::from(master.try_clone().unwrap());
@@ -121,15 +118,26 @@ fn keys_typed_at_a_terminal_reach_command_once() {
         let mut buf = [0u8; 1024];
         while matches!(reader.read(&mut buf), Ok(n) if n > 0) {}
     });
-    let mut writer = std::fs::File::from(master);
+    (run, std::fs::File::from(master))
+}
+
+#[test]
+fn keys_typed_at_a_terminal_reach_command_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (mut run, mut terminal) = spawn_on_terminal(
+        rlock(&redis.url())
+            .args(["run", "tty", "--"])
+            .args(sh(&recorder(&dir))),
+    );
     expect_within(rlock::LIMIT, "COMMAND to be ready", || {
         count(&dir, "ready") == 1
     });
-    writer.write_all(b"\x03").unwrap(); // ^C
+    terminal.write_all(b"\x03").unwrap(); // ^C
     expect_within(rlock::LIMIT, "^C to reach COMMAND", || {
         count(&dir, "INT") == 1
     });
-    writer.write_all(b"\x1c").unwrap(); // ^\
+    terminal.write_all(b"\x1c").unwrap(); // ^\
     expect_within(rlock::LIMIT, "^\\ to reach COMMAND", || {
         count(&dir, "QUIT") == 1
     });
@@ -152,7 +160,45 @@ fn keys_typed_at_a_terminal_reach_command_once() {
             dir.lines("signals")
         );
     }
-    let _ = writer.as_raw_fd();
+}
+
+fn state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn suspending_command_at_the_terminal_suspends_rlock_until_continued() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!(
+        "echo $$ > {pid}; while [ ! -e {stop} ]; do sleep 0.02; done",
+        pid = dir.file("pid"),
+        stop = dir.file("stop")
+    );
+    let (mut run, mut terminal) = spawn_on_terminal(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "60s", "suspend", "--"])
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let command: u32 = dir.read("pid").trim().parse().unwrap();
+    terminal.write_all(b"\x1a").unwrap(); // ^Z
+    expect_within(rlock::LIMIT, "COMMAND and rlock to stop", || {
+        state(command) == "T" && state(run.pid) == "T"
+    });
+    run.signal(libc::SIGCONT); // what the shell's `fg` does
+    expect_within(rlock::LIMIT, "COMMAND to continue", || {
+        state(command) != "T"
+    });
+    std::fs::write(dir.file("stop"), "").unwrap();
+    assert_eq!(run.wait_within(rlock::LIMIT).code(), Some(0));
 }
 
 fn interrupt_while_waiting(signal: i32, status: i32) {
