@@ -7,7 +7,9 @@
 #
 # Builds rlock in release mode and starts its own redis-server on a free
 # 127.0.0.1 port; prints median / p90 / max gap per tool and rlock's ratio to
-# flock, and checks mutual exclusion from the recorded intervals.
+# flock, checks mutual exclusion from the recorded intervals, and counts the
+# Redis commands rlock sent per acquisition (INFO commandstats: scripts, script
+# loads and BLPOPs; commands run inside scripts are not separate round trips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -38,7 +40,14 @@ run_tool() { # name, then the command prefix that takes the lock
   wait "${pids[@]}"
 }
 
+top_level_calls() {
+  redis-cli -p "$port" info commandstats |
+    awk -F'[:,=]' '/^cmdstat_(evalsha|eval|blpop|script\|load|rpush|ping):/ { n += $3 } END { print n + 0 }'
+}
+
+redis-cli -p "$port" config resetstat >/dev/null
 run_tool rlock "$rlock" --url "redis://127.0.0.1:$port" run bench --
+echo "$(top_level_calls) $procs" >"$work/commands"
 run_tool flock flock "$work/flock.lock"
 
 python3 - "$work" <<'PY'
@@ -59,5 +68,8 @@ for tool, r in res.items():
     print(f"{tool:6} {r['handoffs']:>8} {r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['max_ms']:>8.2f}")
 ratio = res["rlock"]["median_ms"] / max(res["flock"]["median_ms"], 1e-9)
 print(f"rlock/flock median gap ratio: {ratio:.2f}  (mutual exclusion verified for both)")
+calls, procs = map(int, open(f"{work}/commands").read().split())
+res["rlock"]["redis_commands_per_acquisition"] = calls / procs
+print(f"rlock: {calls / procs:.2f} Redis commands per acquisition with {procs} processes")
 print(json.dumps(res))
 PY

@@ -323,3 +323,49 @@ fn a_release_wakes_one_waiter_not_all() {
     );
     assert_eq!(redis.lock_keys("herd"), Vec::<String>::new());
 }
+
+#[test]
+fn server_comes_from_rlock_url_then_redis_url() {
+    let redis = RedisServer::start();
+    let unused = "redis://127.0.0.1:1";
+    let out = output(
+        rlock::bare()
+            .env("RLOCK_URL", redis.url())
+            .env("REDIS_URL", unused)
+            .args(["run", "e", "--", "true"]),
+    );
+    assert_eq!(
+        code(&out),
+        0,
+        "RLOCK_URL wins over REDIS_URL: {}",
+        show(&out)
+    );
+    let out = output(
+        rlock::bare()
+            .env("REDIS_URL", redis.url())
+            .args(["run", "e", "--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "REDIS_URL is the fallback: {}", show(&out));
+    let out = output(rlock::bare().env("RLOCK_URL", unused).args([
+        "--url",
+        &redis.url(),
+        "run",
+        "e",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 0, "--url wins: {}", show(&out));
+    let out = output(
+        rlock::bare()
+            .env("RLOCK_PREFIX", "custom")
+            .env("RLOCK_URL", redis.url())
+            .args(["run", "p", "--"])
+            .args(sh("echo $RLOCK_FENCE")),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        redis.keys(),
+        ["custom:{p}:fence", "rlock:{e}:fence"],
+        "--prefix namespaces the keys"
+    );
+}
