@@ -35,9 +35,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         None => Lease::Renewed(args.ttl),
     };
 
-    let shared = Shared::new();
+    let shared = Shared::new(name);
     signals::start(Arc::clone(&shared))?;
     let mut session = backend.connect()?;
+    shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = std::env::var("RLOCK_TOKEN")
         .ok()

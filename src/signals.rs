@@ -55,7 +55,9 @@ pub struct Blocked {
 
 /// What rlock is doing, as far as signals are concerned.
 pub enum Phase {
-    /// Connecting or attempting to acquire.
+    /// Connecting: nothing has been sent, so a signal ends rlock at once.
+    Connecting,
+    /// Attempting to acquire (a request may be in flight).
     Acquiring,
     /// Blocked waiting for a release.
     Blocked(Blocked),
@@ -73,15 +75,17 @@ pub enum Phase {
 
 /// State shared by `run`, the signal thread and the watchdog.
 pub struct Shared {
+    lock: String,
     phase: Mutex<Phase>,
     interrupted: AtomicI32,
 }
 
 impl Shared {
-    /// Starts in [`Phase::Acquiring`].
-    pub fn new() -> Arc<Self> {
+    /// Starts in [`Phase::Connecting`].
+    pub fn new(lock: &str) -> Arc<Self> {
         Arc::new(Shared {
-            phase: Mutex::new(Phase::Acquiring),
+            lock: lock.to_owned(),
+            phase: Mutex::new(Phase::Connecting),
             interrupted: AtomicI32::new(0),
         })
     }
@@ -120,6 +124,14 @@ impl Shared {
                 unsafe { libc::kill(*pid, signal) };
             }
             Phase::Running { .. } | Phase::Finished => {}
+            Phase::Connecting => {
+                crate::report::error(&format!(
+                    "{}: interrupted by {} while connecting; nothing acquired",
+                    self.lock,
+                    name(signal)
+                ));
+                std::process::exit(128 + signal);
+            }
             Phase::Acquiring => {
                 let _ = self.interrupted.compare_exchange(
                     0,

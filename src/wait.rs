@@ -80,7 +80,14 @@ pub fn acquire(
         };
         let attempt = match session.acquire(&request) {
             Ok(attempt) => attempt,
-            Err(err) => return Err(give_up(session, wanted, registered, err)),
+            Err(err) => {
+                return Err(give_up(
+                    session,
+                    wanted,
+                    registered,
+                    or_signal(err, wanted, shared),
+                ))
+            }
         };
         let (pttl, holder) = match attempt {
             Attempt::Acquired(hold) => {
@@ -145,8 +152,23 @@ pub fn acquire(
         match woke {
             Ok(Wake::Released | Wake::TimedOut) => {}
             Ok(Wake::Interrupted) => {}
-            Err(err) => return Err(give_up(session, wanted, registered, err)),
+            Err(err) => {
+                return Err(give_up(
+                    session,
+                    wanted,
+                    registered,
+                    or_signal(err, wanted, shared),
+                ))
+            }
         }
+    }
+}
+
+/// A signal that arrived while a request was failing is the reason the user sees.
+fn or_signal(err: Error, wanted: &Wanted<'_>, shared: &Shared) -> Error {
+    match shared.interrupted() {
+        Some(signal) => interrupted(wanted, signal),
+        None => err,
     }
 }
 

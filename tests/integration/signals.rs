@@ -278,3 +278,33 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
     let status = second.wait_within(Duration::from_secs(20));
     assert!(status.success(), "second waiter ran: {status:?}");
 }
+
+#[test]
+fn a_signal_while_a_silent_server_holds_the_request_exits_128_plus_n() {
+    // Accepts connections but never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!(
+        "redis://127.0.0.1:{}",
+        listener.local_addr().unwrap().port()
+    );
+    let run = spawn(rlock(&url).args(["--connect-timeout", "1s", "run", "silent", "--", "true"]));
+    let mut accepted = Vec::new();
+    expect_within(rlock::LIMIT, "rlock to connect", || {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                accepted.push(stream);
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    run.signal(libc::SIGINT);
+    // At most the connect timeout: the reply wait is bounded, then the signal wins.
+    let out = run.output_within(Duration::from_secs(10));
+    let err = rlock::assert_fails(&out, 130);
+    assert!(
+        err.contains("silent") && err.contains("interrupted"),
+        "{err}"
+    );
+}
