@@ -12,6 +12,7 @@ pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod exit;
+pub mod guardian;
 pub mod name;
 pub mod report;
 pub mod run;

@@ -10,6 +10,7 @@ use crate::child;
 use crate::cli::{Global, RunArgs};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
+use crate::guardian::Guardian;
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
@@ -84,8 +85,17 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     };
 
     let foreground = child::terminal_foreground();
-    let started = child::spawn(&program, &args.command, &env, foreground, &shared);
-    let status = started.and_then(|c| child::wait(c, &shared, foreground));
+    let status = Guardian::start()
+        .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))
+        .and_then(|guardian| {
+            let started = child::spawn(&program, &args.command, &env, foreground, &shared);
+            if let Ok(child) = &started {
+                guardian.watch(child.id() as libc::pid_t);
+            }
+            let status = started.and_then(|c| child::wait(c, &shared, foreground));
+            guardian.dismiss();
+            status
+        });
     if foreground {
         child::reclaim_terminal();
     }

@@ -53,6 +53,36 @@ fn killing_rlock_kills_command_and_the_lock_frees_within_the_ttl() {
 }
 
 #[test]
+fn killing_rlock_kills_what_command_started_too() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    // A shell that forks a grandchild (not exec'd) and waits for it.
+    let script = format!(
+        "sleep 60 & echo $! > {}; echo $$ > {}; wait",
+        dir.file("grandchild"),
+        dir.file("pid")
+    );
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "tree", "--"])
+            .args(sh(&script)),
+    );
+    let pid = command_pid(&dir);
+    expect_within(rlock::LIMIT, "the grandchild to start", || {
+        !dir.read("grandchild").trim().is_empty()
+    });
+    let grandchild: u32 = dir.read("grandchild").trim().parse().unwrap();
+    holder.signal(libc::SIGKILL);
+    holder.wait_within(rlock::LIMIT);
+    expect_within(Duration::from_secs(5), "COMMAND to die with rlock", || {
+        !alive(pid)
+    });
+    expect_within(Duration::from_secs(5), "COMMAND's child to die too", || {
+        !alive(grandchild)
+    });
+}
+
+#[test]
 fn flushed_lock_stops_command_at_the_next_renewal() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
