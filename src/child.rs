@@ -14,6 +14,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::signals::{Phase, Shared};
@@ -21,27 +22,30 @@ use crate::signals::{Phase, Shared};
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo
 /// costs no Redis round trip: 127 when it does not exist, 126 when it is not
 /// executable.
-pub fn resolve(program: &OsStr) -> Result<PathBuf> {
-    let shown = || program.to_string_lossy().into_owned();
+pub fn resolve(program: &OsStr, lock: &str) -> Result<PathBuf> {
+    let not_found = || Error::NotFound {
+        lock: lock.to_owned(),
+        program: program.to_string_lossy().into_owned(),
+    };
+    let denied = |cause| Error::CannotExecute {
+        lock: lock.to_owned(),
+        program: program.to_string_lossy().into_owned(),
+        cause,
+    };
     if program.is_empty() {
-        return Err(Error::NotFound {
-            program: "''".into(),
-        });
+        return Err(not_found());
     }
     if program.as_bytes().contains(&b'/') {
         let path = Path::new(program);
         return match check_executable(path) {
             Some(Ok(())) => Ok(path.to_owned()),
-            Some(Err(cause)) => Err(Error::CannotExecute {
-                program: shown(),
-                cause,
-            }),
-            None => Err(Error::NotFound { program: shown() }),
+            Some(Err(cause)) => Err(denied(cause)),
+            None => Err(not_found()),
         };
     }
     let search =
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
-    let mut denied = None;
+    let mut refused = None;
     for dir in std::env::split_paths(&search) {
         let dir = if dir.as_os_str().is_empty() {
             PathBuf::from(".")
@@ -51,17 +55,11 @@ pub fn resolve(program: &OsStr) -> Result<PathBuf> {
         let candidate = dir.join(program);
         match check_executable(&candidate) {
             Some(Ok(())) => return Ok(candidate),
-            Some(Err(cause)) => denied = denied.or(Some(cause)),
+            Some(Err(cause)) => refused = refused.or(Some(cause)),
             None => {}
         }
     }
-    match denied {
-        Some(cause) => Err(Error::CannotExecute {
-            program: shown(),
-            cause,
-        }),
-        None => Err(Error::NotFound { program: shown() }),
-    }
+    Err(refused.map_or_else(not_found, denied))
 }
 
 /// None: no such file. Some(Err): exists but cannot be executed.
@@ -103,15 +101,15 @@ pub fn spawn(
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and calls only
     // async-signal-safe functions (setpgid, signal, tcsetpgrp, prctl, getppid,
-    // sigprocmask); it allocates nothing.
+    // pthread_sigmask); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             if foreground {
-                // A background group may not take the terminal without this.
-                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                // rlock ignores SIGTTOU, and so does this process until
+                // restore_for_child: a background group may take the terminal.
                 libc::tcsetpgrp(0, libc::getpid());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -121,37 +119,27 @@ pub fn spawn(
             if libc::getppid() != parent {
                 libc::_exit(128 + libc::SIGKILL);
             }
-            for sig in [
-                libc::SIGHUP,
-                libc::SIGINT,
-                libc::SIGQUIT,
-                libc::SIGTERM,
-                libc::SIGUSR1,
-                libc::SIGUSR2,
-                libc::SIGPIPE,
-                libc::SIGTTOU,
-                libc::SIGTTIN,
-                libc::SIGTSTP,
-                libc::SIGCHLD,
-            ] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            crate::signals::restore_for_child();
             Ok(())
         });
     }
     // Hold the phase lock across fork so a signal is either seen before COMMAND
     // exists (and handled as an interrupt) or forwarded to it.
     let mut phase = shared.phase();
+    if shared.lost() {
+        return Err(Error::Internal(
+            "the lock was lost before COMMAND started".into(),
+        ));
+    }
     if let Some(signal) = shared.interrupted() {
         return Err(Error::Interrupted {
             lock: String::new(),
             signal,
         });
     }
-    let child = cmd.spawn().map_err(|e| spawn_error(&argv[0], &e))?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| spawn_error(&argv[0], shared.lock(), &e))?;
     let pid = child.id() as libc::pid_t;
     if foreground {
         // Also from the parent, so the terminal is COMMAND's before we go on
@@ -166,11 +154,13 @@ pub fn spawn(
     Ok(child)
 }
 
-fn spawn_error(program: &OsStr, err: &io::Error) -> Error {
+fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
     let program = program.to_string_lossy().into_owned();
+    let lock = lock.to_owned();
     match err.kind() {
-        io::ErrorKind::NotFound => Error::NotFound { program },
+        io::ErrorKind::NotFound => Error::NotFound { lock, program },
         _ => Error::CannotExecute {
+            lock,
             program,
             cause: err.to_string(),
         },
@@ -214,19 +204,19 @@ pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitS
         if info.si_code != libc::CLD_STOPPED {
             break;
         }
-        suspend_with(pid);
+        suspend_with(pid, shared);
     }
-    if let Phase::Running { exited, .. } = &mut *shared.phase() {
-        *exited = true;
-    }
+    shared.mark_exited();
     child
         .wait()
         .map_err(|e| Error::Internal(format!("reaping COMMAND failed: {e}")))
 }
 
 /// COMMAND stopped at the terminal: stop rlock as well, and on continuation
-/// hand the terminal back (if we are in the foreground again) and continue COMMAND.
-fn suspend_with(pid: libc::pid_t) {
+/// hand the terminal back (if we are in the foreground again) and continue
+/// COMMAND, unless the lease ran out meanwhile: then COMMAND stays stopped until
+/// the watchdog stops it for good (SIGTERM with SIGCONT, exit 70).
+fn suspend_with(pid: libc::pid_t, shared: &Shared) {
     // SAFETY: plain syscalls. The second waitid consumes the stop notification
     // (WSTOPPED without WNOWAIT or WEXITED cannot reap an exit).
     unsafe {
@@ -242,22 +232,71 @@ fn suspend_with(pid: libc::pid_t) {
         if terminal_foreground() {
             libc::tcsetpgrp(0, pid);
         }
-        libc::killpg(pid, libc::SIGCONT);
+        if shared.lease_valid() {
+            libc::killpg(pid, libc::SIGCONT);
+        }
     }
 }
 
-/// Takes the terminal back after COMMAND had it.
+/// Takes the terminal back after COMMAND had it (rlock ignores SIGTTOU, so a
+/// background rlock may).
 pub fn reclaim_terminal() {
-    // SAFETY: plain syscalls on fd 0 with a thread-local signal mask change.
-    // SIGTTOU is blocked because rlock is now a background group calling tcsetpgrp.
+    // SAFETY: plain syscalls on fd 0.
+    unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
+}
+
+/// Makes rlock the reaper of its orphaned descendants: what COMMAND leaves
+/// behind when it exits is reparented to rlock, not to init, so rlock can reap
+/// it and tell when COMMAND's process group is really empty.
+pub fn become_subreaper() {
+    // SAFETY: prctl with these arguments only sets a flag on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// True while COMMAND's process group has live members; reaps the ones that
+/// were reparented to rlock and have exited.
+fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: plain syscalls; waitpid(-pgid) reaps only members of COMMAND's group.
     unsafe {
-        let mut block: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut block);
-        libc::sigaddset(&mut block, libc::SIGTTOU);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
-        libc::tcsetpgrp(0, libc::getpgrp());
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        let mut status = 0;
+        while libc::waitpid(-pgid, &mut status, libc::WNOHANG) > 0 {}
+        libc::killpg(pgid, 0) == 0
+    }
+}
+
+/// After COMMAND itself exited: processes it left running in its process group
+/// would go on working without the lock, so they are sent SIGTERM (unless the
+/// lease was lost, when the watchdog already did), then SIGKILL after `grace`,
+/// before the lock is released.
+pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, lost: bool, lock: &str) {
+    if !group_alive(pgid) {
+        return;
+    }
+    if !lost {
+        crate::report::error(&format!(
+            "{lock}: COMMAND exited but left processes running in its process group; \
+             stopping them before releasing the lock"
+        ));
+        // SAFETY: signals COMMAND's process group, which still has members.
+        unsafe {
+            libc::killpg(pgid, libc::SIGTERM);
+            libc::killpg(pgid, libc::SIGCONT);
+        }
+    }
+    let until_gone = |within: Duration| {
+        let deadline = Instant::now() + within;
+        while group_alive(pgid) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    };
+    if !until_gone(grace) {
+        // SAFETY: as above.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        until_gone(Duration::from_secs(1));
     }
 }
 

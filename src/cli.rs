@@ -129,7 +129,7 @@ pub struct RunArgs {
     pub lease: Option<Duration>,
 
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = humantime::parse_duration,
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = grace_duration,
           help_heading = LEASE)]
     pub kill_after: Duration,
 
@@ -162,20 +162,31 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
-fn positive_duration(text: &str) -> Result<Duration, String> {
+/// Longest lease or grace period: keeps every millisecond count an exact
+/// integer in Redis and in Lua.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
+fn bounded(text: &str, min: Duration, min_text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
-    if d.is_zero() {
-        return Err("must be greater than zero".into());
+    if d < min {
+        return Err(format!("must be at least {min_text}"));
+    }
+    if d > MAX_DURATION {
+        return Err("must be at most 1 year".into());
     }
     Ok(d)
 }
 
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    bounded(text, Duration::from_millis(1), "1ms")
+}
+
 fn lease_duration(text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
-    if d < Duration::from_millis(100) {
-        return Err("must be at least 100ms".into());
-    }
-    Ok(d)
+    bounded(text, Duration::from_millis(100), "100ms")
+}
+
+fn grace_duration(text: &str) -> Result<Duration, String> {
+    bounded(text, Duration::ZERO, "0s")
 }
 
 /// Parses the command line. Help and version are printed here (exit 0); a usage
@@ -273,6 +284,8 @@ mod tests {
             ],
             &["rlock", "run", "-n", "--wait", "1s", "x", "--", "true"],
             &["rlock", "--connect-timeout", "0s", "run", "x", "--", "true"],
+            &["rlock", "run", "--ttl", "2y", "x", "--", "true"],
+            &["rlock", "run", "--kill-after", "100y", "x", "--", "true"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
         }

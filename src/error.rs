@@ -37,11 +37,15 @@ pub enum Error {
     },
     /// COMMAND does not exist (exit 127).
     NotFound {
+        /// The lock COMMAND was to run under.
+        lock: String,
         /// The program as the user wrote it.
         program: String,
     },
     /// COMMAND exists but cannot be executed (exit 126).
     CannotExecute {
+        /// The lock COMMAND was to run under.
+        lock: String,
         /// The program as the user wrote it.
         program: String,
         /// Why the kernel refused.
@@ -87,9 +91,23 @@ impl fmt::Display for Error {
             }
             Error::ForeignKey { lock, cause } => write!(f, "{lock}: {cause}"),
             Error::NotAcquired { lock, cause, .. } => write!(f, "{lock}: not acquired: {cause}"),
-            Error::NotFound { program } => write!(f, "{program}: command not found"),
-            Error::CannotExecute { program, cause } => {
-                write!(f, "{program}: cannot execute: {cause}")
+            Error::NotFound { lock, program } => {
+                write!(
+                    f,
+                    "{lock}: command not found: {}",
+                    crate::report::quote(program)
+                )
+            }
+            Error::CannotExecute {
+                lock,
+                program,
+                cause,
+            } => {
+                write!(
+                    f,
+                    "{lock}: cannot execute {}: {cause}",
+                    crate::report::quote(program)
+                )
             }
             Error::Interrupted { lock, signal } => write!(
                 f,
@@ -123,14 +141,12 @@ mod tests {
             code: 3,
         };
         assert_eq!(taken.exit().code(), 3);
-        assert_eq!(
-            Error::NotFound {
-                program: "x".into()
-            }
-            .exit()
-            .code(),
-            127
-        );
+        let missing = Error::NotFound {
+            lock: "a".into(),
+            program: "x\ny".into(),
+        };
+        assert_eq!(missing.exit().code(), 127);
+        assert_eq!(missing.to_string(), "a: command not found: 'x\\ny'");
         let interrupted = Error::Interrupted {
             lock: "a".into(),
             signal: libc::SIGINT,

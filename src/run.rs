@@ -28,7 +28,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     }
     refuse_unsupported(args)?;
     let name = &args.names[0];
-    let program = child::resolve(&args.command[0])?;
+    let program = child::resolve(&args.command[0], name)?;
     let backend = crate::connect::backend(global)?;
     let keys = LockKeys::new(&global.prefix, name);
     let lease = match args.lease {
@@ -85,14 +85,18 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     };
 
     let foreground = child::terminal_foreground();
+    child::become_subreaper();
     let status = Guardian::start()
         .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))
         .and_then(|guardian| {
             let started = child::spawn(&program, &args.command, &env, foreground, &shared);
-            if let Ok(child) = &started {
-                guardian.watch(child.id() as libc::pid_t);
-            }
-            let status = started.and_then(|c| child::wait(c, &shared, foreground));
+            let status = started.and_then(|c| {
+                let pgid = c.id() as libc::pid_t;
+                guardian.watch(pgid);
+                let status = child::wait(c, &shared, foreground);
+                child::stop_leftovers(pgid, args.kill_after, shared.lost(), name);
+                status
+            });
             guardian.dismiss();
             status
         });
@@ -104,9 +108,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Some((session, lost)) => (Some(session), lost),
         None => (None, None),
     };
-    // After a lost hold there is nothing to release (refused), or the server is
-    // not answering; a fixed lease is still ours for its last few milliseconds.
-    if matches!(lost, None | Some(Lost::LeaseEnded(_))) {
+    // A refused renewal leaves nothing to release. After an unconfirmed one the
+    // server may answer again (and the key outlive our count by the drift
+    // margin): try, within the connect timeout.
+    if lost != Some(Lost::NotOurs) {
         release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
     }
     if let Some(lost) = lost {

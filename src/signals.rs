@@ -9,8 +9,9 @@
 //! foreground one (tini's model), so keys typed at the terminal reach COMMAND
 //! directly and never rlock: forwarding what rlock receives cannot double them.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use signal_hook::iterator::Signals;
 
@@ -78,6 +79,14 @@ pub struct Shared {
     lock: String,
     phase: Mutex<Phase>,
     interrupted: AtomicI32,
+    /// Origin of the instants below, stored as nanoseconds after it (0 = unset).
+    base: Instant,
+    /// Until when the lease is proven (the watchdog's deadline).
+    lease_until: AtomicU64,
+    /// When COMMAND exited.
+    exited_at: AtomicU64,
+    /// The watchdog gave the hold up: COMMAND must not start, or must stop.
+    lost: AtomicBool,
 }
 
 impl Shared {
@@ -87,7 +96,68 @@ impl Shared {
             lock: lock.to_owned(),
             phase: Mutex::new(Phase::Connecting),
             interrupted: AtomicI32::new(0),
+            base: Instant::now(),
+            lease_until: AtomicU64::new(0),
+            exited_at: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
         })
+    }
+
+    fn stamp(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX - 1)
+            + 1
+    }
+
+    fn instant(&self, stamp: u64) -> Option<Instant> {
+        (stamp != 0).then(|| self.base + Duration::from_nanos(stamp - 1))
+    }
+
+    /// Records until when the lease is proven.
+    pub fn set_lease_until(&self, until: Instant) {
+        self.lease_until.store(self.stamp(until), Ordering::SeqCst);
+    }
+
+    /// True while the lease is proven (or not yet tracked).
+    pub fn lease_valid(&self) -> bool {
+        self.instant(self.lease_until.load(Ordering::SeqCst))
+            .is_none_or(|until| Instant::now() < until)
+    }
+
+    /// When COMMAND exited, if it has.
+    pub fn exited_at(&self) -> Option<Instant> {
+        self.instant(self.exited_at.load(Ordering::SeqCst))
+    }
+
+    /// Marks the hold lost; from now on COMMAND may not start. Returns false
+    /// when COMMAND already exited at or before `at` (nothing was lost while it ran).
+    pub fn mark_lost(&self, at: Instant) -> bool {
+        let _phase = self.phase();
+        if self.exited_at().is_some_and(|exited| exited <= at) {
+            return false;
+        }
+        self.lost.store(true, Ordering::SeqCst);
+        true
+    }
+
+    /// Records that COMMAND exited (before it is reaped, so no one signals a
+    /// recycled pid).
+    pub fn mark_exited(&self) {
+        let mut phase = self.phase();
+        self.exited_at
+            .store(self.stamp(Instant::now()), Ordering::SeqCst);
+        if let Phase::Running { exited, .. } = &mut *phase {
+            *exited = true;
+        }
+    }
+
+    /// True once the watchdog gave the hold up.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The lock's name, for messages.
+    pub fn lock(&self) -> &str {
+        &self.lock
     }
 
     /// The first signal that interrupted the wait, if any.
@@ -169,14 +239,57 @@ impl Shared {
     }
 }
 
+/// Bit N set: signal N was ignored (SIG_IGN) when rlock started. Read in the
+/// forked child before exec, so it is an atomic, not a lock.
+static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
+
+/// Signals whose dispositions rlock changes: the forwarded ones, and SIGTTOU.
+const CHANGED: [i32; 7] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGTTOU,
+];
+
+fn ignored_at_start(signal: i32) -> bool {
+    IGNORED_AT_START.load(Ordering::Relaxed) & (1 << signal) != 0
+}
+
 /// Starts the signal thread. Call before connecting, so an early ^C is not lost,
 /// and before starting any other thread.
 ///
-/// The forwarded signals are blocked in every other thread: socket calls with a
+/// A signal that was ignored when rlock started (`nohup`, a background job of a
+/// non-interactive shell) stays ignored, in rlock and in COMMAND. SIGTTOU is
+/// ignored so that rlock, in the background while COMMAND owns the terminal, is
+/// never stopped by the tty for taking the terminal back or writing a message.
+///
+/// The caught signals are blocked in every other thread: socket calls with a
 /// timeout are never restarted after a handler runs (signal(7)), so a signal
 /// landing on a thread inside a Redis call would fail that call with EINTR.
 pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
-    let mut signals = Signals::new(FORWARDED).map_err(|e| {
+    let mut mask = 0u64;
+    for signal in CHANGED {
+        // SAFETY: sigaction with a null new action only reads the disposition.
+        let ignored = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+        };
+        if ignored {
+            mask |= 1 << signal;
+        }
+    }
+    IGNORED_AT_START.store(mask, Ordering::Relaxed);
+    // SAFETY: setting a disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
+    let caught: Vec<i32> = FORWARDED
+        .into_iter()
+        .filter(|s| !ignored_at_start(*s))
+        .collect();
+    let mut signals = Signals::new(&caught).map_err(|e| {
         crate::error::Error::Internal(format!("cannot install signal handlers: {e}"))
     })?;
     set_mask(libc::SIG_BLOCK);
@@ -190,6 +303,23 @@ pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
         })
         .map_err(|e| crate::error::Error::Internal(format!("cannot start signal thread: {e}")))?;
     Ok(())
+}
+
+/// In COMMAND's process before exec: gives back the dispositions rlock changed
+/// (and SIGPIPE, which Rust's runtime ignores) and empties the signal mask.
+///
+/// # Safety
+/// Only for a forked child before exec; calls async-signal-safe functions only.
+pub unsafe fn restore_for_child() {
+    for signal in CHANGED {
+        if !ignored_at_start(signal) {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
+    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    let mut empty: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut empty);
+    libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
 }
 
 /// Blocks or unblocks [`FORWARDED`] in the calling thread.

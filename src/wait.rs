@@ -52,7 +52,8 @@ pub fn acquire(
     shared: &Shared,
 ) -> Result<(Hold, Instant)> {
     let start = Instant::now();
-    let deadline = wanted.wait.map(|w| start + w);
+    // A wait too long to represent is a wait forever.
+    let deadline = wanted.wait.and_then(|w| start.checked_add(w));
     let mut registered = false;
     let mut announced = false;
     loop {

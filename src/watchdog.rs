@@ -124,8 +124,9 @@ fn watch(
     let mut confirmed = config.acquired_at;
     let mut next = confirmed + period;
     let mut failing: Option<String> = None;
-    let lost = loop {
+    let (lost, lost_at) = loop {
         let deadline = confirmed + ttl.saturating_sub(margin);
+        shared.set_lease_until(deadline);
         let wake = match config.lease {
             Lease::Renewed(_) => next.min(deadline),
             Lease::Fixed(_) => deadline,
@@ -136,12 +137,13 @@ fn watch(
         }
         let now = Instant::now();
         if now >= deadline {
-            break match (config.lease, failing) {
+            let lost = match (config.lease, failing) {
                 (Lease::Fixed(lease), _) => Lost::LeaseEnded(lease),
                 (Lease::Renewed(_), cause) => {
                     Lost::Unconfirmed(cause.unwrap_or_else(|| "no renewal confirmed".into()))
                 }
             };
+            break (lost, deadline);
         }
         match session.renew(&config.keys, &config.token, ttl, deadline - now) {
             Ok(true) => {
@@ -158,7 +160,9 @@ fn watch(
                     )
                 });
             }
-            Ok(false) => break Lost::NotOurs,
+            // Each confirmed renewal proves the hold was never broken before it
+            // was sent (nothing but our own acquire writes our token).
+            Ok(false) => break (Lost::NotOurs, confirmed),
             Err(err) => {
                 if failing.is_none() {
                     report::error(&format!(
@@ -174,6 +178,10 @@ fn watch(
             }
         }
     };
+    if !shared.mark_lost(lost_at) {
+        // COMMAND ended while the hold was still proven: nothing was lost.
+        return (session, None);
+    }
     stop_command(shared, config.kill_after, stopped);
     (session, Some(lost))
 }

@@ -28,6 +28,14 @@ for i = 1, 4 do
     end
 end
 
+-- Check everything before the first write: a script that fails halfway keeps
+-- its earlier writes.
+local fence_value = redis.call('GET', KEYS[3])
+if fence_value and not string.match(fence_value, '^%d+$') then
+    return redis.error_reply('WRONGTYPE key ' .. KEYS[3] ..
+        ' holds a value that is not a fencing counter; rlock will not overwrite it')
+end
+
 local ttl = tonumber(ARGV[3])
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -43,7 +51,7 @@ if ARGV[2] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
     local count = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
     lengthen(KEYS[1])
     lengthen(KEYS[2])
-    local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
+    local fence = tonumber(fence_value or '0')
     return {1, ARGV[2], fence, count}
 end
 
