@@ -41,14 +41,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let mut session = backend.connect()?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
-    let inherited = std::env::var("RLOCK_TOKEN")
-        .ok()
-        .and_then(|t| Token::parse(&t));
+    let inherited = inherited_tokens();
     let holder = holder_info(&args.command);
     let wanted = Wanted {
         keys: &keys,
         token: &token,
-        inherited: inherited.as_ref(),
+        inherited: &inherited,
         ttl: lease.ttl(),
         holder: &holder,
         wait: if args.no_wait {
@@ -64,6 +62,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         ("RLOCK_NAME", name.clone()),
         ("RLOCK_TOKEN", hold.token.as_str().to_owned()),
         ("RLOCK_FENCE", hold.fence.to_string()),
+        ("RLOCK_TOKENS", tokens_for_child(&inherited, &hold.token)),
     ];
     let watchdog = Watchdog::start(
         session,
@@ -184,6 +183,43 @@ fn release(
             humantime::format_duration(ttl)
         )),
     }
+}
+
+/// Most ancestor tokens passed down: a nesting deeper than this re-enters only
+/// the innermost locks.
+const MAX_INHERITED: usize = 32;
+
+/// Tokens of the ancestor `rlock run`s (RLOCK_TOKENS, and RLOCK_TOKEN for a
+/// parent that set only that). Any of them that holds the lock re-enters it;
+/// malformed entries are ignored.
+fn inherited_tokens() -> Vec<Token> {
+    let listed = std::env::var("RLOCK_TOKENS").unwrap_or_default();
+    let single = std::env::var("RLOCK_TOKEN").unwrap_or_default();
+    let mut tokens: Vec<Token> = Vec::new();
+    for token in listed
+        .split(',')
+        .chain([single.as_str()])
+        .filter_map(Token::parse)
+    {
+        if !tokens.contains(&token) {
+            tokens.push(token);
+        }
+    }
+    let excess = tokens.len().saturating_sub(MAX_INHERITED);
+    tokens.drain(..excess);
+    tokens
+}
+
+/// RLOCK_TOKENS for COMMAND: the ancestors' tokens and this hold's, newest last.
+fn tokens_for_child(inherited: &[Token], own: &Token) -> String {
+    let mut tokens: Vec<&str> = inherited
+        .iter()
+        .map(Token::as_str)
+        .filter(|t| *t != own.as_str())
+        .collect();
+    tokens.push(own.as_str());
+    let excess = tokens.len().saturating_sub(MAX_INHERITED);
+    tokens[excess..].join(",")
 }
 
 fn holder_info(command: &[OsString]) -> HolderInfo {

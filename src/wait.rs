@@ -31,8 +31,8 @@ pub struct Wanted<'a> {
     pub keys: &'a LockKeys,
     /// Fresh token for this caller.
     pub token: &'a Token,
-    /// An ancestor's token (re-entry).
-    pub inherited: Option<&'a Token>,
+    /// Ancestors' tokens (re-entry).
+    pub inherited: &'a [Token],
     /// Lease to ask for.
     pub ttl: Duration,
     /// Metadata stored with the hold.

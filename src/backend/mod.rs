@@ -34,8 +34,8 @@ pub struct AcquireRequest<'a> {
     pub keys: &'a LockKeys,
     /// This caller's fresh owner token.
     pub token: &'a Token,
-    /// An ancestor's token (RLOCK_TOKEN): re-enter if it holds the lock.
-    pub inherited: Option<&'a Token>,
+    /// Ancestors' tokens (RLOCK_TOKENS): re-enter if one of them holds the lock.
+    pub inherited: &'a [Token],
     /// Lease length.
     pub ttl: Duration,
     /// Metadata stored with a new hold (`held_for` unused).

@@ -117,7 +117,13 @@ impl Session for StandaloneSession {
                 .key(&keys.fence)
                 .key(&keys.waiters)
                 .arg(req.token.as_str())
-                .arg(req.inherited.map_or("", Token::as_str))
+                .arg(
+                    req.inherited
+                        .iter()
+                        .map(Token::as_str)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
                 .arg(millis(req.ttl))
                 .arg(&req.holder.host)
                 .arg(&req.holder.pid)

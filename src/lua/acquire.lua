@@ -5,7 +5,8 @@
 -- KEYS[3] fence    string, fencing counter (never expires)
 -- KEYS[4] waiters  zset  owner-token -> registration expiry (server ms)
 -- ARGV[1] fresh owner token of this caller
--- ARGV[2] inherited owner token (RLOCK_TOKEN of an ancestor), or ""
+-- ARGV[2] inherited owner tokens, comma-separated (RLOCK_TOKENS of the
+--         ancestor rlock runs), or ""
 -- ARGV[3] lease in ms
 -- ARGV[4] host   ARGV[5] pid   ARGV[6] command   (holder metadata)
 -- ARGV[7] waiter registration in ms: 0 = do not register as a waiter on failure
@@ -47,12 +48,14 @@ local function lengthen(key)
     end
 end
 
-if ARGV[2] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
-    local count = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-    lengthen(KEYS[1])
-    lengthen(KEYS[2])
-    local fence = tonumber(fence_value or '0')
-    return {1, ARGV[2], fence, count}
+for inherited in string.gmatch(ARGV[2], '[^,]+') do
+    if redis.call('HEXISTS', KEYS[1], inherited) == 1 then
+        local count = redis.call('HINCRBY', KEYS[1], inherited, 1)
+        lengthen(KEYS[1])
+        lengthen(KEYS[2])
+        local fence = tonumber(fence_value or '0')
+        return {1, inherited, fence, count}
+    end
 end
 
 if redis.call('EXISTS', KEYS[1]) == 0 then

@@ -178,3 +178,33 @@ fn options_not_yet_supported_are_refused_clearly() {
     }
     let _ = stderr;
 }
+
+#[test]
+fn a_fence_key_that_is_not_a_counter_is_reported_before_anything_is_written() {
+    let redis = RedisServer::start();
+    redis.cmd::<String>(&["SET", "rlock:{f}:fence", "abc"]);
+    let out = output(rlock(&redis.url()).args(["run", "f", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("fencing counter"), "{err}");
+    assert_eq!(redis.keys(), ["rlock:{f}:fence"], "no half-written lock");
+}
+
+#[test]
+fn extreme_values_are_handled_without_a_panic() {
+    let redis = RedisServer::start();
+    let out =
+        output(rlock(&redis.url()).args(["run", "--wait", "500000000000y", "x", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(rlock(&redis.url()).args(["run", "x", "--", "no\nsuch\ncommand"]));
+    let err = assert_fails(&out, 127);
+    assert!(err.contains("'no\\nsuch\\ncommand'"), "{err}");
+    let out = output(rlock(&redis.url()).args(["run", "--ttl", "10000000y", "x", "--", "true"]));
+    assert_fails(&out, 2);
+    let args: Vec<String> = (0..5000).map(|i| format!("argument-{i}")).collect();
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "big", "--", "true"])
+            .args(&args),
+    );
+    assert_eq!(code(&out), 0, "a huge argument list: {}", show(&out));
+}

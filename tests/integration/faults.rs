@@ -184,3 +184,35 @@ fn command_ignoring_sigterm_is_killed_after_kill_after() {
     assert_eq!(code(&out), 70, "{}", show(&out));
     assert!(!alive(pid), "COMMAND was killed");
 }
+
+#[test]
+fn a_lost_lease_kills_group_members_that_ignore_sigterm() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!(
+        "exec 2>/dev/null; (trap '' TERM; sleep 60) & echo $! > {}; echo $$ > {}; sleep 60",
+        dir.file("stubborn"),
+        dir.file("pid")
+    );
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--lease",
+                "300ms",
+                "--kill-after",
+                "300ms",
+                "group",
+                "--",
+            ])
+            .args(sh(&script)),
+    );
+    command_pid(&dir);
+    let stubborn: u32 = dir.read("stubborn").trim().parse().unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    assert!(
+        !alive(stubborn),
+        "the member that ignored SIGTERM was killed"
+    );
+}

@@ -369,3 +369,56 @@ fn server_comes_from_rlock_url_then_redis_url() {
         "--prefix namespaces the keys"
     );
 }
+
+#[test]
+fn nested_runs_reenter_an_outer_lock_through_an_inner_one() {
+    let redis = RedisServer::start();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = redis.url();
+    let out = output(
+        rlock(&url)
+            .args([
+                "run", "outer", "--", bin, "--url", &url, "run", "inner", "--", bin,
+            ])
+            .args([
+                "--url",
+                &url,
+                "run",
+                "--wait",
+                "5s",
+                "outer",
+                "--",
+                "sh",
+                "-c",
+                "echo reentered",
+            ]),
+    );
+    assert_eq!(code(&out), 0, "a -> b -> a re-enters a: {}", show(&out));
+    assert_eq!(stdout(&out), "reentered\n");
+    assert_eq!(redis.lock_keys("outer"), Vec::<String>::new());
+    assert_eq!(redis.lock_keys("inner"), Vec::<String>::new());
+}
+
+#[test]
+fn processes_command_leaves_behind_are_stopped_before_the_release() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!("sleep 60 & echo $! > {}", dir.file("left"));
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "--kill-after", "1s", "leftover", "--"])
+            .args(sh(&script)),
+    );
+    assert_eq!(code(&out), 0, "COMMAND's own status: {}", show(&out));
+    assert!(
+        rlock::stderr(&out).contains("left processes running"),
+        "{}",
+        show(&out)
+    );
+    let left: u32 = dir.read("left").trim().parse().unwrap();
+    assert!(
+        !crate::support::process::alive(left),
+        "the background process was stopped"
+    );
+    assert_eq!(redis.lock_keys("leftover"), Vec::<String>::new());
+}

@@ -308,3 +308,105 @@ fn a_signal_while_a_silent_server_holds_the_request_exits_128_plus_n() {
         "{err}"
     );
 }
+
+#[test]
+fn under_a_job_control_shell_rlock_keeps_renewing_while_command_owns_the_terminal() {
+    // bash with job control gives the foreground job (rlock) the terminal; rlock
+    // hands it to COMMAND and is then a background process of that terminal,
+    // which must not stop it (SIGTTOU) when it takes the terminal or writes.
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let line = format!(
+        "set -m; stty tostop; {bin} -v --url {url} run --ttl 1s jobs -- sh -c 'touch {started}; sleep 2'; echo $? > {rc}",
+        url = redis.url(),
+        started = dir.file("started"),
+        rc = dir.file("rc"),
+    );
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["--norc", "--noprofile", "-c", &line]);
+    let (mut shell, _terminal) = spawn_on_terminal(&mut cmd);
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        dir.path().join("started").exists()
+    });
+    while !dir.path().join("rc").exists() {
+        let out = rlock::output(rlock(&redis.url()).args(["run", "-n", "jobs", "--", "true"]));
+        let done = dir.path().join("rc").exists();
+        assert!(
+            done || code(&out) == 75,
+            "the lock stays held: {}",
+            show(&out)
+        );
+        assert!(shell.try_status().is_none() || done, "shell ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(shell.wait_within(rlock::LIMIT).success());
+    assert_eq!(dir.read("rc").trim(), "0");
+}
+
+#[test]
+fn signals_ignored_when_rlock_starts_stay_ignored() {
+    // What nohup does: SIGHUP ignored for rlock and for COMMAND.
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let line = format!(
+        "trap '' HUP; exec {bin} --url {url} run nohup -- sh -c 'echo $$ > {pid}; while [ ! -e {stop} ]; do sleep 0.02; done'",
+        url = redis.url(),
+        pid = dir.file("pid"),
+        stop = dir.file("stop"),
+    );
+    let mut run = spawn(std::process::Command::new("sh").args(["-c", &line]));
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let command: u32 = dir.read("pid").trim().parse().unwrap();
+    run.signal(libc::SIGHUP);
+    crate::support::process::signal(command, libc::SIGHUP);
+    // A forwarded or default HUP would end COMMAND (129) before the USR1 that
+    // follows (lower-numbered pending signals are delivered first).
+    run.signal(libc::SIGUSR1);
+    let status = run.wait_within(rlock::LIMIT);
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGUSR1),
+        "HUP stayed ignored: {status:?}"
+    );
+}
+
+#[test]
+fn command_suspended_past_its_lease_is_not_continued() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ticks = dir.file("ticks");
+    let script = format!(
+        "exec 2>/dev/null; echo $$ > {pid}; while :; do echo t >> {ticks}; sleep 0.02; done",
+        pid = dir.file("pid")
+    );
+    let (mut run, mut terminal) = spawn_on_terminal(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "500ms", "expire", "--"])
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let command: u32 = dir.read("pid").trim().parse().unwrap();
+    terminal.write_all(b"\x1a").unwrap(); // ^Z
+    expect_within(rlock::LIMIT, "COMMAND and rlock to stop", || {
+        state(command) == "T" && state(run.pid) == "T"
+    });
+    // Someone else takes the lock once the lease has run out.
+    let out =
+        rlock::output(rlock(&redis.url()).args(["run", "--wait", "10s", "expire", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let before = dir.lines("ticks").len();
+    run.signal(libc::SIGCONT); // `fg`
+    let status = run.wait_within(rlock::LIMIT);
+    assert_eq!(status.code(), Some(70), "lease lost while suspended");
+    assert_eq!(
+        dir.lines("ticks").len(),
+        before,
+        "COMMAND never ran again without the lock"
+    );
+}
