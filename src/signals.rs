@@ -244,15 +244,9 @@ impl Shared {
 static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
 
 /// Signals whose dispositions rlock changes: the forwarded ones, and SIGTTOU.
-const CHANGED: [i32; 7] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGTTOU,
-];
+fn changed() -> impl Iterator<Item = i32> {
+    FORWARDED.into_iter().chain([libc::SIGTTOU])
+}
 
 fn ignored_at_start(signal: i32) -> bool {
     IGNORED_AT_START.load(Ordering::Relaxed) & (1 << signal) != 0
@@ -271,7 +265,7 @@ fn ignored_at_start(signal: i32) -> bool {
 /// landing on a thread inside a Redis call would fail that call with EINTR.
 pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
     let mut mask = 0u64;
-    for signal in CHANGED {
+    for signal in changed() {
         // SAFETY: sigaction with a null new action only reads the disposition.
         let ignored = unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
@@ -311,7 +305,7 @@ pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
 /// # Safety
 /// Only for a forked child before exec; calls async-signal-safe functions only.
 pub unsafe fn restore_for_child() {
-    for signal in CHANGED {
+    for signal in changed() {
         if !ignored_at_start(signal) {
             libc::signal(signal, libc::SIG_DFL);
         }

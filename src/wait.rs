@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::report;
@@ -148,19 +148,17 @@ pub fn acquire(
                 token: wanted.token.clone(),
             });
         }
+        // Whatever woke us (a release, a lapsed lease, an interrupt), the next
+        // turn of the loop looks at the lock and at the interrupt flag again.
         let woke = session.block(wanted.keys, wanted.token, block);
         shared.set(Phase::Acquiring);
-        match woke {
-            Ok(Wake::Released | Wake::TimedOut) => {}
-            Ok(Wake::Interrupted) => {}
-            Err(err) => {
-                return Err(give_up(
-                    session,
-                    wanted,
-                    registered,
-                    or_signal(err, wanted, shared),
-                ))
-            }
+        if let Err(err) = woke {
+            return Err(give_up(
+                session,
+                wanted,
+                registered,
+                or_signal(err, wanted, shared),
+            ));
         }
     }
 }

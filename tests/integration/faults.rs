@@ -20,6 +20,14 @@ fn trapping(dir: &Scratch) -> String {
     )
 }
 
+/// When the trapping COMMAND got SIGTERM (ms since the epoch).
+fn term_time(dir: &Scratch) -> u128 {
+    dir.read("term")
+        .trim()
+        .parse()
+        .expect("COMMAND got SIGTERM")
+}
+
 fn command_pid(dir: &Scratch) -> u32 {
     expect_within(rlock::LIMIT, "COMMAND to start", || {
         !dir.read("pid").trim().is_empty()
@@ -97,11 +105,7 @@ fn flushed_lock_stops_command_at_the_next_renewal() {
     let out = holder.output_within(rlock::LIMIT);
     let err = rlock::assert_fails(&out, 70);
     assert!(err.contains("flushed") && err.contains("lost"), "{err}");
-    let term_at: u128 = dir
-        .read("term")
-        .trim()
-        .parse()
-        .expect("COMMAND got SIGTERM");
+    let term_at = term_time(&dir);
     // The next renewal (every ttl/3) finds the lock gone; allow the shell's reaction.
     assert!(
         term_at <= flushed_at + 1000,
@@ -126,11 +130,7 @@ fn stalled_server_stops_command_before_the_lease_can_expire() {
     redis.thaw();
     let err = rlock::assert_fails_last_line(&out, 70);
     assert!(err.contains("stalled") && err.contains("lost"), "{err}");
-    let term_at: u128 = dir
-        .read("term")
-        .trim()
-        .parse()
-        .expect("COMMAND got SIGTERM");
+    let term_at = term_time(&dir);
     // Every confirmed renewal was sent before the freeze, so the lease could end
     // no later than freeze + ttl; the margin covers the trap's own reaction.
     assert!(
