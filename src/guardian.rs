@@ -51,8 +51,17 @@ impl Guardian {
         self.send(&pgid.to_ne_bytes());
     }
 
-    /// rlock is ending normally: the guardian exits without killing; reap it.
-    pub fn dismiss(self) {
+    fn send(&self, bytes: &[u8]) {
+        // SAFETY: writes from a valid buffer to our fd; a pipe write this small is atomic.
+        unsafe { libc::write(self.writer, bytes.as_ptr().cast(), bytes.len()) };
+    }
+}
+
+impl Drop for Guardian {
+    /// rlock is ending normally (COMMAND's group is empty by now): the guardian
+    /// exits without killing, and is reaped. Dropped last in `run`, so its exit
+    /// is not on the path from COMMAND's end to the release.
+    fn drop(&mut self) {
         self.send(b"d");
         // SAFETY: the fd and pid are ours; the guardian exits right after reading.
         unsafe {
@@ -62,11 +71,6 @@ impl Guardian {
                 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
             {}
         }
-    }
-
-    fn send(&self, bytes: &[u8]) {
-        // SAFETY: writes from a valid buffer to our fd; a pipe write this small is atomic.
-        unsafe { libc::write(self.writer, bytes.as_ptr().cast(), bytes.len()) };
     }
 }
 

@@ -38,6 +38,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
 
     let shared = Shared::new(name);
     signals::start(Arc::clone(&shared))?;
+    // Forked now, off the handoff path; it only acts once it knows COMMAND's group.
+    child::become_subreaper();
+    let guardian = Guardian::start()
+        .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
     let mut session = backend.connect()?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
@@ -84,21 +88,13 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     };
 
     let foreground = child::terminal_foreground();
-    child::become_subreaper();
-    let status = Guardian::start()
-        .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))
-        .and_then(|guardian| {
-            let started = child::spawn(&program, &args.command, &env, foreground, &shared);
-            let status = started.and_then(|c| {
-                let pgid = c.id() as libc::pid_t;
-                guardian.watch(pgid);
-                let status = child::wait(c, &shared, foreground);
-                child::stop_leftovers(pgid, args.kill_after, shared.lost(), name);
-                status
-            });
-            guardian.dismiss();
-            status
-        });
+    let status = child::spawn(&program, &args.command, &env, foreground, &shared).and_then(|c| {
+        let pgid = c.id() as libc::pid_t;
+        guardian.watch(pgid);
+        let status = child::wait(c, &shared, foreground);
+        child::stop_leftovers(pgid, args.kill_after, shared.lost(), name);
+        status
+    });
     if foreground {
         child::reclaim_terminal();
     }

@@ -385,7 +385,7 @@ fn command_suspended_past_its_lease_is_not_continued() {
     );
     let (mut run, mut terminal) = spawn_on_terminal(
         rlock(&redis.url())
-            .args(["run", "--ttl", "500ms", "expire", "--"])
+            .args(["run", "--ttl", "1500ms", "expire", "--"])
             .args(sh(&script)),
     );
     expect_within(rlock::LIMIT, "COMMAND to start", || {
