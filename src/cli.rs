@@ -25,7 +25,9 @@ const KINDS: &str = "Lock kinds";
     name = "rlock",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands"
 )]
 pub struct Cli {
     /// Options shared by every command.
@@ -53,15 +55,15 @@ pub struct Global {
           help_heading = CONNECTION)]
     pub prefix: String,
 
-    /// TLS: CA certificate file to trust (for rediss://).
+    /// TLS: CA certificate file to trust (for rediss://, not supported yet).
     #[arg(long, value_name = "FILE", env = "RLOCK_CACERT", global = true, help_heading = CONNECTION)]
     pub cacert: Option<std::path::PathBuf>,
 
-    /// TLS: client certificate file (for rediss://).
+    /// TLS: client certificate file (for rediss://, not supported yet).
     #[arg(long, value_name = "FILE", env = "RLOCK_CERT", global = true, help_heading = CONNECTION)]
     pub cert: Option<std::path::PathBuf>,
 
-    /// TLS: client private key file (for rediss://).
+    /// TLS: client private key file (for rediss://, not supported yet).
     #[arg(long, value_name = "FILE", env = "RLOCK_KEY", global = true, help_heading = CONNECTION)]
     pub key: Option<std::path::PathBuf>,
 
@@ -133,23 +135,23 @@ pub struct RunArgs {
           help_heading = LEASE)]
     pub kill_after: Duration,
 
-    /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
+    /// Shared (read) lock: many shared holders at once, none beside an exclusive one (not supported yet).
     #[arg(short, long, help_heading = KINDS)]
     pub shared: bool,
 
-    /// Semaphore: at most N holders at once.
+    /// Semaphore: at most N holders at once (not supported yet).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = KINDS)]
     pub limit: Option<u32>,
 
-    /// First come, first served among waiters.
+    /// First come, first served among waiters (not supported yet).
     #[arg(long, help_heading = KINDS)]
     pub fair: bool,
 
-    /// After acquiring, wait until N replicas have the lock (WAIT); else it is not acquired.
+    /// After acquiring, wait until N replicas have the lock (not supported yet).
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = KINDS)]
     pub min_replicas: u32,
 
-    /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
+    /// Store the lock exactly as Redisson's getLock(NAME) does (not supported yet).
     #[arg(long, help_heading = KINDS)]
     pub redisson: bool,
 
