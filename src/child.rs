@@ -90,6 +90,7 @@ pub fn spawn(
     argv: &[OsString],
     env: &[(&str, String)],
     foreground: bool,
+    guardian: libc::c_int,
     shared: &Arc<Shared>,
 ) -> Result<Child> {
     let mut cmd = Command::new(path);
@@ -107,6 +108,7 @@ pub fn spawn(
             if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
+            crate::guardian::announce(guardian);
             if foreground {
                 // rlock ignores SIGTTOU, and so does this process until
                 // restore_for_child: a background group may take the terminal.
@@ -204,7 +206,15 @@ pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitS
         if info.si_code != libc::CLD_STOPPED {
             break;
         }
-        suspend_with(pid, shared);
+        // SAFETY: si_status is valid for CLD_STOPPED.
+        let stop = unsafe { info.si_status() };
+        if matches!(stop, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+            suspend_with(pid, shared);
+        } else {
+            // Stopped by someone else (SIGSTOP from a debugger, a user): not
+            // job control. Only take note, so the next wait sees new events.
+            consume_stop(pid);
+        }
     }
     shared.mark_exited();
     child
@@ -217,16 +227,9 @@ pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitS
 /// COMMAND, unless the lease ran out meanwhile: then COMMAND stays stopped until
 /// the watchdog stops it for good (SIGTERM with SIGCONT, exit 70).
 fn suspend_with(pid: libc::pid_t, shared: &Shared) {
-    // SAFETY: plain syscalls. The second waitid consumes the stop notification
-    // (WSTOPPED without WNOWAIT or WEXITED cannot reap an exit).
+    consume_stop(pid);
+    // SAFETY: plain syscalls.
     unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WSTOPPED | libc::WNOHANG,
-        );
         reclaim_terminal();
         libc::raise(libc::SIGSTOP);
         if terminal_foreground() {
@@ -235,6 +238,21 @@ fn suspend_with(pid: libc::pid_t, shared: &Shared) {
         if shared.lease_valid() {
             libc::killpg(pid, libc::SIGCONT);
         }
+    }
+}
+
+/// Consumes COMMAND's pending stop notification (WSTOPPED without WNOWAIT or
+/// WEXITED cannot reap an exit).
+fn consume_stop(pid: libc::pid_t) {
+    // SAFETY: siginfo_t is plain data; waitid only reports on our child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WSTOPPED | libc::WNOHANG,
+        );
     }
 }
 
@@ -254,34 +272,36 @@ pub fn become_subreaper() {
 }
 
 /// True while COMMAND's process group has live members; reaps the ones that
-/// were reparented to rlock and have exited.
+/// were reparented to rlock and have exited. A member rlock may not signal
+/// (EPERM: another user's) counts as alive.
 fn group_alive(pgid: libc::pid_t) -> bool {
     // SAFETY: plain syscalls; waitpid(-pgid) reaps only members of COMMAND's group.
     unsafe {
         let mut status = 0;
         while libc::waitpid(-pgid, &mut status, libc::WNOHANG) > 0 {}
-        libc::killpg(pgid, 0) == 0
+        libc::killpg(pgid, 0) == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
     }
 }
 
 /// After COMMAND itself exited: processes it left running in its process group
-/// would go on working without the lock, so they are sent SIGTERM (unless the
-/// lease was lost, when the watchdog already did), then SIGKILL after `grace`,
-/// before the lock is released.
-pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, lost: bool, lock: &str) {
+/// would go on working without the lock, so they get SIGTERM, then SIGKILL
+/// after `grace`, before the lock is released. Returns once the group is empty
+/// (or, if SIGKILL could not empty it, after a last second).
+pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) {
     if !group_alive(pgid) {
         return;
     }
-    if !lost {
+    if !shared.lost() {
         crate::report::error(&format!(
-            "{lock}: COMMAND exited but left processes running in its process group; \
-             stopping them before releasing the lock"
+            "{}: COMMAND exited but left processes running in its process group; \
+             stopping them before releasing the lock",
+            shared.lock()
         ));
-        // SAFETY: signals COMMAND's process group, which still has members.
-        unsafe {
-            libc::killpg(pgid, libc::SIGTERM);
-            libc::killpg(pgid, libc::SIGCONT);
-        }
+    }
+    // SAFETY: signals COMMAND's process group, which still has members.
+    unsafe {
+        libc::killpg(pgid, libc::SIGTERM);
+        libc::killpg(pgid, libc::SIGCONT);
     }
     let until_gone = |within: Duration| {
         let deadline = Instant::now() + within;

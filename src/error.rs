@@ -14,6 +14,8 @@ pub enum Error {
     Usage(String),
     /// The server could not be reached, refused us, or answered with an error (exit 69).
     Unavailable {
+        /// The lock being worked on, when known.
+        lock: Option<String>,
         /// `host:port` of the server, never the URL.
         server: String,
         /// What went wrong, free of secrets.
@@ -76,6 +78,22 @@ impl Error {
         }
     }
 
+    /// Names `lock` in an error that does not name a lock yet.
+    pub fn for_lock(self, name: &str) -> Self {
+        match self {
+            Error::Unavailable {
+                lock: None,
+                server,
+                cause,
+            } => Error::Unavailable {
+                lock: Some(name.to_owned()),
+                server,
+                cause,
+            },
+            other => other,
+        }
+    }
+
     /// A usage error with this message.
     pub fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())
@@ -86,9 +104,16 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(msg) | Error::Internal(msg) => f.write_str(msg),
-            Error::Unavailable { server, cause } => {
-                write!(f, "server {server} unavailable: {cause}")
-            }
+            Error::Unavailable {
+                lock: Some(lock),
+                server,
+                cause,
+            } => write!(f, "{lock}: server {server} unavailable: {cause}"),
+            Error::Unavailable {
+                lock: None,
+                server,
+                cause,
+            } => write!(f, "server {server} unavailable: {cause}"),
             Error::ForeignKey { lock, cause } => write!(f, "{lock}: {cause}"),
             Error::NotAcquired { lock, cause, .. } => write!(f, "{lock}: not acquired: {cause}"),
             Error::NotFound { lock, program } => {
@@ -131,10 +156,15 @@ mod tests {
     fn each_cause_maps_to_its_status() {
         assert_eq!(Error::usage("x").exit().code(), 2);
         let unavailable = Error::Unavailable {
+            lock: None,
             server: "h:1".into(),
             cause: "refused".into(),
         };
         assert_eq!(unavailable.exit().code(), 69);
+        assert_eq!(
+            unavailable.for_lock("a").to_string(),
+            "a: server h:1 unavailable: refused"
+        );
         let taken = Error::NotAcquired {
             lock: "a".into(),
             cause: "held".into(),

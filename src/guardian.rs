@@ -12,7 +12,8 @@ use std::io;
 /// The running guardian, owned by rlock's main thread.
 pub struct Guardian {
     pid: libc::pid_t,
-    /// Write end of the pipe (close-on-exec, so COMMAND never holds it).
+    /// Write end of the pipe (close-on-exec, so COMMAND never holds it); -1
+    /// once disarmed.
     writer: libc::c_int,
 }
 
@@ -46,26 +47,46 @@ impl Guardian {
         Ok(Guardian { pid, writer })
     }
 
-    /// Tells the guardian which process group to kill if rlock dies.
-    pub fn watch(&self, pgid: libc::pid_t) {
-        self.send(&pgid.to_ne_bytes());
+    /// The pipe COMMAND's process writes its pid (= its process group id) to
+    /// before exec, with [`announce`], so the guardian knows the group before
+    /// COMMAND can start anything.
+    pub fn pipe(&self) -> libc::c_int {
+        self.writer
     }
 
-    fn send(&self, bytes: &[u8]) {
-        // SAFETY: writes from a valid buffer to our fd; a pipe write this small is atomic.
-        unsafe { libc::write(self.writer, bytes.as_ptr().cast(), bytes.len()) };
+    /// COMMAND's process group is empty: the guardian exits without killing.
+    pub fn disarm(&mut self) {
+        if self.writer >= 0 {
+            // SAFETY: a one-byte write from a valid buffer, then closing our fd.
+            unsafe {
+                libc::write(self.writer, b"d".as_ptr().cast(), 1);
+                libc::close(self.writer);
+            }
+            self.writer = -1;
+        }
     }
 }
 
+/// In COMMAND's process before exec: tells the guardian its process group.
+///
+/// # Safety
+/// Only for the forked child before exec; write(2) is async-signal-safe.
+pub unsafe fn announce(pipe: libc::c_int) {
+    let pgid = libc::getpid().to_ne_bytes();
+    libc::write(pipe, pgid.as_ptr().cast(), pgid.len());
+}
+
 impl Drop for Guardian {
-    /// rlock is ending normally (COMMAND's group is empty by now): the guardian
-    /// exits without killing, and is reaped. Dropped last in `run`, so its exit
-    /// is not on the path from COMMAND's end to the release.
+    /// Reaps the guardian, disarming it first unless rlock is panicking (then
+    /// COMMAND's group may still run, and the guardian must kill it). Dropped
+    /// last in `run`, so its exit is not on the path to the release.
     fn drop(&mut self) {
-        self.send(b"d");
-        // SAFETY: the fd and pid are ours; the guardian exits right after reading.
+        if std::thread::panicking() {
+            return;
+        }
+        self.disarm();
+        // SAFETY: the pid is our child; the guardian exits right after reading.
         unsafe {
-            libc::close(self.writer);
             let mut status = 0;
             while libc::waitpid(self.pid, &mut status, 0) < 0
                 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted

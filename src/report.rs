@@ -31,6 +31,15 @@ pub fn verbose(msg: impl FnOnce() -> String) {
     }
 }
 
+/// `msg` without a leading `<lock>: `, for nesting an error's text in a
+/// message that already names the lock.
+pub fn without_lock(msg: &str, lock: &str) -> String {
+    msg.strip_prefix(lock)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(msg)
+        .to_owned()
+}
+
 /// Quotes user- or server-supplied text for a message: control and escape
 /// characters are shown escaped, never sent to the terminal raw.
 pub fn quote(text: &str) -> String {

@@ -40,9 +40,9 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     signals::start(Arc::clone(&shared))?;
     // Forked now, off the handoff path; it only acts once it knows COMMAND's group.
     child::become_subreaper();
-    let guardian = Guardian::start()
+    let mut guardian = Guardian::start()
         .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
-    let mut session = backend.connect()?;
+    let mut session = backend.connect().map_err(|e| e.for_lock(name))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
@@ -88,11 +88,20 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     };
 
     let foreground = child::terminal_foreground();
-    let status = child::spawn(&program, &args.command, &env, foreground, &shared).and_then(|c| {
+    let status = child::spawn(
+        &program,
+        &args.command,
+        &env,
+        foreground,
+        guardian.pipe(),
+        &shared,
+    )
+    .and_then(|c| {
         let pgid = c.id() as libc::pid_t;
-        guardian.watch(pgid);
         let status = child::wait(c, &shared, foreground);
-        child::stop_leftovers(pgid, args.kill_after, shared.lost(), name);
+        child::stop_leftovers(pgid, args.kill_after, &shared);
+        shared.mark_finished();
+        guardian.disarm();
         status
     });
     if foreground {
@@ -174,8 +183,9 @@ fn release(
         }),
         Ok(None) => report::verbose(|| format!("{}: was no longer held at release", keys.name)),
         Err(err) => report::error(&format!(
-            "{}: could not release ({err}); it expires within {}",
+            "{}: could not release ({}); it expires within {}",
             keys.name,
+            report::without_lock(&err.to_string(), &keys.name),
             humantime::format_duration(ttl)
         )),
     }

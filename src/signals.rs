@@ -83,8 +83,8 @@ pub struct Shared {
     base: Instant,
     /// Until when the lease is proven (the watchdog's deadline).
     lease_until: AtomicU64,
-    /// When COMMAND exited.
-    exited_at: AtomicU64,
+    /// When COMMAND's whole process group was gone.
+    finished_at: AtomicU64,
     /// The watchdog gave the hold up: COMMAND must not start, or must stop.
     lost: AtomicBool,
 }
@@ -98,7 +98,7 @@ impl Shared {
             interrupted: AtomicI32::new(0),
             base: Instant::now(),
             lease_until: AtomicU64::new(0),
-            exited_at: AtomicU64::new(0),
+            finished_at: AtomicU64::new(0),
             lost: AtomicBool::new(false),
         })
     }
@@ -123,29 +123,34 @@ impl Shared {
             .is_none_or(|until| Instant::now() < until)
     }
 
-    /// When COMMAND exited, if it has.
-    pub fn exited_at(&self) -> Option<Instant> {
-        self.instant(self.exited_at.load(Ordering::SeqCst))
+    /// When COMMAND and everything in its process group had ended, if they have.
+    fn finished_at(&self) -> Option<Instant> {
+        self.instant(self.finished_at.load(Ordering::SeqCst))
     }
 
-    /// Marks the hold lost; from now on COMMAND may not start. Returns false
-    /// when COMMAND already exited at or before `at` (nothing was lost while it ran).
+    /// Marks the hold lost; from now on COMMAND may not start, and what runs in
+    /// its group is stopped. Returns false when all of it had already ended at
+    /// or before `at` (nothing ran without the lock).
     pub fn mark_lost(&self, at: Instant) -> bool {
         let _phase = self.phase();
-        if self.exited_at().is_some_and(|exited| exited <= at) {
+        if self.finished_at().is_some_and(|finished| finished <= at) {
             return false;
         }
         self.lost.store(true, Ordering::SeqCst);
         true
     }
 
-    /// Records that COMMAND exited (before it is reaped, so no one signals a
-    /// recycled pid).
-    pub fn mark_exited(&self) {
-        let mut phase = self.phase();
-        self.exited_at
+    /// Records that COMMAND's process group is empty: the work under the lock is over.
+    pub fn mark_finished(&self) {
+        let _phase = self.phase();
+        self.finished_at
             .store(self.stamp(Instant::now()), Ordering::SeqCst);
-        if let Phase::Running { exited, .. } = &mut *phase {
+    }
+
+    /// Records that COMMAND itself exited (before it is reaped, so no one
+    /// signals a recycled pid).
+    pub fn mark_exited(&self) {
+        if let Phase::Running { exited, .. } = &mut *self.phase() {
             *exited = true;
         }
     }

@@ -166,14 +166,15 @@ fn watch(
             Err(err) => {
                 if failing.is_none() {
                     report::error(&format!(
-                        "{}: renewal failed ({err}); retrying for {} before stopping COMMAND",
+                        "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
                         config.keys.name,
+                        report::without_lock(&err.to_string(), &config.keys.name),
                         humantime::format_duration(round_ms(
                             deadline.saturating_duration_since(Instant::now())
                         ))
                     ));
                 }
-                failing = Some(err.to_string());
+                failing = Some(report::without_lock(&err.to_string(), &config.keys.name));
                 next = Instant::now() + retry;
             }
         }

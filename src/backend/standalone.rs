@@ -38,7 +38,9 @@ impl Backend for Standalone {
             spec: self.spec.clone(),
             con: None,
         };
-        session.con(self.spec.timeout)?;
+        if let Err(err) = session.con(self.spec.timeout) {
+            return Err(session.unavailable(&err, self.spec.timeout));
+        }
         Ok(Box::new(session))
     }
 }
@@ -50,26 +52,21 @@ struct StandaloneSession {
     con: Option<Connection>,
 }
 
+/// How often a call interrupted by a stop and continue is tried again.
+const INTERRUPTED_RETRIES: usize = 2;
+
 impl StandaloneSession {
     /// The connection, opened within `limit` if needed, with replies bounded by `limit`.
-    fn con(&mut self, limit: Duration) -> Result<&mut Connection> {
+    fn con(&mut self, limit: Duration) -> redis::RedisResult<&mut Connection> {
         let limit = limit.max(Duration::from_millis(1));
-        if self.con.is_none() {
-            let con = self
-                .client
-                .get_connection_with_timeout(limit)
-                .map_err(|e| self.unavailable(&e, limit))?;
-            self.con = Some(con);
-        }
-        let con = self.con.as_mut().expect("connection was just opened");
+        let con = match &mut self.con {
+            Some(con) => con,
+            empty => empty.insert(self.client.get_connection_with_timeout(limit)?),
+        };
         let set = con
             .set_read_timeout(Some(limit))
             .and_then(|()| con.set_write_timeout(Some(limit)));
-        if let Err(e) = set {
-            let err = Error::Unavailable {
-                server: self.spec.display.clone(),
-                cause: describe(&e, limit),
-            };
+        if let Err(err) = set {
             self.con = None;
             return Err(err);
         }
@@ -78,8 +75,32 @@ impl StandaloneSession {
 
     fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
         Error::Unavailable {
+            lock: None,
             server: self.spec.display.clone(),
             cause: describe(err, limit),
+        }
+    }
+
+    /// Runs `op` within `limit`. A socket call with a timeout fails with EINTR
+    /// when the process is stopped and continued (signal(7)); an `idempotent`
+    /// call is then tried again on a fresh connection.
+    fn call<T>(
+        &mut self,
+        keys: &LockKeys,
+        limit: Duration,
+        idempotent: bool,
+        op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let mut retries = 0;
+        loop {
+            match self.con(limit).and_then(&op) {
+                Ok(value) => return Ok(value),
+                Err(err) if idempotent && retries < INTERRUPTED_RETRIES && interrupted(&err) => {
+                    self.con = None;
+                    retries += 1;
+                }
+                Err(err) => return Err(self.fail(keys, err, limit)),
+            }
         }
     }
 
@@ -97,7 +118,7 @@ impl StandaloneSession {
         if !matches!(err.kind(), ErrorKind::Server(_)) {
             self.con = None;
         }
-        self.unavailable(&err, limit)
+        self.unavailable(&err, limit).for_lock(&keys.name)
     }
 
     fn timeout(&self) -> Duration {
@@ -107,31 +128,30 @@ impl StandaloneSession {
 
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
-        let limit = self.timeout();
         let keys = req.keys;
-        let reply: Result<Value, RedisError> = {
-            let con = self.con(limit)?;
+        let inherited = req
+            .inherited
+            .iter()
+            .map(Token::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
+        // Idempotent: a repeated acquire by the token that already holds the
+        // lock changes nothing (acquire.lua).
+        let reply: Value = self.call(keys, self.timeout(), true, |con| {
             script::ACQUIRE
                 .key(&keys.lock)
                 .key(&keys.holders)
                 .key(&keys.fence)
                 .key(&keys.waiters)
                 .arg(req.token.as_str())
-                .arg(
-                    req.inherited
-                        .iter()
-                        .map(Token::as_str)
-                        .collect::<Vec<_>>()
-                        .join(","),
-                )
+                .arg(&inherited)
                 .arg(millis(req.ttl))
                 .arg(&req.holder.host)
                 .arg(&req.holder.pid)
                 .arg(&req.holder.command)
                 .arg(req.register.map_or(0, millis))
                 .invoke(con)
-        };
-        let reply = reply.map_err(|e| self.fail(keys, e, limit))?;
+        })?;
         parse_attempt(reply)
             .ok_or_else(|| Error::Internal(format!("{}: unexpected reply to acquire", keys.name)))
     }
@@ -141,28 +161,31 @@ impl Session for StandaloneSession {
         let interrupt = keys.interrupt(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
-        let reply: Result<Option<(String, String)>, RedisError> = {
-            let con = self.con(limit)?;
+        let reply: Result<Option<(String, String)>, RedisError> = self.con(limit).and_then(|con| {
             // The reply may take the whole timeout: allow for it on this call.
-            let _ = con.set_read_timeout(Some(timeout + limit));
+            con.set_read_timeout(Some(timeout + limit))?;
             redis::cmd("BLPOP")
                 .arg(&keys.wake)
                 .arg(&interrupt)
                 .arg(&secs)
                 .query(con)
-        };
-        match reply.map_err(|e| self.fail(keys, e, limit))? {
-            None => Ok(Wake::TimedOut),
-            Some((key, _)) if key == interrupt => Ok(Wake::Interrupted),
-            Some(_) => Ok(Wake::Released),
+        });
+        match reply {
+            Ok(None) => Ok(Wake::TimedOut),
+            Ok(Some((key, _))) if key == interrupt => Ok(Wake::Interrupted),
+            Ok(Some(_)) => Ok(Wake::Released),
+            // Stopped and continued: a spurious wake-up; the caller looks again.
+            Err(err) if interrupted(&err) => {
+                self.con = None;
+                Ok(Wake::TimedOut)
+            }
+            Err(err) => Err(self.fail(keys, err, limit)),
         }
     }
 
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
-        let limit = self.timeout();
         let interrupt = keys.interrupt(token);
-        let reply: Result<(), RedisError> = {
-            let con = self.con(limit)?;
+        self.call(keys, self.timeout(), true, |con| {
             redis::pipe()
                 .atomic()
                 .cmd("RPUSH")
@@ -174,24 +197,22 @@ impl Session for StandaloneSession {
                 .arg(60_000)
                 .ignore()
                 .query(con)
-        };
-        reply.map_err(|e| self.fail(keys, e, limit))
+        })
     }
 
     fn leave(&mut self, keys: &LockKeys, token: &Token, wake_ttl: Duration) -> Result<()> {
-        let limit = self.timeout();
-        let reply: Result<i64, RedisError> = {
-            let con = self.con(limit)?;
+        let interrupt = keys.interrupt(token);
+        self.call(keys, self.timeout(), true, |con| {
             script::LEAVE
                 .key(&keys.lock)
                 .key(&keys.waiters)
                 .key(&keys.wake)
-                .key(keys.interrupt(token))
+                .key(&interrupt)
                 .arg(token.as_str())
                 .arg(millis(wake_ttl))
-                .invoke(con)
-        };
-        reply.map(drop).map_err(|e| self.fail(keys, e, limit))
+                .invoke::<i64>(con)
+                .map(drop)
+        })
     }
 
     fn renew(
@@ -202,18 +223,15 @@ impl Session for StandaloneSession {
         limit: Duration,
     ) -> Result<bool> {
         let limit = limit.min(self.timeout());
-        let reply: Result<i64, RedisError> = {
-            let con = self.con(limit)?;
+        let held: i64 = self.call(keys, limit, true, |con| {
             script::RENEW
                 .key(&keys.lock)
                 .key(&keys.holders)
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .invoke(con)
-        };
-        reply
-            .map(|held| held == 1)
-            .map_err(|e| self.fail(keys, e, limit))
+        })?;
+        Ok(held == 1)
     }
 
     fn release(
@@ -222,9 +240,8 @@ impl Session for StandaloneSession {
         token: &Token,
         wake_ttl: Duration,
     ) -> Result<Option<u64>> {
-        let limit = self.timeout();
-        let reply: Result<i64, RedisError> = {
-            let con = self.con(limit)?;
+        // Not idempotent (it decrements a hold count): never repeated blindly.
+        let left: i64 = self.call(keys, self.timeout(), false, |con| {
             script::RELEASE
                 .key(&keys.lock)
                 .key(&keys.holders)
@@ -233,10 +250,17 @@ impl Session for StandaloneSession {
                 .arg(token.as_str())
                 .arg(millis(wake_ttl))
                 .invoke(con)
-        };
-        let left = reply.map_err(|e| self.fail(keys, e, limit))?;
+        })?;
         Ok(u64::try_from(left).ok())
     }
+}
+
+/// True for a call cut short by EINTR.
+fn interrupted(err: &RedisError) -> bool {
+    std::error::Error::source(err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::Interrupted)
+        || err.to_string().contains("Interrupted system call")
 }
 
 fn millis(d: Duration) -> u64 {

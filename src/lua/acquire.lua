@@ -48,6 +48,13 @@ local function lengthen(key)
     end
 end
 
+-- A repeated request (a retry after an interrupted reply) by the token that
+-- already holds the lock changes nothing.
+local own = redis.call('HGET', KEYS[1], ARGV[1])
+if own then
+    return {1, ARGV[1], tonumber(fence_value or '0'), tonumber(own)}
+end
+
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
     if redis.call('HEXISTS', KEYS[1], inherited) == 1 then
         local count = redis.call('HINCRBY', KEYS[1], inherited, 1)

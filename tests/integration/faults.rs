@@ -216,3 +216,42 @@ fn a_lost_lease_kills_group_members_that_ignore_sigterm() {
         "the member that ignored SIGTERM was killed"
     );
 }
+
+#[test]
+fn a_lease_lost_while_leftovers_run_stops_them_and_exits_70() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    // COMMAND exits as soon as it has left behind a process that ignores SIGTERM.
+    let script = format!(
+        "exec 2>/dev/null; (trap '' TERM; while :; do echo t >> {ticks}; sleep 0.02; done) & \
+         echo $! > {pid}; while [ ! -s {ticks} ]; do sleep 0.01; done",
+        ticks = dir.file("ticks"),
+        pid = dir.file("pid"),
+    );
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--ttl",
+                "1s",
+                "--kill-after",
+                "3s",
+                "leftover-lost",
+                "--",
+            ])
+            .args(sh(&script)),
+    );
+    let leftover = command_pid(&dir);
+    expect_within(rlock::LIMIT, "the leftover to run", || {
+        !dir.read("ticks").is_empty()
+    });
+    redis.cmd::<String>(&["FLUSHALL"]);
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&out),
+        70,
+        "work ran on without the lock: {}",
+        show(&out)
+    );
+    assert!(!alive(leftover), "the leftover was killed");
+}

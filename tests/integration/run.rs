@@ -95,14 +95,15 @@ fn concurrent_runs_exclude_each_other() {
     assert_eq!(redis.lock_keys("counter"), Vec::<String>::new());
 }
 
-/// Starts a holder of `name` that runs until `release` exists; returns once it holds.
+/// Starts a holder of `name` that runs until `release` exists; returns once it
+/// holds. Its 60 s lease is not renewed within a test's time.
 fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> crate::support::process::Proc {
     let ready = dir.file(&format!("{name}.held"));
     let release = dir.file(&format!("{name}.release"));
     let script = format!("touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done");
     let holder = spawn_quiet(
         rlock(&redis.url())
-            .args(["run", name, "--"])
+            .args(["run", "--ttl", "60s", name, "--"])
             .args(sh(&script)),
     );
     expect_within(rlock::LIMIT, "the holder to start", || {

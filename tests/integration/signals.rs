@@ -175,16 +175,16 @@ fn state(pid: u32) -> String {
 fn suspending_command_at_the_terminal_suspends_rlock_until_continued() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
+    // bash builtins only: a ^Z that lands while a shell forks can stop the
+    // child alone, and then COMMAND itself never stops.
     let script = format!(
-        "echo $$ > {pid}; while [ ! -e {stop} ]; do sleep 0.02; done",
+        "echo $$ > {pid}; while [ ! -e {stop} ]; do read -t 0.02 x; done; exit 0",
         pid = dir.file("pid"),
         stop = dir.file("stop")
     );
-    let (mut run, mut terminal) = spawn_on_terminal(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "60s", "suspend", "--"])
-            .args(sh(&script)),
-    );
+    let (mut run, mut terminal) = spawn_on_terminal(rlock(&redis.url()).args([
+        "run", "--ttl", "60s", "suspend", "--", "bash", "-c", &script,
+    ]));
     expect_within(rlock::LIMIT, "COMMAND to start", || {
         !dir.read("pid").trim().is_empty()
     });
@@ -259,7 +259,7 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
     expect_within(rlock::LIMIT, "the holder to start", || {
         std::path::Path::new(&held).exists()
     });
-    let first = spawn_quiet(
+    let mut first = spawn_quiet(
         rlock(&redis.url()).args(["run", "--ttl", "60s", "handoff", "--", "sleep", "60"]),
     );
     expect_within(rlock::LIMIT, "the first waiter", || {
@@ -275,8 +275,73 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
     assert!(holder.wait_within(rlock::LIMIT).success());
     first.signal(libc::SIGINT);
     first.signal(libc::SIGCONT);
+    let status = first.wait_within(rlock::LIMIT);
+    assert_eq!(status.code(), Some(130), "the first waiter gave up");
     let status = second.wait_within(Duration::from_secs(20));
     assert!(status.success(), "second waiter ran: {status:?}");
+}
+
+#[test]
+fn a_waiter_stopped_and_continued_keeps_waiting() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let release = dir.file("release");
+    let mut holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "60s", "pause", "--"])
+            .args(sh(&format!(
+                "touch {held}; while [ ! -e {release} ]; do sleep 0.02; done"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&held).exists()
+    });
+    let mut waiter =
+        spawn(rlock(&redis.url()).args(["run", "--ttl", "60s", "pause", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{pause}:waiters"]) == 1
+    });
+    waiter.signal(libc::SIGSTOP);
+    expect_within(rlock::LIMIT, "the waiter to stop", || {
+        state(waiter.pid) == "T"
+    });
+    waiter.signal(libc::SIGCONT);
+    expect_within(rlock::LIMIT, "the waiter to run again", || {
+        state(waiter.pid) != "T"
+    });
+    assert!(waiter.try_status().is_none(), "still waiting after SIGCONT");
+    std::fs::write(&release, "").unwrap();
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
+#[test]
+fn stopping_command_from_outside_does_not_stop_rlock() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!(
+        "echo $$ > {pid}; while [ ! -e {stop} ]; do read -t 0.02 x; done; exit 0",
+        pid = dir.file("pid"),
+        stop = dir.file("stop")
+    );
+    let (mut run, _terminal) = spawn_on_terminal(rlock(&redis.url()).args([
+        "run", "--ttl", "60s", "outside", "--", "bash", "-c", &script,
+    ]));
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let command: u32 = dir.read("pid").trim().parse().unwrap();
+    crate::support::process::signal(command, libc::SIGSTOP);
+    expect_within(rlock::LIMIT, "COMMAND to stop", || state(command) == "T");
+    crate::support::process::signal(command, libc::SIGCONT);
+    expect_within(rlock::LIMIT, "COMMAND to continue", || {
+        state(command) != "T"
+    });
+    assert_ne!(state(run.pid), "T", "rlock follows only job-control stops");
+    std::fs::write(dir.file("stop"), "").unwrap();
+    assert_eq!(run.wait_within(rlock::LIMIT).code(), Some(0));
 }
 
 #[test]
@@ -329,7 +394,12 @@ fn under_a_job_control_shell_rlock_keeps_renewing_while_command_owns_the_termina
     expect_within(rlock::LIMIT, "COMMAND to start", || {
         dir.path().join("started").exists()
     });
+    let deadline = std::time::Instant::now() + rlock::LIMIT;
     while !dir.path().join("rc").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rlock under bash never finished"
+        );
         let out = rlock::output(rlock(&redis.url()).args(["run", "-n", "jobs", "--", "true"]));
         let done = dir.path().join("rc").exists();
         assert!(
@@ -380,13 +450,13 @@ fn command_suspended_past_its_lease_is_not_continued() {
     let dir = Scratch::new();
     let ticks = dir.file("ticks");
     let script = format!(
-        "exec 2>/dev/null; echo $$ > {pid}; while :; do echo t >> {ticks}; sleep 0.02; done",
+        "exec 2>/dev/null; echo $$ > {pid}; while :; do echo t >> {ticks}; read -t 0.02 x; done",
         pid = dir.file("pid")
     );
     let (mut run, mut terminal) = spawn_on_terminal(
         rlock(&redis.url())
             .args(["run", "--ttl", "1500ms", "expire", "--"])
-            .args(sh(&script)),
+            .args(["bash", "-c", &script]),
     );
     expect_within(rlock::LIMIT, "COMMAND to start", || {
         !dir.read("pid").trim().is_empty()

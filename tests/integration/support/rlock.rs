@@ -25,6 +25,7 @@ pub fn bare() -> Command {
         "REDIS_URL",
         "RLOCK_PREFIX",
         "RLOCK_TOKEN",
+        "RLOCK_TOKENS",
         "RLOCK_NAME",
         "RLOCK_FENCE",
         "REDISCLI_AUTH",
