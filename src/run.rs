@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, HolderInfo, Session};
+use crate::backend::{Backend, Hold, HolderInfo, Session};
 use crate::child;
 use crate::cli::{Global, RunArgs};
 use crate::error::{Error, Result};
@@ -27,28 +27,45 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         name::validate(name)?;
     }
     refuse_unsupported(args)?;
-    let name = &args.names[0];
-    let program = child::resolve(&args.command[0], name)?;
+    // The names as given (duplicates dropped) name things in messages and the
+    // environment; they are acquired in sorted order.
+    let mut names: Vec<&String> = Vec::new();
+    for name in &args.names {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let display = names
+        .iter()
+        .map(|n| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let program = child::resolve(&args.command[0], &display)?;
     let backend = crate::connect::backend(global)?;
-    let keys = LockKeys::new(&global.prefix, name);
+    let mut order: Vec<&String> = names.clone();
+    order.sort();
+    let locks: Vec<LockKeys> = order
+        .iter()
+        .map(|n| LockKeys::new(&global.prefix, n))
+        .collect();
     let lease = match args.lease {
         Some(lease) => Lease::Fixed(lease),
         None => Lease::Renewed(args.ttl),
     };
 
-    let shared = Shared::new(name);
+    let shared = Shared::new(&display);
     signals::start(Arc::clone(&shared))?;
     // Forked now, off the handoff path; it only acts once it knows COMMAND's group.
     child::become_subreaper();
     let mut guardian = Guardian::start()
         .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
-    let mut session = backend.connect().map_err(|e| e.for_lock(name))?;
+    let mut session = backend.connect().map_err(|e| e.for_lock(&display))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
     let holder = holder_info(&args.command);
     let wanted = Wanted {
-        keys: &keys,
+        locks: &locks,
         token: &token,
         inherited: &inherited,
         ttl: lease.ttl(),
@@ -60,19 +77,19 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         },
         conflict_code: args.conflict_exit_code,
     };
-    let (hold, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
+    let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
+    let held: Vec<(LockKeys, Token)> = locks
+        .iter()
+        .cloned()
+        .zip(holds.iter().map(|h| h.token.clone()))
+        .collect();
 
-    let env = [
-        ("RLOCK_NAME", name.clone()),
-        ("RLOCK_TOKEN", hold.token.as_str().to_owned()),
-        ("RLOCK_FENCE", hold.fence.to_string()),
-        ("RLOCK_TOKENS", tokens_for_child(&inherited, &hold.token)),
-    ];
+    let env = child_env(&names, &locks, &holds, &inherited);
     let watchdog = Watchdog::start(
         session,
         Config {
-            keys: keys.clone(),
-            token: hold.token.clone(),
+            holds: held.clone(),
+            display: display.clone(),
             lease,
             kill_after: args.kill_after,
             acquired_at,
@@ -82,7 +99,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let watchdog = match watchdog {
         Ok(w) => w,
         Err(e) => {
-            release(backend.as_ref(), None, &keys, &hold.token, lease.ttl());
+            release(backend.as_ref(), None, &held, lease.ttl());
             return Err(Error::Internal(format!("cannot start the watchdog: {e}")));
         }
     };
@@ -112,33 +129,80 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Some((session, lost)) => (Some(session), lost),
         None => (None, None),
     };
-    // A refused renewal leaves nothing to release. After an unconfirmed one the
-    // server may answer again (and the key outlive our count by the drift
-    // margin): try, within the connect timeout.
-    if lost != Some(Lost::NotOurs) {
-        release(backend.as_ref(), session, &keys, &hold.token, lease.ttl());
-    }
+    // A refused renewal leaves that lock nothing to release, but the others
+    // still are ours. After an unconfirmed renewal the server may answer again
+    // (and the keys outlive our count by the drift margin): try, within the
+    // connect timeout.
+    let to_release: Vec<(LockKeys, Token)> = match &lost {
+        Some(Lost::NotOurs(gone)) => held
+            .iter()
+            .filter(|(k, _)| &k.name != gone)
+            .cloned()
+            .collect(),
+        _ => held.clone(),
+    };
+    release(backend.as_ref(), session, &to_release, lease.ttl());
     if let Some(lost) = lost {
-        report::error(&format!("{name}: {lost}; COMMAND was stopped"));
+        let which = match &lost {
+            Lost::NotOurs(name) => name.clone(),
+            _ => display.clone(),
+        };
+        report::error(&format!("{which}: {lost}; COMMAND was stopped"));
         return Ok(Exit::LockLost);
     }
     match status {
         Ok(status) => Ok(Exit::Child(child::status_code(status))),
         Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {
-            lock: name.clone(),
+            lock: display,
             signal,
         }),
         Err(err) => Err(err),
     }
 }
 
+/// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
+/// RLOCK_FENCE and RLOCK_TOKEN (of the first name given), RLOCK_FENCES
+/// (`name=fence` for each name, space-separated) and RLOCK_TOKENS (every
+/// enclosing run's tokens and ours, for re-entry).
+fn child_env(
+    names: &[&String],
+    locks: &[LockKeys],
+    holds: &[Hold],
+    inherited: &[Token],
+) -> Vec<(&'static str, String)> {
+    let hold_of = |name: &str| {
+        locks
+            .iter()
+            .position(|k| k.name == name)
+            .map(|i| &holds[i])
+            .expect("every name was acquired")
+    };
+    let first = hold_of(names[0]);
+    let fences: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n}={}", hold_of(n).fence))
+        .collect();
+    let own: Vec<&Token> = holds.iter().map(|h| &h.token).collect();
+    vec![
+        (
+            "RLOCK_NAME",
+            names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        ("RLOCK_TOKEN", first.token.as_str().to_owned()),
+        ("RLOCK_FENCE", first.fence.to_string()),
+        ("RLOCK_FENCES", fences.join(" ")),
+        ("RLOCK_TOKENS", tokens_for_child(inherited, &own)),
+    ]
+}
+
 /// Options the contract lists that later work will implement: refuse them
 /// clearly instead of silently running with other semantics.
 fn refuse_unsupported(args: &RunArgs) -> Result<()> {
     let refuse = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
-    if args.names.len() > 1 {
-        return refuse("locking several NAMEs at once");
-    }
     if args.shared {
         return refuse("--shared");
     }
@@ -157,37 +221,41 @@ fn refuse_unsupported(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Releases one hold, reusing the watchdog's session when there is one. A
-/// failure is reported, not fatal: COMMAND already ran, and the lease expires
-/// by itself within the ttl.
+/// Releases the holds, reusing the watchdog's session when there is one. A
+/// failure is reported, not fatal: COMMAND already ran, and a lease expires by
+/// itself within the ttl.
 fn release(
     backend: &dyn Backend,
     session: Option<Box<dyn Session>>,
-    keys: &LockKeys,
-    token: &Token,
+    held: &[(LockKeys, Token)],
     ttl: Duration,
 ) {
     let start = Instant::now();
-    let session = match session {
+    let mut session = match session {
         Some(s) => Ok(s),
         None => backend.connect(),
     };
-    let outcome = session.and_then(|mut s| s.release(keys, token, ttl));
-    match outcome {
-        Ok(Some(left)) => report::verbose(|| {
-            format!(
-                "{}: released in {:.1} ms (holds left: {left})",
+    for (keys, token) in held.iter().rev() {
+        let outcome = match &mut session {
+            Ok(s) => s.release(keys, token, ttl),
+            Err(err) => Err(Error::Internal(err.to_string())),
+        };
+        match outcome {
+            Ok(Some(left)) => report::verbose(|| {
+                format!(
+                    "{}: released in {:.1} ms (holds left: {left})",
+                    keys.name,
+                    start.elapsed().as_secs_f64() * 1000.0
+                )
+            }),
+            Ok(None) => report::verbose(|| format!("{}: was no longer held at release", keys.name)),
+            Err(err) => report::error(&format!(
+                "{}: could not release ({}); it expires within {}",
                 keys.name,
-                start.elapsed().as_secs_f64() * 1000.0
-            )
-        }),
-        Ok(None) => report::verbose(|| format!("{}: was no longer held at release", keys.name)),
-        Err(err) => report::error(&format!(
-            "{}: could not release ({}); it expires within {}",
-            keys.name,
-            report::without_lock(&err.to_string(), &keys.name),
-            humantime::format_duration(ttl)
-        )),
+                report::without_lock(&err.to_string(), &keys.name),
+                humantime::format_duration(ttl)
+            )),
+        }
     }
 }
 
@@ -216,14 +284,14 @@ fn inherited_tokens() -> Vec<Token> {
     tokens
 }
 
-/// RLOCK_TOKENS for COMMAND: the ancestors' tokens and this hold's, newest last.
-fn tokens_for_child(inherited: &[Token], own: &Token) -> String {
-    let mut tokens: Vec<&str> = inherited
-        .iter()
-        .map(Token::as_str)
-        .filter(|t| *t != own.as_str())
-        .collect();
-    tokens.push(own.as_str());
+/// RLOCK_TOKENS for COMMAND: the ancestors' tokens and this run's, newest last.
+fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
+    let mut tokens: Vec<&str> = Vec::new();
+    // Newest last: an inherited token that holds again here moves to the end.
+    for token in inherited.iter().chain(own.iter().copied()) {
+        tokens.retain(|t| *t != token.as_str());
+        tokens.push(token.as_str());
+    }
     let excess = tokens.len().saturating_sub(MAX_INHERITED);
     tokens[excess..].join(",")
 }

@@ -8,6 +8,8 @@
 //! one waiter (one token, one BLPOP). A woken waiter that dies before acquiring
 //! strands the others only until their block times out, which is at most the
 //! holder's remaining lease; one that gives up passes the token on (leave.lua).
+//!
+//! Several locks are all-or-none: see [`acquire`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,8 +29,9 @@ const MIN_BLOCK: Duration = Duration::from_millis(5);
 
 /// What to acquire and how long to wait.
 pub struct Wanted<'a> {
-    /// The lock.
-    pub keys: &'a LockKeys,
+    /// The locks, in the order they are tried (sorted by the caller, so that
+    /// every run tries shared names in the same order).
+    pub locks: &'a [LockKeys],
     /// Fresh token for this caller.
     pub token: &'a Token,
     /// Ancestors' tokens (re-entry).
@@ -43,69 +46,120 @@ pub struct Wanted<'a> {
     pub conflict_code: u8,
 }
 
-/// Acquires `wanted`, waiting as allowed. Returns the hold and the instant the
-/// successful request was sent (the lease starts no earlier).
+/// The locks a caller is registered as a waiter on (by index into `locks`).
+#[derive(Default)]
+struct Registrations(Vec<usize>);
+
+impl Registrations {
+    fn add(&mut self, i: usize) {
+        if !self.0.contains(&i) {
+            self.0.push(i);
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.0.retain(|&r| r != i);
+    }
+
+    /// Leaves every queue but `keep` (best effort: a failure only delays
+    /// cleanup until the registration expires).
+    fn leave_all_but(
+        &mut self,
+        keep: Option<usize>,
+        session: &mut dyn Session,
+        wanted: &Wanted<'_>,
+    ) {
+        for &i in self.0.iter().filter(|&&i| Some(i) != keep) {
+            let _ = session.leave(&wanted.locks[i], wanted.token, wanted.ttl);
+        }
+        self.0.retain(|&i| Some(i) == keep);
+    }
+}
+
+/// Acquires all of `wanted.locks` or none, waiting as allowed. Returns the holds
+/// (in the order of `locks`) and the instant the round that got them all
+/// started (every lease starts no earlier).
+///
+/// Several locks are taken one after the other; when one is taken by someone
+/// else, the ones already held are released again before waiting for it. No
+/// run ever waits while holding, so `run a b` and `run b a` cannot deadlock,
+/// and a failure, timeout or interrupt leaves no partial hold.
 pub fn acquire(
     backend: &Arc<dyn Backend>,
     session: &mut dyn Session,
     wanted: &Wanted<'_>,
     shared: &Shared,
-) -> Result<(Hold, Instant)> {
+) -> Result<(Vec<Hold>, Instant)> {
     let start = Instant::now();
     // A wait too long to represent is a wait forever.
     let deadline = wanted.wait.and_then(|w| start.checked_add(w));
-    let mut registered = false;
+    let mut registered = Registrations::default();
     let mut announced = false;
     loop {
+        let fail = |session: &mut dyn Session, registered: &mut Registrations, err: Error| {
+            registered.leave_all_but(None, session, wanted);
+            err
+        };
         if let Some(signal) = shared.interrupted() {
-            return Err(give_up(
-                session,
-                wanted,
-                registered,
-                interrupted(wanted, signal),
-            ));
+            let err = interrupted(&wanted.locks[0], signal);
+            return Err(fail(session, &mut registered, err));
         }
         let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let may_wait = remaining.is_none_or(|r| !r.is_zero());
         // Longest we could block before trying again: bounded by the ttl we ask
         // for when the holder's lease is unknown, and by our own --wait.
         let block_cap = remaining.map_or(wanted.ttl, |r| r.min(wanted.ttl));
-        let sent = Instant::now();
-        let request = AcquireRequest {
-            keys: wanted.keys,
-            token: wanted.token,
-            inherited: wanted.inherited,
-            ttl: wanted.ttl,
-            holder: wanted.holder,
-            register: may_wait.then_some(block_cap.max(wanted.ttl) + REGISTRATION_MARGIN),
-        };
-        let attempt = match session.acquire(&request) {
-            Ok(attempt) => attempt,
-            Err(err) => {
-                return Err(give_up(
-                    session,
-                    wanted,
-                    registered,
-                    or_signal(err, wanted, shared),
-                ))
+        let round = Instant::now();
+        let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
+        let mut taken = None;
+        for (i, keys) in wanted.locks.iter().enumerate() {
+            let request = AcquireRequest {
+                keys,
+                token: wanted.token,
+                inherited: wanted.inherited,
+                ttl: wanted.ttl,
+                holder: wanted.holder,
+                register: may_wait.then_some(block_cap.max(wanted.ttl) + REGISTRATION_MARGIN),
+            };
+            match session.acquire(&request) {
+                Ok(Attempt::Acquired(hold)) => {
+                    registered.remove(i);
+                    holds.push(hold);
+                }
+                Ok(Attempt::Taken { pttl, holder }) => {
+                    if may_wait {
+                        registered.add(i);
+                    }
+                    taken = Some((i, pttl, holder));
+                    break;
+                }
+                Err(err) => {
+                    release_all(session, wanted, &holds);
+                    let err = or_signal(err, &wanted.locks[i], shared);
+                    return Err(fail(session, &mut registered, err));
+                }
             }
+        }
+        let Some((i, pttl, holder)) = taken else {
+            report::verbose(|| {
+                let fences: Vec<String> = wanted
+                    .locks
+                    .iter()
+                    .zip(&holds)
+                    .map(|(k, h)| format!("{} (fence {}, hold count {})", k.name, h.fence, h.count))
+                    .collect();
+                format!(
+                    "acquired {} after {:.1} ms",
+                    fences.join(", "),
+                    start.elapsed().as_secs_f64() * 1000.0
+                )
+            });
+            return Ok((holds, round));
         };
-        let (pttl, holder) = match attempt {
-            Attempt::Acquired(hold) => {
-                report::verbose(|| {
-                    format!(
-                        "{}: acquired (fence {}, hold count {}) after {:.1} ms",
-                        wanted.keys.name,
-                        hold.fence,
-                        hold.count,
-                        start.elapsed().as_secs_f64() * 1000.0
-                    )
-                });
-                return Ok((hold, sent));
-            }
-            Attempt::Taken { pttl, holder } => (pttl, holder),
-        };
-        registered |= may_wait;
+        // No partial hold while waiting, and no stale registrations elsewhere.
+        release_all(session, wanted, &holds);
+        registered.leave_all_but(Some(i), session, wanted);
+        let keys = &wanted.locks[i];
         if !may_wait {
             let cause = match (&holder, wanted.wait) {
                 (_, Some(w)) if !w.is_zero() => {
@@ -114,26 +168,18 @@ pub fn acquire(
                 (Some(h), _) => format!("held by {}", describe_holder(h)),
                 (None, _) => "held by another owner".into(),
             };
-            return Err(give_up(
-                session,
-                wanted,
-                registered,
-                Error::NotAcquired {
-                    lock: wanted.keys.name.clone(),
-                    cause,
-                    code: wanted.conflict_code,
-                },
-            ));
+            let err = Error::NotAcquired {
+                lock: keys.name.clone(),
+                cause,
+                code: wanted.conflict_code,
+            };
+            return Err(fail(session, &mut registered, err));
         }
         if !announced {
             announced = true;
             report::verbose(|| match &holder {
-                Some(h) => format!(
-                    "{}: waiting; held by {}",
-                    wanted.keys.name,
-                    describe_holder(h)
-                ),
-                None => format!("{}: waiting", wanted.keys.name),
+                Some(h) => format!("{}: waiting; held by {}", keys.name, describe_holder(h)),
+                None => format!("{}: waiting", keys.name),
             });
         }
         let block = pttl.unwrap_or(block_cap).min(block_cap).max(MIN_BLOCK);
@@ -144,47 +190,48 @@ pub fn acquire(
             }
             *phase = Phase::Blocked(Blocked {
                 backend: Arc::clone(backend),
-                keys: wanted.keys.clone(),
+                keys: keys.clone(),
                 token: wanted.token.clone(),
             });
         }
         // Whatever woke us (a release, a lapsed lease, an interrupt), the next
-        // turn of the loop looks at the lock and at the interrupt flag again.
-        let woke = session.block(wanted.keys, wanted.token, block);
+        // turn of the loop looks at the locks and at the interrupt flag again.
+        let woke = session.block(keys, wanted.token, block);
         shared.set(Phase::Acquiring);
         if let Err(err) = woke {
-            return Err(give_up(
-                session,
-                wanted,
-                registered,
-                or_signal(err, wanted, shared),
+            let err = or_signal(err, keys, shared);
+            return Err(fail(session, &mut registered, err));
+        }
+    }
+}
+
+/// Gives back holds taken in a round that could not take every lock.
+fn release_all(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold]) {
+    for (keys, hold) in wanted.locks.iter().zip(holds).rev() {
+        if let Err(err) = session.release(keys, &hold.token, wanted.ttl) {
+            report::error(&format!(
+                "{}: could not release after a partial acquisition ({}); it expires within {}",
+                keys.name,
+                report::without_lock(&err.to_string(), &keys.name),
+                humantime::format_duration(wanted.ttl)
             ));
         }
     }
 }
 
 /// A signal that arrived while a request was failing is the reason the user sees.
-fn or_signal(err: Error, wanted: &Wanted<'_>, shared: &Shared) -> Error {
+fn or_signal(err: Error, keys: &LockKeys, shared: &Shared) -> Error {
     match shared.interrupted() {
-        Some(signal) => interrupted(wanted, signal),
+        Some(signal) => interrupted(keys, signal),
         None => err,
     }
 }
 
-fn interrupted(wanted: &Wanted<'_>, signal: i32) -> Error {
+fn interrupted(keys: &LockKeys, signal: i32) -> Error {
     Error::Interrupted {
-        lock: wanted.keys.name.clone(),
+        lock: keys.name.clone(),
         signal,
     }
-}
-
-/// Leaves the waiter queue (best effort: a failure only delays cleanup until
-/// the registration expires) and returns `err`.
-fn give_up(session: &mut dyn Session, wanted: &Wanted<'_>, registered: bool, err: Error) -> Error {
-    if registered {
-        let _ = session.leave(wanted.keys, wanted.token, wanted.ttl);
-    }
-    err
 }
 
 /// `pid 42 on host ('command') for 3s`, sanitized for the terminal.

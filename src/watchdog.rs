@@ -38,8 +38,8 @@ impl Lease {
 /// Why the hold ended before COMMAND did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lost {
-    /// A renewal found the lock held by someone else (expired, flushed, forced).
-    NotOurs,
+    /// A renewal found this lock held by someone else (expired, flushed, forced).
+    NotOurs(String),
     /// No renewal was confirmed before the lease could have expired.
     Unconfirmed(String),
     /// The fixed `--lease` ran out.
@@ -49,7 +49,7 @@ pub enum Lost {
 impl std::fmt::Display for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Lost::NotOurs => f.write_str("lock lost: the server says it is no longer ours"),
+            Lost::NotOurs(_) => f.write_str("lock lost: the server says it is no longer ours"),
             Lost::Unconfirmed(cause) => {
                 write!(
                     f,
@@ -77,10 +77,10 @@ pub struct Watchdog {
 
 /// What the watchdog needs to know.
 pub struct Config {
-    /// The lock.
-    pub keys: LockKeys,
-    /// The holding token.
-    pub token: Token,
+    /// Each lock held, with the token that holds it.
+    pub holds: Vec<(LockKeys, Token)>,
+    /// The locks' names, for messages.
+    pub display: String,
     /// Lease kind and length.
     pub lease: Lease,
     /// Grace between SIGTERM and SIGKILL.
@@ -145,36 +145,36 @@ fn watch(
             };
             break (lost, deadline);
         }
-        match session.renew(&config.keys, &config.token, ttl, deadline - now) {
-            Ok(true) => {
+        match renew_all(session.as_mut(), config, ttl, deadline - now) {
+            Ok(None) => {
                 confirmed = now;
                 next = now + period;
                 if failing.take().is_some() {
-                    report::error(&format!("{}: renewal confirmed again", config.keys.name));
+                    report::error(&format!("{}: renewal confirmed again", config.display));
                 }
                 report::verbose(|| {
                     format!(
                         "{}: renewed in {:.1} ms",
-                        config.keys.name,
+                        config.display,
                         now.elapsed().as_secs_f64() * 1000.0
                     )
                 });
             }
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
-            Ok(false) => break (Lost::NotOurs, confirmed),
+            Ok(Some(name)) => break (Lost::NotOurs(name), confirmed),
             Err(err) => {
                 if failing.is_none() {
                     report::error(&format!(
                         "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                        config.keys.name,
-                        report::without_lock(&err.to_string(), &config.keys.name),
+                        config.display,
+                        err,
                         humantime::format_duration(round_ms(
                             deadline.saturating_duration_since(Instant::now())
                         ))
                     ));
                 }
-                failing = Some(report::without_lock(&err.to_string(), &config.keys.name));
+                failing = Some(err);
                 next = Instant::now() + retry;
             }
         }
@@ -185,6 +185,26 @@ fn watch(
     }
     stop_command(shared, config.kill_after, stopped);
     (session, Some(lost))
+}
+
+/// Renews every hold; a round is confirmed only when each renewal is. Returns
+/// the name of a lock that is no longer ours, or the first failure's cause.
+fn renew_all(
+    session: &mut dyn Session,
+    config: &Config,
+    ttl: Duration,
+    limit: Duration,
+) -> Result<Option<String>, String> {
+    let round = Instant::now();
+    for (keys, token) in &config.holds {
+        let left = limit.saturating_sub(round.elapsed());
+        match session.renew(keys, token, ttl, left) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Some(keys.name.clone())),
+            Err(err) => return Err(err.to_string()),
+        }
+    }
+    Ok(None)
 }
 
 /// SIGTERM to COMMAND's group (with SIGCONT, in case it was stopped), then

@@ -168,7 +168,6 @@ fn options_not_yet_supported_are_refused_clearly() {
     for args in [
         &["run", "--shared", "x", "--", "true"][..],
         &["run", "--fair", "x", "--", "true"],
-        &["run", "a", "b", "--", "true"],
         &["--url", "redis://a,redis://b", "run", "x", "--", "true"],
         &["--url", "rediss://127.0.0.1:1", "run", "x", "--", "true"],
     ] {

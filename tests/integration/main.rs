@@ -6,10 +6,12 @@
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
+//! - `several`: several NAMEs in one run (all or none)
 
 mod support;
 
 mod bad_input;
 mod faults;
 mod run;
+mod several;
 mod signals;
