@@ -136,7 +136,7 @@ pub struct RunArgs {
     pub kill_after: Duration,
 
     /// Shared (read) lock: many shared holders at once, none beside an exclusive one (not supported yet).
-    #[arg(short, long, help_heading = KINDS)]
+    #[arg(short, long, conflicts_with = "limit", help_heading = KINDS)]
     pub shared: bool,
 
     /// Semaphore: at most N holders at once (not supported yet).

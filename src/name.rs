@@ -61,10 +61,16 @@ pub struct LockKeys {
     pub holders: String,
     /// Fencing counter, incremented on every new hold; never expires.
     pub fence: String,
-    /// Sorted set owner-token → registration expiry (server ms) of waiters.
+    /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
+    pub leases: String,
+    /// Sorted set waiter-token → arrival (server µs) of every waiter.
     pub waiters: String,
-    /// List a release pushes one wake-up token to; waiters block on it.
-    pub wake: String,
+    /// Sorted set waiter-token → arrival of exclusive and semaphore waiters.
+    pub xwait: String,
+    /// Sorted set waiter-token → registration expiry (server ms).
+    pub wexp: String,
+    /// Hash waiter-token → the kind of hold it waits for.
+    pub wkind: String,
 }
 
 impl LockKeys {
@@ -79,15 +85,34 @@ impl LockKeys {
             name: name.to_owned(),
             holders: format!("{base}:holders"),
             fence: format!("{base}:fence"),
+            leases: format!("{base}:leases"),
             waiters: format!("{base}:waiters"),
-            wake: format!("{base}:wake"),
+            xwait: format!("{base}:xwait"),
+            wexp: format!("{base}:wexp"),
+            wkind: format!("{base}:wkind"),
             lock: base,
         }
     }
 
-    /// The private list a waiter also blocks on, so a signal can interrupt its wait.
-    pub fn interrupt(&self, token: &Token) -> String {
-        format!("{}:int:{}", self.lock, token.as_str())
+    /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
+    pub fn wake_list(&self, token: &Token) -> String {
+        format!("{}:w:{}", self.lock, token.as_str())
+    }
+
+    /// Every key a script gets, in the order of `src/lua/common.lua`, with
+    /// `token`'s wake-up list last.
+    pub fn script_keys(&self, token: &Token) -> [String; 9] {
+        [
+            self.lock.clone(),
+            self.holders.clone(),
+            self.fence.clone(),
+            self.leases.clone(),
+            self.waiters.clone(),
+            self.xwait.clone(),
+            self.wexp.clone(),
+            self.wkind.clone(),
+            self.wake_list(token),
+        ]
     }
 }
 
@@ -130,7 +155,8 @@ mod tests {
     fn every_key_shares_one_hash_tag() {
         let keys = LockKeys::new("rlock", "deploy");
         assert_eq!(keys.lock, "rlock:{deploy}");
-        for key in [&keys.holders, &keys.fence, &keys.waiters, &keys.wake] {
+        let token = Token::parse(&"0".repeat(32)).unwrap();
+        for key in keys.script_keys(&token).iter().skip(1) {
             assert!(key.starts_with("rlock:{deploy}:"), "{key}");
         }
         assert_eq!(LockKeys::new("", "x").lock, "{x}");

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Hold, HolderInfo, Session};
+use crate::backend::{Backend, Hold, HolderInfo, Kind, Session};
 use crate::child;
 use crate::cli::{Global, RunArgs};
 use crate::error::{Error, Result};
@@ -76,6 +76,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             args.wait
         },
         conflict_code: args.conflict_exit_code,
+        kind: match (args.shared, args.limit) {
+            (true, _) => Kind::Shared,
+            (false, Some(n)) if n > 1 => Kind::Semaphore(n),
+            _ => Kind::Exclusive,
+        },
+        fair: args.fair,
     };
     let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
@@ -203,15 +209,6 @@ fn child_env(
 /// clearly instead of silently running with other semantics.
 fn refuse_unsupported(args: &RunArgs) -> Result<()> {
     let refuse = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
-    if args.shared {
-        return refuse("--shared");
-    }
-    if args.limit.is_some_and(|n| n > 1) {
-        return refuse("--limit above 1");
-    }
-    if args.fair {
-        return refuse("--fair");
-    }
     if args.min_replicas > 0 {
         return refuse("--min-replicas");
     }
@@ -237,7 +234,7 @@ fn release(
     };
     for (keys, token) in held.iter().rev() {
         let outcome = match &mut session {
-            Ok(s) => s.release(keys, token, ttl),
+            Ok(s) => s.release(keys, token),
             Err(err) => Err(Error::Internal(err.to_string())),
         };
         match outcome {

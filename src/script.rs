@@ -1,18 +1,23 @@
-//! The Lua scripts, embedded from `src/lua/*.lua`. Each file documents its KEYS,
-//! ARGV, return value and invariant. `redis::Script` computes the SHA1 once and
-//! invokes with EVALSHA, loading the script on NOSCRIPT.
+//! The Lua scripts, embedded from `src/lua/*.lua`, each with `common.lua`
+//! (the key layout and shared helpers) in front. Each file documents its KEYS,
+//! ARGV, return value and invariant. `redis::Script` computes the SHA1 once
+//! and invokes with EVALSHA, loading the script on NOSCRIPT.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Take or re-enter the lock; register as a waiter when taken.
-pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
+macro_rules! script {
+    ($file:literal) => {
+        LazyLock::new(|| Script::new(concat!(include_str!("lua/common.lua"), include_str!($file))))
+    };
+}
+
+/// Take or re-enter a hold; register as a waiter when it cannot be had.
+pub static ACQUIRE: LazyLock<Script> = script!("lua/acquire.lua");
 /// Extend a hold's lease if the token still holds the lock.
-pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
-/// Drop one hold; at zero delete the lock and wake one waiter.
-pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
-/// Deregister a waiter that gives up, passing on a consumed wake-up.
-pub static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/leave.lua")));
+pub static RENEW: LazyLock<Script> = script!("lua/renew.lua");
+/// Drop one hold; when a hold ends, wake the waiters that can now acquire.
+pub static RELEASE: LazyLock<Script> = script!("lua/release.lua");
+/// Deregister a waiter that gives up, waking those it was holding back.
+pub static LEAVE: LazyLock<Script> = script!("lua/leave.lua");

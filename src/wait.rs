@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::report;
@@ -44,6 +44,10 @@ pub struct Wanted<'a> {
     pub wait: Option<Duration>,
     /// Status for "not acquired" (`-E`).
     pub conflict_code: u8,
+    /// Exclusive, shared or semaphore.
+    pub kind: Kind,
+    /// First come, first served among waiters.
+    pub fair: bool,
 }
 
 /// The locks a caller is registered as a waiter on (by index into `locks`).
@@ -70,7 +74,7 @@ impl Registrations {
         wanted: &Wanted<'_>,
     ) {
         for &i in self.0.iter().filter(|&&i| Some(i) != keep) {
-            let _ = session.leave(&wanted.locks[i], wanted.token, wanted.ttl);
+            let _ = session.leave(&wanted.locks[i], wanted.token);
         }
         self.0.retain(|&i| Some(i) == keep);
     }
@@ -120,11 +124,30 @@ pub fn acquire(
                 ttl: wanted.ttl,
                 holder: wanted.holder,
                 register: may_wait.then_some(block_cap.max(wanted.ttl) + REGISTRATION_MARGIN),
+                kind: wanted.kind,
+                fair: wanted.fair,
             };
             match session.acquire(&request) {
                 Ok(Attempt::Acquired(hold)) => {
                     registered.remove(i);
                     holds.push(hold);
+                }
+                Ok(Attempt::Incompatible { held }) => {
+                    release_all(session, wanted, &holds);
+                    let held = if held == "s" {
+                        "shared"
+                    } else {
+                        "as a semaphore"
+                    };
+                    let err = Error::NotAcquired {
+                        lock: keys.name.clone(),
+                        cause: format!(
+                            "an enclosing rlock run holds it {held}; it cannot be re-entered as {}",
+                            wanted.kind.describe()
+                        ),
+                        code: wanted.conflict_code,
+                    };
+                    return Err(fail(session, &mut registered, err));
                 }
                 Ok(Attempt::Taken { pttl, holder }) => {
                     if may_wait {
@@ -208,7 +231,7 @@ pub fn acquire(
 /// Gives back holds taken in a round that could not take every lock.
 fn release_all(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold]) {
     for (keys, hold) in wanted.locks.iter().zip(holds).rev() {
-        if let Err(err) = session.release(keys, &hold.token, wanted.ttl) {
+        if let Err(err) = session.release(keys, &hold.token) {
             report::error(&format!(
                 "{}: could not release after a partial acquisition ({}); it expires within {}",
                 keys.name,

@@ -28,6 +28,28 @@ pub struct HolderInfo {
     pub held_for: Duration,
 }
 
+/// The kind of hold asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One holder at a time.
+    Exclusive,
+    /// Any number of shared holders, none beside an exclusive one.
+    Shared,
+    /// At most N holders (and never more than any holder's own N allows).
+    Semaphore(u32),
+}
+
+impl Kind {
+    /// The word used in messages.
+    pub fn describe(self) -> String {
+        match self {
+            Kind::Exclusive => "exclusive".into(),
+            Kind::Shared => "shared".into(),
+            Kind::Semaphore(n) => format!("semaphore (limit {n})"),
+        }
+    }
+}
+
 /// One acquisition attempt.
 pub struct AcquireRequest<'a> {
     /// The lock.
@@ -42,6 +64,10 @@ pub struct AcquireRequest<'a> {
     pub holder: &'a HolderInfo,
     /// Register as a waiter for this long if the lock is taken (None: do not wait).
     pub register: Option<Duration>,
+    /// Exclusive, shared or semaphore.
+    pub kind: Kind,
+    /// First come, first served (`--fair`).
+    pub fair: bool,
 }
 
 /// A hold on a lock.
@@ -60,9 +86,15 @@ pub struct Hold {
 pub enum Attempt {
     /// We hold the lock.
     Acquired(Hold),
-    /// Someone else does.
+    /// An enclosing run holds the lock as a weaker kind (`held`): re-entering
+    /// it as a stronger one would deadlock.
+    Incompatible {
+        /// "s" or "m": how the enclosing run holds it.
+        held: String,
+    },
+    /// Someone else does, or waiters go first.
     Taken {
-        /// The holder's remaining lease (None when the key has no expiry).
+        /// Until the first holder's lease could run out (None: only the queue is in the way).
         pttl: Option<Duration>,
         /// The current holder, when known.
         holder: Option<HolderInfo>,
@@ -97,8 +129,8 @@ pub trait Session: Send {
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake>;
     /// Interrupts the `block` of the waiter `token` (from another thread's session).
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()>;
-    /// Deregisters the waiter `token`, passing on a wake-up it may have consumed.
-    fn leave(&mut self, keys: &LockKeys, token: &Token, wake_ttl: Duration) -> Result<()>;
+    /// Deregisters the waiter `token`, waking the waiters it held back.
+    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()>;
     /// Extends the lease of `token` to `ttl`; false when it no longer holds the lock.
     /// The call gives up (with an error) after `limit`.
     fn renew(
@@ -110,10 +142,5 @@ pub trait Session: Send {
     ) -> Result<bool>;
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
-    fn release(
-        &mut self,
-        keys: &LockKeys,
-        token: &Token,
-        wake_ttl: Duration,
-    ) -> Result<Option<u64>>;
+    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>>;
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::{Client, Connection, ErrorKind, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
+use super::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::script;
@@ -126,6 +126,19 @@ impl StandaloneSession {
     }
 }
 
+/// A script invocation with every key of `keys` (see `src/lua/common.lua`).
+fn with_keys<'a>(
+    script: &'a redis::Script,
+    keys: &LockKeys,
+    token: &Token,
+) -> redis::ScriptInvocation<'a> {
+    let mut invocation = script.prepare_invoke();
+    for key in keys.script_keys(token) {
+        invocation.key(key);
+    }
+    invocation
+}
+
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
@@ -135,14 +148,15 @@ impl Session for StandaloneSession {
             .map(Token::as_str)
             .collect::<Vec<_>>()
             .join(",");
+        let (kind, limit) = match req.kind {
+            Kind::Exclusive => ("x", 1),
+            Kind::Shared => ("s", 1),
+            Kind::Semaphore(n) => ("m", n),
+        };
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            script::ACQUIRE
-                .key(&keys.lock)
-                .key(&keys.holders)
-                .key(&keys.fence)
-                .key(&keys.waiters)
+            with_keys(&script::ACQUIRE, keys, req.token)
                 .arg(req.token.as_str())
                 .arg(&inherited)
                 .arg(millis(req.ttl))
@@ -150,6 +164,9 @@ impl Session for StandaloneSession {
                 .arg(&req.holder.pid)
                 .arg(&req.holder.command)
                 .arg(req.register.map_or(0, millis))
+                .arg(kind)
+                .arg(limit)
+                .arg(if req.fair { "1" } else { "0" })
                 .invoke(con)
         })?;
         parse_attempt(reply)
@@ -158,21 +175,17 @@ impl Session for StandaloneSession {
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
         let limit = self.timeout();
-        let interrupt = keys.interrupt(token);
+        let list = keys.wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
         let reply: Result<Option<(String, String)>, RedisError> = self.con(limit).and_then(|con| {
             // The reply may take the whole timeout: allow for it on this call.
             con.set_read_timeout(Some(timeout + limit))?;
-            redis::cmd("BLPOP")
-                .arg(&keys.wake)
-                .arg(&interrupt)
-                .arg(&secs)
-                .query(con)
+            redis::cmd("BLPOP").arg(&list).arg(&secs).query(con)
         });
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
-            Ok(Some((key, _))) if key == interrupt => Ok(Wake::Interrupted),
+            Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
             Ok(Some(_)) => Ok(Wake::Released),
             // Stopped and continued: a spurious wake-up; the caller looks again.
             Err(err) if interrupted(&err) => {
@@ -184,32 +197,26 @@ impl Session for StandaloneSession {
     }
 
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
-        let interrupt = keys.interrupt(token);
+        let list = keys.wake_list(token);
         self.call(keys, self.timeout(), true, |con| {
             redis::pipe()
                 .atomic()
                 .cmd("RPUSH")
-                .arg(&interrupt)
-                .arg("1")
+                .arg(&list)
+                .arg("i")
                 .ignore()
                 .cmd("PEXPIRE")
-                .arg(&interrupt)
+                .arg(&list)
                 .arg(60_000)
                 .ignore()
                 .query(con)
         })
     }
 
-    fn leave(&mut self, keys: &LockKeys, token: &Token, wake_ttl: Duration) -> Result<()> {
-        let interrupt = keys.interrupt(token);
+    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
         self.call(keys, self.timeout(), true, |con| {
-            script::LEAVE
-                .key(&keys.lock)
-                .key(&keys.waiters)
-                .key(&keys.wake)
-                .key(&interrupt)
+            with_keys(&script::LEAVE, keys, token)
                 .arg(token.as_str())
-                .arg(millis(wake_ttl))
                 .invoke::<i64>(con)
                 .map(drop)
         })
@@ -224,9 +231,7 @@ impl Session for StandaloneSession {
     ) -> Result<bool> {
         let limit = limit.min(self.timeout());
         let held: i64 = self.call(keys, limit, true, |con| {
-            script::RENEW
-                .key(&keys.lock)
-                .key(&keys.holders)
+            with_keys(&script::RENEW, keys, token)
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .invoke(con)
@@ -234,21 +239,11 @@ impl Session for StandaloneSession {
         Ok(held == 1)
     }
 
-    fn release(
-        &mut self,
-        keys: &LockKeys,
-        token: &Token,
-        wake_ttl: Duration,
-    ) -> Result<Option<u64>> {
+    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
         let left: i64 = self.call(keys, self.timeout(), false, |con| {
-            script::RELEASE
-                .key(&keys.lock)
-                .key(&keys.holders)
-                .key(&keys.waiters)
-                .key(&keys.wake)
+            with_keys(&script::RELEASE, keys, token)
                 .arg(token.as_str())
-                .arg(millis(wake_ttl))
                 .invoke(con)
         })?;
         Ok(u64::try_from(left).ok())
@@ -326,6 +321,9 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
             fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
         })),
+        2 => Some(Attempt::Incompatible {
+            held: as_string(items.get(1)?)?,
+        }),
         0 => {
             let pttl = as_int(items.get(1)?)?;
             let holder = match items.get(2) {

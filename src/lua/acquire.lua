@@ -1,97 +1,122 @@
--- acquire.lua: take an exclusive, re-entrant lease lock (Redisson's RLock layout).
+-- acquire.lua: take or re-enter a hold (exclusive, shared or semaphore), or
+-- register as a waiter. KEYS: see common.lua.
 --
--- KEYS[1] lock     hash  owner-token -> hold count
--- KEYS[2] holders  hash  owner-token -> JSON {host, pid, command, since}
--- KEYS[3] fence    string, fencing counter (never expires)
--- KEYS[4] waiters  zset  owner-token -> registration expiry (server ms)
 -- ARGV[1] fresh owner token of this caller
--- ARGV[2] inherited owner tokens, comma-separated (RLOCK_TOKENS of the
---         ancestor rlock runs), or ""
+-- ARGV[2] inherited owner tokens, comma-separated (RLOCK_TOKENS), or ""
 -- ARGV[3] lease in ms
 -- ARGV[4] host   ARGV[5] pid   ARGV[6] command   (holder metadata)
 -- ARGV[7] waiter registration in ms: 0 = do not register as a waiter on failure
+-- ARGV[8] kind: x, s or m       ARGV[9] limit (m)       ARGV[10] "1" for --fair
 --
 -- Returns {1, token, fence, count} when held: token is the owner that now holds
--- (the inherited one on re-entry), count its hold count after this call;
--- {0, pttl, holder} when someone else holds the lock, holder being
--- {host, pid, command, held-for-ms} of the current owner, or false if unknown.
+-- (an inherited one on re-entry), count its hold count after this call;
+-- {0, wait-ms, holder} when not: wait-ms is how long until the first holder's
+-- lease could run out (-1 when only the queue is in the way), holder
+-- {host, pid, command, held-for-ms} of a current holder or false;
+-- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
 --
--- Invariants: only the owner of the single field in KEYS[1] holds the lock; a
--- new hold increments KEYS[3]; a re-entry never does and never shortens the
--- lease (PEXPIRE only lengthens it); keys of another type are never touched.
+-- Invariants: holders are compatible (one exclusive; or any number of shared;
+-- or semaphore holders fewer than every one's limit); a new hold increments
+-- the fence; re-entry never shortens a lease; keys of another type are never
+-- touched; nothing is written before every check passed.
 
-for i = 1, 4 do
+local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
+for i = 1, 9 do
     local t = redis.call('TYPE', KEYS[i])['ok']
-    local want = ({'hash', 'hash', 'string', 'zset'})[i]
-    if t ~= 'none' and t ~= want then
+    if t ~= 'none' and t ~= want[i] then
         return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. t ..
-            ' (expected ' .. want .. '); rlock will not overwrite it')
+            ' (expected ' .. want[i] .. '); rlock will not overwrite it')
     end
 end
-
--- Check everything before the first write: a script that fails halfway keeps
--- its earlier writes.
-local fence_value = redis.call('GET', KEYS[3])
+local fence_value = redis.call('GET', K_FENCE)
 if fence_value and not string.match(fence_value, '^%d+$') then
-    return redis.error_reply('WRONGTYPE key ' .. KEYS[3] ..
+    return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
         ' holds a value that is not a fencing counter; rlock will not overwrite it')
 end
 
-local ttl = tonumber(ARGV[3])
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
-local function lengthen(key)
-    local pttl = redis.call('PTTL', key)
-    if pttl < ttl then
-        redis.call('PEXPIRE', key, ttl)
-    end
-end
+local token, ttl = ARGV[1], tonumber(ARGV[3])
+local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
+prune()
 
 -- A repeated request (a retry after an interrupted reply) by the token that
 -- already holds the lock changes nothing.
-local own = redis.call('HGET', KEYS[1], ARGV[1])
+local own = redis.call('HGET', K_LOCK, token)
 if own then
-    return {1, ARGV[1], tonumber(fence_value or '0'), tonumber(own)}
+    return {1, token, tonumber(fence_value or '0'), tonumber(own)}
+end
+
+local function lengthen(holder)
+    local until_ms = NOW + ttl
+    local current = tonumber(redis.call('ZSCORE', K_LEASES, holder) or '0')
+    if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, holder) end
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
-    if redis.call('HEXISTS', KEYS[1], inherited) == 1 then
-        local count = redis.call('HINCRBY', KEYS[1], inherited, 1)
-        lengthen(KEYS[1])
-        lengthen(KEYS[2])
-        local fence = tonumber(fence_value or '0')
-        return {1, inherited, fence, count}
+    if redis.call('HEXISTS', K_LOCK, inherited) == 1 then
+        local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, inherited) or '')
+        local held = (ok and type(h) == 'table' and h.kind) or 'x'
+        if held ~= 'x' and held ~= kind then
+            return {2, held}
+        end
+        local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
+        lengthen(inherited)
+        settle()
+        return {1, inherited, tonumber(fence_value or '0'), count}
     end
 end
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
-    redis.call('HSET', KEYS[1], ARGV[1], 1)
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    local fence = redis.call('INCR', KEYS[3])
-    redis.call('HSET', KEYS[2], ARGV[1], cjson.encode({
-        host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = now }))
-    redis.call('PEXPIRE', KEYS[2], ttl)
-    if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 and redis.call('ZCARD', KEYS[4]) == 0 then
-        redis.call('DEL', KEYS[4])
+-- Whether the queue lets this request go now.
+local function queue_allows()
+    local mine = redis.call('ZSCORE', K_WAITERS, token)
+    local before = mine and ('(' .. mine) or '+inf'
+    if fair then
+        if kind == 's' then
+            return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
+        end
+        return redis.call('ZCOUNT', K_WAITERS, '-inf', before) == 0
     end
-    return {1, ARGV[1], fence, 1}
+    if kind == 's' then
+        -- Writer preference: once an exclusive (or semaphore) request waits,
+        -- new shared requests queue behind it.
+        local others = redis.call('ZCARD', K_XWAIT)
+        if redis.call('ZSCORE', K_XWAIT, token) then others = others - 1 end
+        return others == 0
+    end
+    return true
+end
+
+local hkind, hn, hcap = holders_state()
+if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
+    redis.call('HSET', K_LOCK, token, 1)
+    redis.call('ZADD', K_LEASES, NOW + ttl, token)
+    local fence = redis.call('INCR', K_FENCE)
+    redis.call('HSET', K_HOLDERS, token, cjson.encode({
+        host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = NOW,
+        kind = kind, limit = limit }))
+    drop_waiter(token)
+    redis.call('DEL', K_MINE)
+    settle()
+    return {1, token, fence, 1}
 end
 
 local holder = false
-local owner = redis.call('HKEYS', KEYS[1])[1]
-local raw = owner and redis.call('HGET', KEYS[2], owner)
+local first = redis.call('HKEYS', K_LOCK)[1]
+local raw = first and redis.call('HGET', K_HOLDERS, first)
 if raw then
     local ok, h = pcall(cjson.decode, raw)
     if ok and type(h) == 'table' then
         holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
-                  tostring(h.command or '?'), now - (tonumber(h.since) or now)}
+                  tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW)}
     end
 end
 local register = tonumber(ARGV[7])
 if register > 0 then
-    redis.call('ZADD', KEYS[4], now + register, ARGV[1])
-    local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
-    redis.call('PEXPIREAT', KEYS[4], tonumber(last[2]))
+    redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
+    if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
+    redis.call('ZADD', K_WEXP, NOW + register, token)
+    redis.call('HSET', K_WKIND, token, (fair and 'F' or '') .. kind .. (kind == 'm' and limit or ''))
+    settle()
 end
-return {0, redis.call('PTTL', KEYS[1]), holder}
+local wait = -1
+if not compatible(kind, limit, hkind, hn, hcap) then wait = soonest_expiry() or -1 end
+return {0, wait, holder}

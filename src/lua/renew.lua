@@ -1,22 +1,19 @@
--- renew.lua: extend a hold's lease (the watchdog's renewal).
+-- renew.lua: extend a hold's lease (the watchdog's renewal). KEYS: see common.lua.
 --
--- KEYS[1] lock     hash  owner-token -> hold count
--- KEYS[2] holders  hash  owner-token -> holder metadata
 -- ARGV[1] owner token
 -- ARGV[2] lease in ms
 --
 -- Returns 1 when ARGV[1] still holds the lock (its lease now lasts at least
--- ARGV[2] ms from the moment the server ran this script), 0 when it does not.
--- Only lengthens: a nested holder with a shorter lease never cuts an outer
--- holder's lease short.
+-- ARGV[2] ms from the moment the server ran this script), 0 when it does not
+-- (released, forced, flushed, or its lease ran out). Only lengthens: a nested
+-- holder with a shorter lease never cuts an enclosing holder's lease short.
 
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+prune()
+if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
     return 0
 end
-local ttl = tonumber(ARGV[2])
-for i = 1, 2 do
-    if redis.call('PTTL', KEYS[i]) < ttl then
-        redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-end
+local until_ms = NOW + tonumber(ARGV[2])
+local current = tonumber(redis.call('ZSCORE', K_LEASES, ARGV[1]) or '0')
+if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, ARGV[1]) end
+settle()
 return 1

@@ -166,8 +166,7 @@ fn a_lock_key_of_another_type_is_reported_and_left_alone() {
 #[test]
 fn options_not_yet_supported_are_refused_clearly() {
     for args in [
-        &["run", "--shared", "x", "--", "true"][..],
-        &["run", "--fair", "x", "--", "true"],
+        &["run", "--redisson", "x", "--", "true"][..],
         &["--url", "redis://a,redis://b", "run", "x", "--", "true"],
         &["--url", "rediss://127.0.0.1:1", "run", "x", "--", "true"],
     ] {

@@ -125,10 +125,9 @@ fn no_wait_and_conflict_exit_code_when_taken() {
     let out = output(rlock(&redis.url()).args(["run", "--wait", "0", "busy", "--", "true"]));
     rlock::assert_fails(&out, 75);
     assert_eq!(
-        redis.lock_keys("busy").len(),
-        2,
-        "only the holder's keys: {:?}",
-        redis.keys()
+        redis.lock_keys("busy"),
+        ["rlock:{busy}", "rlock:{busy}:holders", "rlock:{busy}:leases"],
+        "only the holder's keys"
     );
 }
 
@@ -145,7 +144,11 @@ fn wait_gives_up_after_the_duration_and_leaves_nothing() {
     let keys = redis.lock_keys("slow");
     assert_eq!(
         keys,
-        ["rlock:{slow}", "rlock:{slow}:holders"],
+        [
+            "rlock:{slow}",
+            "rlock:{slow}:holders",
+            "rlock:{slow}:leases"
+        ],
         "no waiter left behind"
     );
 }

@@ -83,7 +83,7 @@ fn all_or_none_leaves_no_partial_hold() {
     assert_eq!(redis.lock_keys("a"), Vec::<String>::new(), "a is not held");
     assert_eq!(
         redis.lock_keys("b"),
-        ["rlock:{b}", "rlock:{b}:holders"],
+        ["rlock:{b}", "rlock:{b}:holders", "rlock:{b}:leases"],
         "no waiter left on b"
     );
 }
@@ -101,7 +101,10 @@ fn an_interrupt_while_waiting_for_one_of_several_leaves_nothing() {
     let out = waiter.output_within(rlock::LIMIT);
     rlock::assert_fails(&out, 130);
     assert_eq!(redis.lock_keys("a"), Vec::<String>::new());
-    assert_eq!(redis.lock_keys("b"), ["rlock:{b}", "rlock:{b}:holders"]);
+    assert_eq!(
+        redis.lock_keys("b"),
+        ["rlock:{b}", "rlock:{b}:holders", "rlock:{b}:leases"]
+    );
 }
 
 #[test]

@@ -226,7 +226,11 @@ fn interrupt_while_waiting(signal: i32, status: i32) {
     );
     assert_eq!(
         redis.lock_keys("queue"),
-        ["rlock:{queue}", "rlock:{queue}:holders"],
+        [
+            "rlock:{queue}",
+            "rlock:{queue}:holders",
+            "rlock:{queue}:leases"
+        ],
         "the waiter left nothing behind"
     );
 }

@@ -1,0 +1,160 @@
+-- common.lua: prepended to every rlock script. Every script receives the same
+-- KEYS, all sharing the lock's {NAME} hash tag:
+--
+-- KEYS[1] lock     hash  owner-token -> hold count (Redisson's layout)
+-- KEYS[2] holders  hash  owner-token -> JSON {host, pid, command, since, kind, limit}
+-- KEYS[3] fence    string, fencing counter (never expires)
+-- KEYS[4] leases   zset  owner-token -> lease expiry (server ms): each holder's own lease
+-- KEYS[5] waiters  zset  waiter-token -> arrival (server us), every waiter
+-- KEYS[6] xwait    zset  waiter-token -> arrival, waiters for exclusive or semaphore holds
+-- KEYS[7] wexp     zset  waiter-token -> registration expiry (server ms)
+-- KEYS[8] wkind    hash  waiter-token -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair)
+-- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..token)
+--
+-- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
+-- the server's clock (TIME) only. Other waiters' wake-up lists are named from
+-- KEYS[1] and a token; they share its hash tag, so they live in the same slot.
+
+local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+
+local TIME = redis.call('TIME')
+local NOW = tonumber(TIME[1]) * 1000 + math.floor(tonumber(TIME[2]) / 1000)
+local NOW_US = tonumber(TIME[1]) * 1000000 + tonumber(TIME[2])
+
+-- Most waiters one wake-up pass looks at (a batch of shared waiters).
+local WAKE_BATCH = 100
+
+local function wake_list(token)
+    return K_LOCK .. ':w:' .. token
+end
+
+-- "Fm3" -> kind "m", limit 3, fair true
+local function parse_kind(text)
+    text = text or 'x'
+    local fair = string.sub(text, 1, 1) == 'F'
+    if fair then text = string.sub(text, 2) end
+    local kind = string.sub(text, 1, 1)
+    local limit = tonumber(string.sub(text, 2)) or 1
+    return kind, limit, fair
+end
+
+local function drop_holder(token)
+    redis.call('HDEL', K_LOCK, token)
+    redis.call('HDEL', K_HOLDERS, token)
+    redis.call('ZREM', K_LEASES, token)
+end
+
+local function drop_waiter(token)
+    redis.call('ZREM', K_WAITERS, token)
+    redis.call('ZREM', K_XWAIT, token)
+    redis.call('ZREM', K_WEXP, token)
+    redis.call('HDEL', K_WKIND, token)
+end
+
+-- The live holders' kind, count and smallest limit (kind nil when free).
+local function holders_state()
+    local tokens = redis.call('HKEYS', K_LOCK)
+    if #tokens == 0 then return nil, 0, nil end
+    local kind, cap = nil, nil
+    for _, token in ipairs(tokens) do
+        local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
+        local k = (ok and type(h) == 'table' and h.kind) or 'x'
+        local l = (ok and type(h) == 'table' and tonumber(h.limit)) or 1
+        if kind and k ~= kind then k = 'x' end
+        kind = k
+        cap = cap and math.min(cap, l) or l
+        if kind ~= 'm' then break end
+    end
+    return kind, #tokens, cap
+end
+
+local function compatible(kind, limit, hkind, hn, hcap)
+    if hn == 0 then return true end
+    if kind == 'x' or hkind ~= kind then return false end
+    if kind == 's' then return true end
+    return hn < math.min(limit, hcap)
+end
+
+local function push_wake(token)
+    local list = wake_list(token)
+    if redis.call('LLEN', list) == 0 then
+        redis.call('RPUSH', list, 'w')
+        redis.call('PEXPIRE', list, 60000)
+    end
+end
+
+-- Wakes the waiters that can acquire now, and no others (no thundering herd):
+-- the next exclusive waiter, or the shared waiters at the head, or as many
+-- semaphore waiters as there are free slots. Without --fair a waiting exclusive
+-- (or semaphore) request goes before shared ones (writer preference); with
+-- --fair at the head, strict arrival order.
+local function wake()
+    local hkind, hn, hcap = holders_state()
+    if hkind == 'x' then return end
+    local head = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
+    if not head then return end
+    local _, _, head_fair = parse_kind(redis.call('HGET', K_WKIND, head))
+    local first = head
+    if not head_fair then
+        first = redis.call('ZRANGE', K_XWAIT, 0, 0)[1] or head
+    end
+    local kind, limit = parse_kind(redis.call('HGET', K_WKIND, first))
+    if kind == 'x' then
+        if hn == 0 then push_wake(first) end
+        return
+    end
+    if hn > 0 and hkind ~= kind then return end
+    local free = WAKE_BATCH
+    if kind == 'm' then free = math.min(limit, hcap or limit) - hn end
+    local from = redis.call('ZSCORE', K_WAITERS, first)
+    local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
+    for _, token in ipairs(batch) do
+        if free <= 0 then break end
+        local k = parse_kind(redis.call('HGET', K_WKIND, token))
+        if k ~= kind then break end
+        push_wake(token)
+        free = free - 1
+    end
+end
+
+-- Drops holders whose lease ran out and waiters whose registration did, and
+-- wakes waiters when that freed anything.
+local function prune()
+    local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
+    for _, token in ipairs(dead) do drop_holder(token) end
+    for _, token in ipairs(redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)) do
+        drop_waiter(token)
+        redis.call('DEL', wake_list(token))
+    end
+    if #dead > 0 then wake() end
+end
+
+-- Gives each group of keys the life of its longest entry, or deletes it.
+local function settle()
+    local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
+    if last then
+        local ms = math.max(1, tonumber(last) - NOW)
+        for _, key in ipairs({K_LOCK, K_HOLDERS, K_LEASES}) do
+            redis.call('PEXPIRE', key, ms)
+        end
+    else
+        redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES)
+    end
+    last = redis.call('ZRANGE', K_WEXP, -1, -1, 'WITHSCORES')[2]
+    if last then
+        local ms = math.max(1, tonumber(last) - NOW)
+        for _, key in ipairs({K_WAITERS, K_XWAIT, K_WEXP, K_WKIND}) do
+            if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ms) end
+        end
+    else
+        redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
+    end
+end
+
+-- The earliest lease expiry among holders, as ms from now (nil when none).
+local function soonest_expiry()
+    local first = redis.call('ZRANGE', K_LEASES, 0, 0, 'WITHSCORES')[2]
+    return first and math.max(0, tonumber(first) - NOW)
+end
+
