@@ -61,7 +61,7 @@ pub enum Phase {
     /// Attempting to acquire (a request may be in flight).
     Acquiring,
     /// Blocked waiting for a release.
-    Blocked(Blocked),
+    Blocked(Box<Blocked>),
     /// COMMAND runs as process `pid` (also its process group id).
     Running {
         /// COMMAND's pid and pgid.

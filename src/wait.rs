@@ -21,9 +21,9 @@ use crate::report;
 use crate::signals::{Blocked, Phase, Shared};
 use crate::token::Token;
 
-/// Extra life of a waiter's registration beyond its longest block, so a live
-/// waiter never looks dead to a release.
-const REGISTRATION_MARGIN: Duration = Duration::from_secs(5);
+// A waiter's registration lasts its ttl, and it blocks at most half of that
+// before trying (and registering) again: a live waiter never looks dead, and a
+// killed one leaves the queue within its ttl.
 /// Shortest block: keeps a just-expiring holder from turning into a busy loop.
 const MIN_BLOCK: Duration = Duration::from_millis(5);
 
@@ -110,9 +110,9 @@ pub fn acquire(
         }
         let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let may_wait = remaining.is_none_or(|r| !r.is_zero());
-        // Longest we could block before trying again: bounded by the ttl we ask
-        // for when the holder's lease is unknown, and by our own --wait.
-        let block_cap = remaining.map_or(wanted.ttl, |r| r.min(wanted.ttl));
+        // Longest we could block before trying again: half our registration,
+        // and no longer than our own --wait.
+        let block_cap = remaining.map_or(wanted.ttl / 2, |r| r.min(wanted.ttl / 2));
         let round = Instant::now();
         let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
         let mut taken = None;
@@ -123,7 +123,7 @@ pub fn acquire(
                 inherited: wanted.inherited,
                 ttl: wanted.ttl,
                 holder: wanted.holder,
-                register: may_wait.then_some(block_cap.max(wanted.ttl) + REGISTRATION_MARGIN),
+                register: may_wait.then_some(wanted.ttl),
                 kind: wanted.kind,
                 fair: wanted.fair,
             };
@@ -211,11 +211,11 @@ pub fn acquire(
             if shared.interrupted().is_some() {
                 continue;
             }
-            *phase = Phase::Blocked(Blocked {
+            *phase = Phase::Blocked(Box::new(Blocked {
                 backend: Arc::clone(backend),
                 keys: keys.clone(),
                 token: wanted.token.clone(),
-            });
+            }));
         }
         // Whatever woke us (a release, a lapsed lease, an interrupt), the next
         // turn of the loop looks at the locks and at the interrupt flag again.

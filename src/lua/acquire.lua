@@ -10,8 +10,8 @@
 --
 -- Returns {1, token, fence, count} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call;
--- {0, wait-ms, holder} when not: wait-ms is how long until the first holder's
--- lease could run out (-1 when only the queue is in the way), holder
+-- {0, wait-ms, holder} when not: wait-ms is how long until a holder's lease or
+-- another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms} of a current holder or false;
 -- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
 --
@@ -117,6 +117,15 @@ if register > 0 then
     redis.call('HSET', K_WKIND, token, (fair and 'F' or '') .. kind .. (kind == 'm' and limit or ''))
     settle()
 end
-local wait = -1
-if not compatible(kind, limit, hkind, hn, hcap) then wait = soonest_expiry() or -1 end
-return {0, wait, holder}
+-- Look again no later than when a holder's lease or another waiter's
+-- registration could run out: either may be what stands in the way.
+local wait = soonest_expiry()
+local soonest = redis.call('ZRANGE', K_WEXP, 0, 1, 'WITHSCORES')
+for i = 1, #soonest, 2 do
+    if soonest[i] ~= token then
+        local ms = math.max(0, tonumber(soonest[i + 1]) - NOW)
+        wait = wait and math.min(wait, ms) or ms
+        break
+    end
+end
+return {0, wait or -1, holder}

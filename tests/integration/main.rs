@@ -7,11 +7,13 @@
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `several`: several NAMEs in one run (all or none)
+//! - `kinds`: shared locks, semaphores, fair queues
 
 mod support;
 
 mod bad_input;
 mod faults;
+mod kinds;
 mod run;
 mod several;
 mod signals;

@@ -126,7 +126,11 @@ fn no_wait_and_conflict_exit_code_when_taken() {
     rlock::assert_fails(&out, 75);
     assert_eq!(
         redis.lock_keys("busy"),
-        ["rlock:{busy}", "rlock:{busy}:holders", "rlock:{busy}:leases"],
+        [
+            "rlock:{busy}",
+            "rlock:{busy}:holders",
+            "rlock:{busy}:leases"
+        ],
         "only the holder's keys"
     );
 }

@@ -1,0 +1,326 @@
+//! Lock kinds: shared (read/write), semaphores (--limit), fair FIFO queues,
+//! re-entry and fencing across kinds.
+
+use std::time::Duration;
+
+use crate::support::process::Proc;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
+use crate::support::scratch::Scratch;
+use crate::support::{expect_within, now_ms};
+
+/// A run of `name` with `opts` that logs "<tag> start end" (ms) to `log` and
+/// holds until `<tag>.release` exists in `dir`; returns once it holds.
+fn holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str, tag: &str) -> Proc {
+    let ready = dir.file(&format!("{tag}.held"));
+    let script = format!(
+        "s=$(date +%s%3N); touch {ready}; while [ ! -e {release} ]; do sleep 0.01; done; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+        release = dir.file(&format!("{tag}.release")),
+        log = dir.file("log"),
+    );
+    let run = spawn_quiet(
+        rlock(&redis.url())
+            .arg("run")
+            .args(opts)
+            .arg(name)
+            .arg("--")
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, &format!("{tag} to hold"), || {
+        std::path::Path::new(&ready).exists()
+    });
+    run
+}
+
+fn release(dir: &Scratch, tag: &str) {
+    std::fs::write(dir.file(&format!("{tag}.release")), "").unwrap();
+}
+
+/// (tag, start, end) from the log.
+fn intervals(dir: &Scratch) -> Vec<(String, u128, u128)> {
+    dir.lines("log")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_owned(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn waiters(redis: &RedisServer, name: &str) -> i64 {
+    redis.cmd(&["ZCARD", &format!("rlock:{{{name}}}:waiters")])
+}
+
+#[test]
+fn shared_holders_overlap_and_an_exclusive_run_waits_for_all_of_them() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    // All three hold at once: each returns only once it holds.
+    let mut readers: Vec<Proc> = ["r1", "r2", "r3"]
+        .iter()
+        .map(|tag| holder(&redis, &dir, &["--shared"], "rw", tag))
+        .collect();
+    let ran = dir.file("writer");
+    let mut writer = spawn(
+        rlock(&redis.url())
+            .args(["run", "rw", "--"])
+            .args(sh(&format!("date +%s%3N > {ran}"))),
+    );
+    expect_within(rlock::LIMIT, "the writer to wait", || {
+        waiters(&redis, "rw") == 1
+    });
+    for tag in ["r1", "r2", "r3"] {
+        release(&dir, tag);
+    }
+    for reader in &mut readers {
+        assert!(reader.wait_within(rlock::LIMIT).success());
+    }
+    assert!(writer.wait_within(rlock::LIMIT).success());
+    let writer_start: u128 = dir.read("writer").trim().parse().unwrap();
+    let last_reader_end = intervals(&dir).iter().map(|i| i.2).max().unwrap();
+    assert!(
+        writer_start >= last_reader_end,
+        "the writer waited for every reader"
+    );
+}
+
+#[test]
+fn a_semaphore_admits_exactly_its_limit() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let log = dir.file("log");
+    let script = format!("s=$(date +%s%N); sleep 0.2; echo \"x $s $(date +%s%N)\" >> {log}");
+    let mut runs: Vec<Proc> = (0..8)
+        .map(|_| {
+            spawn_quiet(
+                rlock(&redis.url())
+                    .args(["run", "--limit", "3", "slots", "--"])
+                    .args(sh(&script)),
+            )
+        })
+        .collect();
+    for run in &mut runs {
+        assert!(run.wait_within(rlock::LIMIT).success());
+    }
+    let mut events: Vec<(u128, i32)> = Vec::new();
+    for (_, start, end) in intervals(&dir) {
+        events.push((start, 1));
+        events.push((end, -1));
+    }
+    events.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut most) = (0, 0);
+    for (_, d) in events {
+        now += d;
+        most = most.max(now);
+    }
+    assert_eq!(most, 3, "at most 3 at once, and 8 runs of 200 ms reach 3");
+    assert_eq!(redis.lock_keys("slots"), Vec::<String>::new());
+}
+
+#[test]
+fn callers_with_different_limits_never_exceed_the_smallest() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _a = holder(&redis, &dir, &["--limit", "3"], "mixed", "a");
+    let _b = holder(&redis, &dir, &["--limit", "3"], "mixed", "b");
+    let out =
+        output(rlock(&redis.url()).args(["run", "-n", "--limit", "2", "mixed", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        75,
+        "two holders already fill a limit of 2: {}",
+        show(&out)
+    );
+    let out =
+        output(rlock(&redis.url()).args(["run", "-n", "--limit", "5", "mixed", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        0,
+        "a third fits the holders' limit of 3: {}",
+        show(&out)
+    );
+    let _c = holder(&redis, &dir, &["--limit", "5"], "mixed", "c");
+    let out =
+        output(rlock(&redis.url()).args(["run", "-n", "--limit", "5", "mixed", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        75,
+        "a fourth exceeds the holders' limit of 3: {}",
+        show(&out)
+    );
+    let out = output(rlock(&redis.url()).args(["run", "-n", "--shared", "mixed", "--", "true"]));
+    assert_eq!(code(&out), 75, "kinds do not mix: {}", show(&out));
+}
+
+#[test]
+fn a_writer_gets_in_while_new_readers_keep_arriving() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _first = holder(&redis, &dir, &["--shared"], "busy", "first");
+    let ran = dir.file("writer");
+    let mut writer = spawn(
+        rlock(&redis.url())
+            .args(["run", "busy", "--"])
+            .args(sh(&format!("date +%s%3N > {ran}"))),
+    );
+    expect_within(rlock::LIMIT, "the writer to wait", || {
+        waiters(&redis, "busy") == 1
+    });
+    // New readers now queue behind the waiting writer instead of joining in.
+    let mut late = spawn_quiet(rlock(&redis.url()).args(["run", "--shared", "busy", "--", "true"]));
+    expect_within(rlock::LIMIT, "the late reader to queue", || {
+        waiters(&redis, "busy") == 2
+    });
+    let released_at = now_ms();
+    release(&dir, "first");
+    assert!(writer.wait_within(rlock::LIMIT).success());
+    assert!(late.wait_within(rlock::LIMIT).success());
+    let writer_start: u128 = dir.read("writer").trim().parse().unwrap();
+    assert!(
+        writer_start >= released_at,
+        "the writer ran after the first reader"
+    );
+}
+
+#[test]
+fn fair_waiters_acquire_in_arrival_order_across_kinds() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _gate = holder(&redis, &dir, &[], "fifo", "gate");
+    let order = dir.file("order");
+    let kinds = [
+        ("0", false),
+        ("1", true),
+        ("2", false),
+        ("3", true),
+        ("4", true),
+    ];
+    let mut runs = Vec::new();
+    for (i, (tag, shared)) in kinds.iter().enumerate() {
+        let mut cmd = rlock(&redis.url());
+        cmd.args(["run", "--fair"]);
+        if *shared {
+            cmd.arg("--shared");
+        }
+        cmd.args(["fifo", "--"])
+            .args(sh(&format!("echo {tag} >> {order}; sleep 0.05")));
+        runs.push(spawn_quiet(&mut cmd));
+        expect_within(rlock::LIMIT, "the waiter to queue", || {
+            waiters(&redis, "fifo") == i as i64 + 1
+        });
+    }
+    release(&dir, "gate");
+    for run in &mut runs {
+        assert!(run.wait_within(rlock::LIMIT).success());
+    }
+    let seen = dir.lines("order");
+    assert_eq!(
+        &seen[..3],
+        ["0", "1", "2"],
+        "strict arrival order: {seen:?}"
+    );
+    let mut tail = seen[3..].to_vec();
+    tail.sort();
+    assert_eq!(tail, ["3", "4"], "{seen:?}");
+}
+
+#[test]
+fn a_killed_fair_waiter_holds_up_the_next_no_longer_than_its_ttl() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut gate = holder(&redis, &dir, &["--ttl", "60s"], "dead", "gate");
+    let mut first = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--fair", "--ttl", "1s", "dead", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the first waiter", || {
+        waiters(&redis, "dead") == 1
+    });
+    let mut second =
+        spawn(rlock(&redis.url()).args(["run", "--fair", "--ttl", "60s", "dead", "--", "true"]));
+    expect_within(rlock::LIMIT, "the second waiter", || {
+        waiters(&redis, "dead") == 2
+    });
+    first.signal(libc::SIGKILL);
+    first.wait_within(rlock::LIMIT);
+    release(&dir, "gate");
+    assert!(gate.wait_within(rlock::LIMIT).success());
+    let status = second.wait_within(Duration::from_secs(10));
+    assert!(
+        status.success(),
+        "the second waiter got in after the first's 1 s registration ran out"
+    );
+}
+
+#[test]
+fn a_crashed_semaphore_holder_frees_its_slot_within_its_ttl() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _keep = holder(&redis, &dir, &["--limit", "2"], "pool", "keep");
+    let mut crash = holder(
+        &redis,
+        &dir,
+        &["--limit", "2", "--ttl", "1s"],
+        "pool",
+        "crash",
+    );
+    crash.signal(libc::SIGKILL);
+    crash.wait_within(rlock::LIMIT);
+    let out = output(
+        rlock(&redis.url()).args(["run", "--limit", "2", "--wait", "5s", "pool", "--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "the slot came back: {}", show(&out));
+}
+
+#[test]
+fn reentry_and_fencing_follow_the_kind() {
+    let redis = RedisServer::start();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = redis.url();
+    let nested =
+        |inner: &str| format!("{bin} --url {url} run -n {inner} k -- sh -c 'echo $RLOCK_FENCE'");
+    let out = output(
+        rlock(&url)
+            .args(["run", "--shared", "k", "--"])
+            .args(sh(&nested("--shared"))),
+    );
+    assert_eq!(code(&out), 0, "shared re-enters shared: {}", show(&out));
+    let out = output(
+        rlock(&url)
+            .args(["run", "--shared", "k", "--"])
+            .args(sh(&nested(""))),
+    );
+    let err = rlock::stderr(&out);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(err.contains("cannot be re-entered"), "{err}");
+    let out = output(
+        rlock(&url)
+            .args(["run", "k", "--"])
+            .args(sh(&nested("--shared"))),
+    );
+    assert_eq!(
+        code(&out),
+        0,
+        "exclusive covers a nested shared run: {}",
+        show(&out)
+    );
+    let mut last = 0u64;
+    for opts in [&[][..], &["--shared"], &["--limit", "2"], &[]] {
+        let out = output(
+            rlock(&url)
+                .arg("run")
+                .args(opts)
+                .args(["k", "--"])
+                .args(sh("echo $RLOCK_FENCE")),
+        );
+        let fence: u64 = stdout(&out).trim().parse().unwrap();
+        assert!(
+            fence > last,
+            "fences increase across kinds: {fence} after {last}"
+        );
+        last = fence;
+    }
+}
