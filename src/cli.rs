@@ -85,7 +85,7 @@ pub struct Global {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Wait for the lock, run COMMAND while holding it, release it when COMMAND ends.
+    /// Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends.
     ///
     /// Exits with COMMAND's status (128+N if it died by signal N); 75 (or -E) if
     /// the lock was not acquired; 70 if the lock was lost and COMMAND was stopped;
@@ -99,6 +99,10 @@ Examples:
   rlock run nightly-backup -- ./backup.sh
   rlock run --wait 10m deploy-prod -- make deploy
   rlock run --no-wait -E 0 report -- ./report.sh   # skip quietly if already running
+  rlock run --limit 3 deploy-slot -- ./deploy.sh    # at most 3 deploys at once
+  rlock run --shared db -- ./test-suite.sh          # many test suites at once ...
+  rlock run db -- ./migrate.sh                      # ... but never beside a migration
+  rlock run db cache -- ./rebuild.sh                # both locks or neither
 
 COMMAND gets RLOCK_NAME, RLOCK_TOKEN and RLOCK_FENCE (a number that strictly
 increases with every acquisition of NAME) in its environment. An rlock run of the
@@ -135,15 +139,23 @@ pub struct RunArgs {
           help_heading = LEASE)]
     pub kill_after: Duration,
 
-    /// Shared (read) lock: many shared holders at once, none beside an exclusive one (not supported yet).
+    /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
+    ///
+    /// Without --fair, once an exclusive run waits, new shared runs queue behind
+    /// it, so a stream of readers cannot starve a writer.
     #[arg(short, long, conflicts_with = "limit", help_heading = KINDS)]
     pub shared: bool,
 
-    /// Semaphore: at most N holders at once (not supported yet).
+    /// Semaphore: at most N holders at once, each with its own lease.
+    ///
+    /// Runs that pass different N for one name are never more than the smallest
+    /// N among the holders and the newcomer. --limit 1 is an exclusive lock.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = KINDS)]
     pub limit: Option<u32>,
 
-    /// First come, first served among waiters (not supported yet).
+    /// First come, first served among waiters, across kinds.
+    ///
+    /// Runs without --fair may still overtake the queue.
     #[arg(long, help_heading = KINDS)]
     pub fair: bool,
 
@@ -155,7 +167,9 @@ pub struct RunArgs {
     #[arg(long, help_heading = KINDS)]
     pub redisson: bool,
 
-    /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
+    /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
+    ///
+    /// Several names are taken all together or not at all.
     #[arg(value_name = "NAME", required = true)]
     pub names: Vec<String>,
 
