@@ -163,7 +163,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = KINDS)]
     pub min_replicas: u32,
 
-    /// Store the lock exactly as Redisson's getLock(NAME) does (not supported yet).
+    /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
+    ///
+    /// rlock and Redisson clients then exclude each other, and each side's
+    /// unlock wakes the other's waiters (Redisson's unlock channel).
     #[arg(long, help_heading = KINDS)]
     pub redisson: bool,
 

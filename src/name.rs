@@ -71,6 +71,9 @@ pub struct LockKeys {
     pub wexp: String,
     /// Hash waiter-token → the kind of hold it waits for.
     pub wkind: String,
+    /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
+    /// through Redisson's unlock channel (this field names it).
+    pub redisson: Option<String>,
 }
 
 impl LockKeys {
@@ -91,12 +94,28 @@ impl LockKeys {
             wexp: format!("{base}:wexp"),
             wkind: format!("{base}:wkind"),
             lock: base,
+            redisson: None,
         }
     }
 
+    /// Keys of a lock stored as Redisson's `getLock(NAME)` stores it: the hash at
+    /// key NAME (no prefix), its unlock channel, and rlock's fence counter under
+    /// the hash tag {NAME}, which hashes to NAME's own Cluster slot.
+    pub fn redisson(name: &str) -> Self {
+        let mut keys = LockKeys::new("", name);
+        keys.lock = name.to_owned();
+        keys.fence = format!("{{{name}}}:rlock-fence");
+        keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
+        keys
+    }
+
     /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
+    /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
     pub fn wake_list(&self, token: &Token) -> String {
-        format!("{}:w:{}", self.lock, token.as_str())
+        match &self.redisson {
+            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, token.as_str()),
+            None => format!("{}:w:{}", self.lock, token.as_str()),
+        }
     }
 
     /// Every key a script gets, in the order of `src/lua/common.lua`, with

@@ -46,7 +46,10 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     order.sort();
     let locks: Vec<LockKeys> = order
         .iter()
-        .map(|n| LockKeys::new(&global.prefix, n))
+        .map(|n| match args.redisson {
+            true => LockKeys::redisson(n),
+            false => LockKeys::new(&global.prefix, n),
+        })
         .collect();
     let lease = match args.lease {
         Some(lease) => Lease::Fixed(lease),
@@ -212,8 +215,10 @@ fn refuse_unsupported(args: &RunArgs) -> Result<()> {
     if args.min_replicas > 0 {
         return refuse("--min-replicas");
     }
-    if args.redisson {
-        return refuse("--redisson");
+    if args.redisson && (args.shared || args.fair || args.limit.is_some_and(|n| n > 1)) {
+        return Err(Error::usage(
+            "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",
+        ));
     }
     Ok(())
 }

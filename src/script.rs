@@ -21,3 +21,13 @@ pub static RENEW: LazyLock<Script> = script!("lua/renew.lua");
 pub static RELEASE: LazyLock<Script> = script!("lua/release.lua");
 /// Deregister a waiter that gives up, waking those it was holding back.
 pub static LEAVE: LazyLock<Script> = script!("lua/leave.lua");
+
+/// `--redisson`: take or re-enter a lock in Redisson's own layout.
+pub static REDISSON_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/redisson_acquire.lua")));
+/// `--redisson`: Redisson's renewal.
+pub static REDISSON_RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/redisson_renew.lua")));
+/// `--redisson`: Redisson's unlock, publishing its unlock message.
+pub static REDISSON_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/redisson_release.lua")));

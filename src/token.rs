@@ -39,6 +39,26 @@ impl Token {
         ok.then(|| Token(text.to_ascii_lowercase()))
     }
 
+    /// The owner field Redisson's lock hash uses for this token: the token as a
+    /// UUID and thread id 1 (`--redisson`).
+    pub fn redisson_field(&self) -> String {
+        let t = &self.0;
+        format!(
+            "{}-{}-{}-{}-{}:1",
+            &t[..8],
+            &t[8..12],
+            &t[12..16],
+            &t[16..20],
+            &t[20..]
+        )
+    }
+
+    /// The token back from a Redisson owner field written by rlock.
+    pub fn from_redisson_field(field: &str) -> Option<Self> {
+        let uuid = field.strip_suffix(":1")?;
+        Token::parse(&uuid.replace('-', ""))
+    }
+
     /// The token's text, for Redis and for COMMAND's environment only.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -37,6 +37,7 @@ impl Backend for Standalone {
             client: self.client.clone(),
             spec: self.spec.clone(),
             con: None,
+            sub: None,
         };
         if let Err(err) = session.con(self.spec.timeout) {
             return Err(session.unavailable(&err, self.spec.timeout));
@@ -50,6 +51,10 @@ struct StandaloneSession {
     spec: ServerSpec,
     /// Dropped after any I/O error (a reply may be pending) and reopened lazily.
     con: Option<Connection>,
+    /// `--redisson` waiting: a connection subscribed to Redisson's unlock channel
+    /// and to this waiter's interrupt channel, opened before an attempt so no
+    /// unlock message between the attempt and the wait is missed.
+    sub: Option<Connection>,
 }
 
 /// How often a call interrupted by a stop and continue is tried again.
@@ -124,6 +129,73 @@ impl StandaloneSession {
     fn timeout(&self) -> Duration {
         self.spec.timeout
     }
+
+    /// Subscribes (once) to Redisson's unlock channel and the interrupt channel.
+    fn subscribe(&mut self, keys: &LockKeys, channel: &str, token: &Token) -> Result<()> {
+        if self.sub.is_some() {
+            return Ok(());
+        }
+        let limit = self.timeout();
+        let opened = self
+            .client
+            .get_connection_with_timeout(limit)
+            .and_then(|mut con| {
+                con.set_read_timeout(Some(limit))?;
+                con.set_write_timeout(Some(limit))?;
+                let cmd = redis::cmd("SUBSCRIBE")
+                    .arg(channel)
+                    .arg(keys.wake_list(token))
+                    .get_packed_command();
+                con.send_packed_command(&cmd)?;
+                con.recv_response()?;
+                con.recv_response()?;
+                Ok(con)
+            });
+        match opened {
+            Ok(con) => {
+                self.sub = Some(con);
+                Ok(())
+            }
+            Err(err) => Err(self.unavailable(&err, limit).for_lock(&keys.name)),
+        }
+    }
+
+    /// `--redisson`: waits for a message on the subscribed channels.
+    fn block_redisson(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        timeout: Duration,
+    ) -> Result<Wake> {
+        let Some(con) = self.sub.as_mut() else {
+            return Ok(Wake::TimedOut);
+        };
+        let read = con
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+            .and_then(|()| con.recv_response());
+        match read {
+            Ok(Value::Array(items)) => {
+                let interrupt = keys.wake_list(token);
+                let on = items.get(1).and_then(as_string).unwrap_or_default();
+                Ok(if on == interrupt {
+                    Wake::Interrupted
+                } else {
+                    Wake::Released
+                })
+            }
+            Ok(_) => Ok(Wake::Released),
+            Err(err) => {
+                // After a timed-out read redis-rs would skip the next message as a
+                // late reply: subscribe afresh before the next attempt instead.
+                self.sub = None;
+                if err.is_timeout() || interrupted(&err) {
+                    Ok(Wake::TimedOut)
+                } else {
+                    Err(self.unavailable(&err, self.timeout()).for_lock(&keys.name))
+                }
+            }
+        }
+    }
 }
 
 /// A script invocation with every key of `keys` (see `src/lua/common.lua`).
@@ -142,6 +214,26 @@ fn with_keys<'a>(
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
+        if let Some(channel) = &keys.redisson {
+            if req.register.is_some() {
+                self.subscribe(keys, channel, req.token)?;
+            }
+            let inherited: Vec<String> = req.inherited.iter().map(Token::redisson_field).collect();
+            let inherited = inherited.join(",");
+            let field = req.token.redisson_field();
+            let reply: Value = self.call(keys, self.timeout(), true, |con| {
+                script::REDISSON_ACQUIRE
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .arg(millis(req.ttl))
+                    .arg(&field)
+                    .arg(&inherited)
+                    .invoke(con)
+            })?;
+            return parse_attempt(reply).ok_or_else(|| {
+                Error::Internal(format!("{}: unexpected reply to acquire", keys.name))
+            });
+        }
         let inherited = req
             .inherited
             .iter()
@@ -174,6 +266,9 @@ impl Session for StandaloneSession {
     }
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+        if keys.redisson.is_some() {
+            return self.block_redisson(keys, token, timeout);
+        }
         let limit = self.timeout();
         let list = keys.wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
@@ -198,6 +293,15 @@ impl Session for StandaloneSession {
 
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
         let list = keys.wake_list(token);
+        if keys.redisson.is_some() {
+            return self.call(keys, self.timeout(), true, |con| {
+                redis::cmd("PUBLISH")
+                    .arg(&list)
+                    .arg("i")
+                    .query::<i64>(con)
+                    .map(drop)
+            });
+        }
         self.call(keys, self.timeout(), true, |con| {
             redis::pipe()
                 .atomic()
@@ -214,6 +318,11 @@ impl Session for StandaloneSession {
     }
 
     fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        if keys.redisson.is_some() {
+            // Redisson keeps no waiter state in Redis: unsubscribing is all.
+            self.sub = None;
+            return Ok(());
+        }
         self.call(keys, self.timeout(), true, |con| {
             with_keys(&script::LEAVE, keys, token)
                 .arg(token.as_str())
@@ -230,6 +339,17 @@ impl Session for StandaloneSession {
         limit: Duration,
     ) -> Result<bool> {
         let limit = limit.min(self.timeout());
+        if keys.redisson.is_some() {
+            let field = token.redisson_field();
+            let held: i64 = self.call(keys, limit, true, |con| {
+                script::REDISSON_RENEW
+                    .key(&keys.lock)
+                    .arg(millis(ttl))
+                    .arg(&field)
+                    .invoke(con)
+            })?;
+            return Ok(held == 1);
+        }
         let held: i64 = self.call(keys, limit, true, |con| {
             with_keys(&script::RENEW, keys, token)
                 .arg(token.as_str())
@@ -241,6 +361,17 @@ impl Session for StandaloneSession {
 
     fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
+        if let Some(channel) = &keys.redisson {
+            let field = token.redisson_field();
+            let left: i64 = self.call(keys, self.timeout(), false, |con| {
+                script::REDISSON_RELEASE
+                    .key(&keys.lock)
+                    .key(channel)
+                    .arg(&field)
+                    .invoke(con)
+            })?;
+            return Ok(u64::try_from(left).ok());
+        }
         let left: i64 = self.call(keys, self.timeout(), false, |con| {
             with_keys(&script::RELEASE, keys, token)
                 .arg(token.as_str())
@@ -317,7 +448,10 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
     };
     match as_int(items.first()?)? {
         1 => Some(Attempt::Acquired(Hold {
-            token: Token::parse(&as_string(items.get(1)?)?)?,
+            token: {
+                let owner = as_string(items.get(1)?)?;
+                Token::parse(&owner).or_else(|| Token::from_redisson_field(&owner))?
+            },
             fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
         })),

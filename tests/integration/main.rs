@@ -8,12 +8,14 @@
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
+//! - `redisson`: --redisson interop with Redisson's own lock scripts
 
 mod support;
 
 mod bad_input;
 mod faults;
 mod kinds;
+mod redisson;
 mod run;
 mod several;
 mod signals;
