@@ -142,3 +142,42 @@ fn losing_one_of_several_locks_stops_command_and_releases_the_others() {
     assert!(err.starts_with("rlock: q: lock lost"), "{err}");
     assert_eq!(redis.lock_keys("p"), Vec::<String>::new(), "p was released");
 }
+
+#[test]
+fn several_names_work_with_shared_and_limit() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let release = dir.file("release");
+    let mut first = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "--shared", "m", "n", "--"])
+            .args(sh(&format!(
+                "touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the first shared holder", || {
+        std::path::Path::new(&ready).exists()
+    });
+    let out = output(rlock(&redis.url()).args(["run", "-n", "--shared", "n", "m", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        0,
+        "a second shared run holds both too: {}",
+        show(&out)
+    );
+    let out = output(rlock(&redis.url()).args(["run", "-n", "m", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        75,
+        "an exclusive run is kept out: {}",
+        show(&out)
+    );
+    std::fs::write(&release, "").unwrap();
+    assert!(first.wait_within(rlock::LIMIT).success());
+    let out =
+        output(rlock(&redis.url()).args(["run", "-n", "--limit", "2", "m", "n", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(redis.lock_keys("m"), Vec::<String>::new());
+    assert_eq!(redis.lock_keys("n"), Vec::<String>::new());
+}
