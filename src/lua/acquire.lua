@@ -65,22 +65,19 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
     end
 end
 
--- Whether the queue lets this request go now.
+-- Whether the queue lets this request go now. A shared request never goes
+-- before an exclusive or semaphore request that is already waiting (writer
+-- preference: a stream of readers cannot starve a writer), with or without
+-- --fair. A --fair request also waits for every earlier waiter; other
+-- exclusive and semaphore requests may overtake the queue.
 local function queue_allows()
     local mine = redis.call('ZSCORE', K_WAITERS, token)
     local before = mine and ('(' .. mine) or '+inf'
-    if fair then
-        if kind == 's' then
-            return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
-        end
-        return redis.call('ZCOUNT', K_WAITERS, '-inf', before) == 0
-    end
     if kind == 's' then
-        -- Writer preference: once an exclusive (or semaphore) request waits,
-        -- new shared requests queue behind it.
-        local others = redis.call('ZCARD', K_XWAIT)
-        if redis.call('ZSCORE', K_XWAIT, token) then others = others - 1 end
-        return others == 0
+        return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
+    end
+    if fair then
+        return redis.call('ZCOUNT', K_WAITERS, '-inf', before) == 0
     end
     return true
 end

@@ -84,21 +84,17 @@ local function push_wake(token)
     end
 end
 
--- Wakes the waiters that can acquire now, and no others (no thundering herd):
--- the next exclusive waiter, or the shared waiters at the head, or as many
--- semaphore waiters as there are free slots. Without --fair a waiting exclusive
--- (or semaphore) request goes before shared ones (writer preference); with
--- --fair at the head, strict arrival order.
+-- Wakes the waiters that can acquire now, and no others (no thundering herd),
+-- in arrival order from the head of the queue: the head if it is exclusive,
+-- the run of shared waiters at the head, or as many semaphore waiters as there
+-- are free slots. (A shared request never goes before an exclusive or
+-- semaphore request that arrived earlier, so the head is always one that the
+-- queue lets through.)
 local function wake()
     local hkind, hn, hcap = holders_state()
     if hkind == 'x' then return end
-    local head = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
-    if not head then return end
-    local _, _, head_fair = parse_kind(redis.call('HGET', K_WKIND, head))
-    local first = head
-    if not head_fair then
-        first = redis.call('ZRANGE', K_XWAIT, 0, 0)[1] or head
-    end
+    local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
+    if not first then return end
     local kind, limit = parse_kind(redis.call('HGET', K_WKIND, first))
     if kind == 'x' then
         if hn == 0 then push_wake(first) end

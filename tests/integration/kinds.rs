@@ -324,3 +324,27 @@ fn reentry_and_fencing_follow_the_kind() {
         last = fence;
     }
 }
+
+#[test]
+fn an_unfair_reader_ahead_of_a_fair_writer_does_not_stall_the_queue() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut gate = holder(&redis, &dir, &["--ttl", "60s"], "mix", "gate");
+    let mut reader = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--ttl", "60s", "--shared", "mix", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the reader to queue", || {
+        waiters(&redis, "mix") == 1
+    });
+    let mut writer = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--ttl", "60s", "--fair", "mix", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the writer to queue", || {
+        waiters(&redis, "mix") == 2
+    });
+    release(&dir, "gate");
+    assert!(gate.wait_within(rlock::LIMIT).success());
+    // Both are woken in turn: neither waits for a 30 s re-check.
+    assert!(reader.wait_within(Duration::from_secs(10)).success());
+    assert!(writer.wait_within(Duration::from_secs(10)).success());
+}
