@@ -155,7 +155,7 @@ pub struct RunArgs {
 
     /// First come, first served among waiters, across kinds.
     ///
-    /// Runs without --fair may still overtake the queue.
+    /// Exclusive and semaphore runs without --fair may still overtake the queue.
     #[arg(long, help_heading = KINDS)]
     pub fair: bool,
 
