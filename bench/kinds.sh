@@ -15,13 +15,7 @@ need_packages python3 python3
 
 cargo build --release --quiet
 rlock=$PWD/target/release/rlock
-work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" &
-redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+start_redis
 url="redis://127.0.0.1:$port"
 
 calls() {

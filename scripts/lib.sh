@@ -21,3 +21,22 @@ need_packages() {
 need_redis() {
   need_packages redis-server redis-server redis-cli redis-tools
 }
+
+# start_redis: a throwaway redis-server on a free 127.0.0.1 port, stopped (by
+# PID) and its directory removed when the calling script exits. Sets $port,
+# $work and $redis_pid.
+start_redis() {
+  need_packages python3 python3
+  work=$(mktemp -d)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    --logfile "$work/redis.log" &
+  redis_pid=$!
+  trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  for _ in $(seq 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "redis-server did not start; see $work/redis.log" >&2
+  exit 1
+}

@@ -3,38 +3,12 @@
 
 use std::time::Duration;
 
+use crate::support::holder::{holder, release};
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
 use crate::support::scratch::Scratch;
 use crate::support::{expect_within, now_ms};
-
-/// A run of `name` with `opts` that logs "<tag> start end" (ms) to `log` and
-/// holds until `<tag>.release` exists in `dir`; returns once it holds.
-fn holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str, tag: &str) -> Proc {
-    let ready = dir.file(&format!("{tag}.held"));
-    let script = format!(
-        "s=$(date +%s%3N); touch {ready}; while [ ! -e {release} ]; do sleep 0.01; done; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
-        release = dir.file(&format!("{tag}.release")),
-        log = dir.file("log"),
-    );
-    let run = spawn_quiet(
-        rlock(&redis.url())
-            .arg("run")
-            .args(opts)
-            .arg(name)
-            .arg("--")
-            .args(sh(&script)),
-    );
-    expect_within(rlock::LIMIT, &format!("{tag} to hold"), || {
-        std::path::Path::new(&ready).exists()
-    });
-    run
-}
-
-fn release(dir: &Scratch, tag: &str) {
-    std::fs::write(dir.file(&format!("{tag}.release")), "").unwrap();
-}
 
 /// (tag, start, end) from the log.
 fn intervals(dir: &Scratch) -> Vec<(String, u128, u128)> {

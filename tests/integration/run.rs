@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::holder::{hold, release};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
 use crate::support::scratch::Scratch;
@@ -95,23 +96,6 @@ fn concurrent_runs_exclude_each_other() {
     assert_eq!(redis.lock_keys("counter"), Vec::<String>::new());
 }
 
-/// Starts a holder of `name` that runs until `release` exists; returns once it
-/// holds. Its 60 s lease is not renewed within a test's time.
-fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> crate::support::process::Proc {
-    let ready = dir.file(&format!("{name}.held"));
-    let release = dir.file(&format!("{name}.release"));
-    let script = format!("touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done");
-    let holder = spawn_quiet(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "60s", name, "--"])
-            .args(sh(&script)),
-    );
-    expect_within(rlock::LIMIT, "the holder to start", || {
-        std::path::Path::new(&ready).exists()
-    });
-    holder
-}
-
 #[test]
 fn no_wait_and_conflict_exit_code_when_taken() {
     let redis = RedisServer::start();
@@ -161,7 +145,6 @@ fn wait_gives_up_after_the_duration_and_leaves_nothing() {
 fn waiter_is_woken_by_the_release() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let holder_release = dir.file("w.release");
     let mut holder = hold(&redis, &dir, "w");
     let started = dir.file("waiter-ran");
     let mut waiter = spawn(
@@ -173,7 +156,7 @@ fn waiter_is_woken_by_the_release() {
         redis.cmd::<i64>(&["ZCARD", "rlock:{w}:waiters"]) == 1
     });
     let released_at = now_ms();
-    std::fs::write(&holder_release, "").unwrap();
+    release(&dir, "w");
     assert!(holder.wait_within(rlock::LIMIT).success());
     assert!(waiter.wait_within(rlock::LIMIT).success());
     let ran_at: u128 = dir.read("waiter-ran").trim().parse().unwrap();
@@ -315,7 +298,7 @@ fn a_release_wakes_one_waiter_not_all() {
         redis.cmd::<i64>(&["ZCARD", "rlock:{herd}:waiters"]) == WAITERS as i64
     });
     redis.cmd::<String>(&["CONFIG", "RESETSTAT"]);
-    std::fs::write(dir.file("herd.release"), "").unwrap();
+    release(&dir, "herd");
     assert!(holder.wait_within(rlock::LIMIT).success());
     for waiter in &mut waiters {
         assert!(waiter.wait_within(rlock::LIMIT).success());

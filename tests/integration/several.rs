@@ -1,26 +1,11 @@
 //! Several NAMEs in one run: all or none, no deadlock, nothing partial left.
 
 use crate::support::expect_within;
+use crate::support::holder::hold;
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
 use crate::support::scratch::Scratch;
-
-/// Holds `name` until `<name>.release` exists in `dir`.
-fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> Proc {
-    let ready = dir.file(&format!("{name}.held"));
-    let release = dir.file(&format!("{name}.release"));
-    let script = format!("touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done");
-    let holder = spawn_quiet(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "60s", name, "--"])
-            .args(sh(&script)),
-    );
-    expect_within(rlock::LIMIT, "the holder to start", || {
-        std::path::Path::new(&ready).exists()
-    });
-    holder
-}
 
 #[test]
 fn opposite_orders_neither_deadlock_nor_overlap() {

@@ -1,6 +1,7 @@
 //! Test support: real `redis-server` processes, the real `rlock` binary, and
 //! waiting for conditions with deadlines.
 
+pub mod holder;
 pub mod process;
 pub mod redis_server;
 pub mod rlock;

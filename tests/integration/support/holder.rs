@@ -1,0 +1,43 @@
+//! A run that holds a lock until the test releases it.
+
+use super::expect_within;
+use super::process::Proc;
+use super::redis_server::RedisServer;
+use super::rlock::{self, rlock, sh, spawn_quiet};
+use super::scratch::Scratch;
+
+/// Starts `rlock run OPTS NAME` whose COMMAND holds until [`release`]`(dir,
+/// tag)`, then logs "<tag> <start-ms> <end-ms>" to `dir/log`. Returns once it
+/// holds.
+pub fn holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str, tag: &str) -> Proc {
+    let ready = dir.file(&format!("{tag}.held"));
+    let script = format!(
+        "s=$(date +%s%3N); touch {ready}; while [ ! -e {release} ]; do sleep 0.01; done; \
+         echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+        release = dir.file(&format!("{tag}.release")),
+        log = dir.file("log"),
+    );
+    let run = spawn_quiet(
+        rlock(&redis.url())
+            .arg("run")
+            .args(opts)
+            .arg(name)
+            .arg("--")
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, &format!("{tag} to hold {name}"), || {
+        std::path::Path::new(&ready).exists()
+    });
+    run
+}
+
+/// An exclusive holder of `name` (tag `name`) whose 60 s lease is not renewed
+/// within a test's time.
+pub fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> Proc {
+    holder(redis, dir, &["--ttl", "60s"], name, name)
+}
+
+/// Lets the holder tagged `tag` finish.
+pub fn release(dir: &Scratch, tag: &str) {
+    std::fs::write(dir.file(&format!("{tag}.release")), "").unwrap();
+}
