@@ -99,13 +99,15 @@ pub fn acquire(
     let deadline = wanted.wait.and_then(|w| start.checked_add(w));
     let mut registered = Registrations::default();
     let mut announced = false;
+    // The lock last waited for (named when a signal ends the wait).
+    let mut waiting_on = 0;
     loop {
         let fail = |session: &mut dyn Session, registered: &mut Registrations, err: Error| {
             registered.leave_all_but(None, session, wanted);
             err
         };
         if let Some(signal) = shared.interrupted() {
-            let err = interrupted(&wanted.locks[0], signal);
+            let err = interrupted(&wanted.locks[waiting_on], signal);
             return Err(fail(session, &mut registered, err));
         }
         let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -183,6 +185,7 @@ pub fn acquire(
         release_all(session, wanted, &holds);
         registered.leave_all_but(Some(i), session, wanted);
         let keys = &wanted.locks[i];
+        waiting_on = i;
         if !may_wait {
             let cause = match (&holder, wanted.wait) {
                 (_, Some(w)) if !w.is_zero() => {

@@ -51,10 +51,11 @@ struct StandaloneSession {
     spec: ServerSpec,
     /// Dropped after any I/O error (a reply may be pending) and reopened lazily.
     con: Option<Connection>,
-    /// `--redisson` waiting: a connection subscribed to Redisson's unlock channel
-    /// and to this waiter's interrupt channel, opened before an attempt so no
-    /// unlock message between the attempt and the wait is missed.
-    sub: Option<Connection>,
+    /// `--redisson` waiting: a connection subscribed to one lock's Redisson
+    /// unlock channel and to this waiter's interrupt channel (with that lock's
+    /// name), opened before an attempt so no unlock message between the
+    /// attempt and the wait is missed.
+    sub: Option<(String, Connection)>,
 }
 
 /// How often a call interrupted by a stop and continue is tried again.
@@ -130,11 +131,17 @@ impl StandaloneSession {
         self.spec.timeout
     }
 
-    /// Subscribes (once) to Redisson's unlock channel and the interrupt channel.
+    /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,
+    /// unless already subscribed to them.
     fn subscribe(&mut self, keys: &LockKeys, channel: &str, token: &Token) -> Result<()> {
-        if self.sub.is_some() {
+        if self
+            .sub
+            .as_ref()
+            .is_some_and(|(lock, _)| *lock == keys.name)
+        {
             return Ok(());
         }
+        self.sub = None;
         let limit = self.timeout();
         let opened = self
             .client
@@ -153,7 +160,7 @@ impl StandaloneSession {
             });
         match opened {
             Ok(con) => {
-                self.sub = Some(con);
+                self.sub = Some((keys.name.clone(), con));
                 Ok(())
             }
             Err(err) => Err(self.unavailable(&err, limit).for_lock(&keys.name)),
@@ -167,8 +174,16 @@ impl StandaloneSession {
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
-        let Some(con) = self.sub.as_mut() else {
-            return Ok(Wake::TimedOut);
+        let con = match self.sub.as_mut() {
+            Some((lock, con)) if *lock == keys.name => con,
+            // Subscribed to another lock of a several-NAME run (or not at all):
+            // subscribe to this one and look again before waiting, so no unlock
+            // between the attempt and the subscription is missed.
+            _ => {
+                let channel = keys.redisson.clone().unwrap_or_default();
+                self.subscribe(keys, &channel, token)?;
+                return Ok(Wake::TimedOut);
+            }
         };
         let read = con
             .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
@@ -215,7 +230,7 @@ impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
         if let Some(channel) = &keys.redisson {
-            if req.register.is_some() {
+            if req.register.is_some() && self.sub.is_none() {
                 self.subscribe(keys, channel, req.token)?;
             }
             let inherited: Vec<String> = req.inherited.iter().map(Token::redisson_field).collect();

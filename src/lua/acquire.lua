@@ -90,8 +90,13 @@ if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     redis.call('HSET', K_HOLDERS, token, cjson.encode({
         host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = NOW,
         kind = kind, limit = limit }))
+    local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
     drop_waiter(token)
     redis.call('DEL', K_MINE)
+    -- A semaphore waiter leaving the head can let the next one in beside it
+    -- (a fair one woken at the same time may have tried first and been sent
+    -- back): pass the wake-up along. Shared waiters are woken as a batch.
+    if was_waiting and kind == 'm' then wake() end
     settle()
     return {1, token, fence, 1}
 end

@@ -80,7 +80,9 @@ local function push_wake(token)
     local list = wake_list(token)
     if redis.call('LLEN', list) == 0 then
         redis.call('RPUSH', list, 'w')
-        redis.call('PEXPIRE', list, 60000)
+        -- Lives no longer than the waiter's registration.
+        local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
+        redis.call('PEXPIRE', list, math.max(1, until_ms - NOW))
     end
 end
 
@@ -115,15 +117,17 @@ local function wake()
 end
 
 -- Drops holders whose lease ran out and waiters whose registration did, and
--- wakes waiters when that freed anything.
+-- wakes the waiters that can go when that changed anything.
 local function prune()
     local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
     for _, token in ipairs(dead) do drop_holder(token) end
-    for _, token in ipairs(redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)) do
+    local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+    for _, token in ipairs(gone) do
         drop_waiter(token)
         redis.call('DEL', wake_list(token))
     end
-    if #dead > 0 then wake() end
+    -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
+    if #dead > 0 or #gone > 0 then wake() end
 end
 
 -- Gives each group of keys the life of its longest entry, or deletes it.

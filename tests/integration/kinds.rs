@@ -322,3 +322,132 @@ fn an_unfair_reader_ahead_of_a_fair_writer_does_not_stall_the_queue() {
     assert!(reader.wait_within(Duration::from_secs(10)).success());
     assert!(writer.wait_within(Duration::from_secs(10)).success());
 }
+
+#[test]
+fn fair_semaphore_waiters_fill_every_slot_freed_at_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut a = holder(
+        &redis,
+        &dir,
+        &["--limit", "2", "--ttl", "60s"],
+        "fairpool",
+        "a",
+    );
+    let mut b = holder(
+        &redis,
+        &dir,
+        &["--limit", "2", "--ttl", "60s"],
+        "fairpool",
+        "b",
+    );
+    let mut queued = Vec::new();
+    for i in 1..=2 {
+        queued.push(spawn_quiet(rlock(&redis.url()).args([
+            "run", "--fair", "--limit", "2", "--ttl", "60s", "fairpool", "--", "true",
+        ])));
+        expect_within(rlock::LIMIT, "the waiter to queue", || {
+            waiters(&redis, "fairpool") == i
+        });
+    }
+    release(&dir, "a");
+    release(&dir, "b");
+    assert!(a.wait_within(rlock::LIMIT).success());
+    assert!(b.wait_within(rlock::LIMIT).success());
+    // Each is woken, not left for its 30 s re-check.
+    for waiter in &mut queued {
+        assert!(waiter.wait_within(Duration::from_secs(10)).success());
+    }
+}
+
+#[test]
+fn a_fair_waiter_that_gives_up_lets_the_next_one_in_at_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut gate = holder(&redis, &dir, &["--ttl", "60s"], "quit", "gate");
+    let first = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--fair", "--ttl", "60s", "quit", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the first waiter", || {
+        waiters(&redis, "quit") == 1
+    });
+    let mut second = spawn_quiet(
+        rlock(&redis.url()).args(["run", "--fair", "--ttl", "60s", "quit", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the second waiter", || {
+        waiters(&redis, "quit") == 2
+    });
+    first.signal(libc::SIGINT);
+    expect_within(rlock::LIMIT, "the first waiter to leave", || {
+        waiters(&redis, "quit") == 1
+    });
+    release(&dir, "gate");
+    assert!(gate.wait_within(rlock::LIMIT).success());
+    assert!(second.wait_within(Duration::from_secs(10)).success());
+}
+
+/// Runs one of rlock's scripts (with common.lua in front) for `token` on lock `name`.
+fn script(redis: &RedisServer, file: &str, name: &str, token: &str, args: &[&str]) -> redis::Value {
+    let common = include_str!("../../src/lua/common.lua");
+    let body = match file {
+        "acquire" => include_str!("../../src/lua/acquire.lua"),
+        "release" => include_str!("../../src/lua/release.lua"),
+        _ => unreachable!(),
+    };
+    let base = format!("rlock:{{{name}}}");
+    let keys = [
+        base.clone(),
+        format!("{base}:holders"),
+        format!("{base}:fence"),
+        format!("{base}:leases"),
+        format!("{base}:waiters"),
+        format!("{base}:xwait"),
+        format!("{base}:wexp"),
+        format!("{base}:wkind"),
+        format!("{base}:w:{token}"),
+    ];
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(format!("{common}{body}"))
+        .arg(keys.len())
+        .arg(&keys[..])
+        .arg(token)
+        .arg(args);
+    cmd.query(&mut redis.con()).unwrap()
+}
+
+fn acquire_semaphore(redis: &RedisServer, token: &str, register: &str) -> bool {
+    let reply = script(
+        redis,
+        "acquire",
+        "sem",
+        token,
+        &["", "60000", "host", "1", "cmd", register, "m", "2", "1"],
+    );
+    matches!(reply, redis::Value::Array(ref items) if items.first() == Some(&redis::Value::Int(1)))
+}
+
+#[test]
+fn a_fair_semaphore_grant_passes_the_wake_up_to_the_next_waiter() {
+    let redis = RedisServer::start();
+    let [a, b, c, d] = ["a", "b", "c", "d"].map(|t| t.repeat(32));
+    assert!(acquire_semaphore(&redis, &a, "0"));
+    assert!(acquire_semaphore(&redis, &b, "0"));
+    assert!(!acquire_semaphore(&redis, &c, "60000"), "full: c queues");
+    assert!(
+        !acquire_semaphore(&redis, &d, "60000"),
+        "full: d queues behind c"
+    );
+    script(&redis, "release", "sem", &a, &[]);
+    script(&redis, "release", "sem", &b, &[]);
+    let d_list = format!("rlock:{{sem}}:w:{d}");
+    // d is woken and tries first: c is ahead of it, so it is sent back...
+    assert_eq!(
+        redis.cmd::<Option<String>>(&["LPOP", &d_list]).as_deref(),
+        Some("w")
+    );
+    assert!(!acquire_semaphore(&redis, &d, "60000"));
+    // ...and c's grant wakes it again, with a slot still free.
+    assert!(acquire_semaphore(&redis, &c, "60000"));
+    assert_eq!(redis.cmd::<i64>(&["LLEN", &d_list]), 1, "d is woken again");
+    assert!(acquire_semaphore(&redis, &d, "60000"));
+}

@@ -155,3 +155,50 @@ fn redisson_mode_refuses_other_kinds() {
     let out = output(rlock::bare().args(["run", "--redisson", "--shared", "x", "--", "true"]));
     rlock::assert_fails(&out, 2);
 }
+
+fn evalsha_calls(redis: &RedisServer) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[test]
+fn several_redisson_names_wait_quietly_and_wake_on_the_right_unlock() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    assert_eq!(java_lock(&redis, "second"), None);
+    let ran = dir.file("ran");
+    let mut waiter = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--redisson",
+                "--wait",
+                "20s",
+                "first",
+                "second",
+                "--",
+            ])
+            .args(sh(&format!("touch {ran}"))),
+    );
+    expect_within(
+        rlock::LIMIT,
+        "rlock to subscribe to the lock it waits for",
+        || {
+            let subs: Vec<redis::Value> =
+                redis.cmd(&["PUBSUB", "NUMSUB", "redisson_lock__channel:{second}"]);
+            matches!(subs.get(1), Some(redis::Value::Int(1)))
+        },
+    );
+    let before = evalsha_calls(&redis);
+    let pause = std::time::Instant::now();
+    while pause.elapsed() < Duration::from_millis(500) {
+        assert!(waiter.try_status().is_none(), "still waiting");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(evalsha_calls(&redis) - before <= 4, "waiting, not spinning");
+    assert_eq!(java_unlock(&redis, "second"), Some(1));
+    assert!(waiter.wait_within(Duration::from_secs(10)).success());
+    assert!(std::path::Path::new(&ran).exists());
+}
