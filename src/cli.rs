@@ -92,6 +92,12 @@ pub enum Command {
     /// 69 if the server is unavailable; 126/127 if COMMAND cannot be run.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 const RUN_EXAMPLES: &str = "\

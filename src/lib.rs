@@ -12,6 +12,7 @@ pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod exit;
+pub mod generate;
 pub mod guardian;
 pub mod name;
 pub mod report;
@@ -36,6 +37,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
     });
     match &cli.command {
         Command::Run(args) => run::run(&cli.global, args),
+        Command::Completions { shell } => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());
+            Ok(Exit::Success)
+        }
     }
 }
 

@@ -9,11 +9,13 @@
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
+//! - `generated`: completions and man page are up to date
 
 mod support;
 
 mod bad_input;
 mod faults;
+mod generated;
 mod kinds;
 mod redisson;
 mod run;

@@ -1,0 +1,73 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_rlock_global_optspecs
+    string join \n u/url= prefix= cacert= cert= key= connect-timeout= v/verbose q/quiet h/help V/version
+end
+
+function __fish_rlock_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_rlock_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_rlock_using_subcommand
+    set -l cmd (__fish_rlock_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c rlock -n "__fish_rlock_needs_command" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_needs_command" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_needs_command" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length; a watchdog renews it every ttl/3 while COMMAND runs (at least 100ms)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND is stopped when it ends (exit 70)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'After acquiring, wait until N replicas have the lock (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l fair -d 'First come, first served among waiters, across kinds'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,142 @@
+//! Shell completions and the man page, rendered from the clap definitions in
+//! `cli.rs`, so they cannot drift from `--help`. The committed copies in
+//! `completions/` and `man/` are checked by the test `generated_files_are_fresh`
+//! and rewritten by `RLOCK_UPDATE_GENERATED=1 cargo test generated_files`.
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::cli::Cli;
+
+/// The completion script for `shell`.
+pub fn completion(shell: Shell) -> String {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "rlock", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page `rlock(1)`: every option of every subcommand, the environment,
+/// the exit statuses and examples. Deterministic: no build date.
+pub fn man_page() -> String {
+    let cmd = Cli::command().disable_help_subcommand(true);
+    let man = clap_mangen::Man::new(cmd.clone())
+        .date("")
+        .manual("rlock manual")
+        .source(format!("rlock {}", env!("CARGO_PKG_VERSION")));
+    let mut out = Vec::new();
+    let _ = man.render_title(&mut out);
+    let _ = man.render_name_section(&mut out);
+    let _ = man.render_synopsis_section(&mut out);
+    let _ = man.render_description_section(&mut out);
+    let mut global = Vec::new();
+    let _ = man.render_options_section(&mut global);
+    out.extend(
+        String::from_utf8_lossy(&global)
+            .replacen(".SH OPTIONS", ".SH \"GLOBAL OPTIONS\"", 1)
+            .bytes(),
+    );
+    for sub in cmd.get_subcommands() {
+        let name = sub.get_name().to_uppercase();
+        let sub_man =
+            clap_mangen::Man::new(sub.clone().bin_name(format!("rlock {}", sub.get_name())));
+        let mut part = Vec::new();
+        let _ = sub_man.render_synopsis_section(&mut part);
+        let _ = sub_man.render_description_section(&mut part);
+        let _ = sub_man.render_options_section(&mut part);
+        let part = String::from_utf8_lossy(&part)
+            .replacen(".SH SYNOPSIS", &format!(".SH \"{name}\""), 1)
+            .replacen(".SH DESCRIPTION\n", ".PP\n", 1)
+            .replacen(".SH OPTIONS", &format!(".SS \"{name} OPTIONS\""), 1);
+        out.extend(part.bytes());
+    }
+    out.extend(EXTRA_SECTIONS.bytes());
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
+.TP
+\fBRLOCK_URL\fR
+Server URL(s), comma-separated, when \fB--url\fR is not given.
+.TP
+\fBREDIS_URL\fR
+Server URL when neither \fB--url\fR nor \fBRLOCK_URL\fR is given. Default: redis://127.0.0.1:6379.
+.TP
+\fBREDISCLI_AUTH\fR
+Password, used when the URL has none. Never printed.
+.TP
+\fBRLOCK_PREFIX\fR
+Key namespace (default rlock).
+.TP
+\fBRLOCK_CACERT\fR, \fBRLOCK_CERT\fR, \fBRLOCK_KEY\fR
+TLS files (TLS is not supported yet).
+.PP
+COMMAND gets \fBRLOCK_NAME\fR (the name(s)), \fBRLOCK_TOKEN\fR (its owner token: a
+capability, do not log it), \fBRLOCK_FENCE\fR (fencing token: strictly increases with every
+acquisition of the name), \fBRLOCK_FENCES\fR (name=fence for each name) and
+\fBRLOCK_TOKENS\fR (tokens of every enclosing run, for re-entry).
+.SH "EXIT STATUS"
+.TP
+COMMAND's status
+COMMAND ran; 128+N if it died by signal N.
+.TP
+2
+Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.
+.TP
+69
+Server unavailable: cannot connect or authenticate, server error, a lock key of another type.
+.TP
+70
+The lock was lost or the lease ended while COMMAND ran; COMMAND was stopped.
+.TP
+75
+The lock was not acquired (taken, or \fB--wait\fR elapsed); changed by \fB-E\fR.
+.TP
+125
+Any other failure of rlock itself.
+.TP
+126, 127
+COMMAND found but not executable, or not found.
+.TP
+128+N
+rlock was interrupted by signal N while waiting; nothing was acquired or left behind.
+.SH EXAMPLES
+.TP
+\fBrlock run nightly-backup -- ./backup.sh\fR
+Never two backups at once, on any host.
+.TP
+\fBrlock run --wait 10m deploy-prod -- make deploy\fR
+Serialize deploys across CI runners, waiting up to 10 minutes.
+.TP
+\fBrlock run --no-wait -E 0 report -- ./report.sh\fR
+Skip quietly when the previous run still holds the lock.
+.TP
+\fBrlock run --limit 3 deploy-slot -- ./deploy.sh\fR
+At most three at once.
+.TP
+\fBrlock run --shared db -- ./tests.sh\fR
+Many test suites at once, never beside \fBrlock run db -- ./migrate.sh\fR.
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_man_page_covers_every_run_option_and_the_exit_statuses() {
+        let page = man_page();
+        for needle in [
+            "--no-wait",
+            "--kill-after",
+            "--shared",
+            "--limit",
+            "--fair",
+            "--redisson",
+            "EXIT STATUS",
+            "REDISCLI_AUTH",
+            "EXAMPLES",
+        ] {
+            assert!(page.contains(needle), "{needle}");
+        }
+    }
+}
