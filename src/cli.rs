@@ -280,7 +280,9 @@ mod tests {
         let cli = parse_ok(&[
             "rlock", "run", "--wait", "1m 30s", "deploy", "--", "make", "-j4",
         ]);
-        let Command::Run(run) = cli.command;
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
         assert_eq!(run.names, ["deploy"]);
         assert_eq!(run.command, ["make", "-j4"]);
         assert_eq!(run.wait, Some(Duration::from_secs(90)));
