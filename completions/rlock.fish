@@ -35,15 +35,18 @@ complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no dia
 complete -c rlock -n "__fish_rlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_needs_command" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length; a watchdog renews it every ttl/3 while COMMAND runs (at least 100ms)' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND is stopped when it ends (exit 70)' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'After acquiring, wait until N replicas have the lock (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND is stopped when it ends (exit 70)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
@@ -58,6 +61,52 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s v -l verbose -d 'Log
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'After acquiring, wait until N replicas have the lock (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l fair -d 'First come, first served among waiters, across kinds'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l token -d 'The owner token `rlock acquire` printed' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l ttl -d 'New lease length, from now' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The owner token `rlock acquire` printed: releases only that hold' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l force -d 'Remove every holder\'s hold, whatever holds the lock (operator break-glass)'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
@@ -68,6 +117,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

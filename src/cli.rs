@@ -92,6 +92,21 @@ pub enum Command {
     /// 69 if the server is unavailable; 126/127 if COMMAND cannot be run.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// Take a lock for a shell script and print its owner token on stdout.
+    ///
+    /// Without renewal the lock lasts --ttl; renew it with `rlock renew`, give it
+    /// up with `rlock release NAME --token TOKEN`. Exits 0, 75 (or -E), 69 or 2.
+    Acquire(AcquireArgs),
+    /// Extend a hold taken with `acquire` to --ttl from now.
+    ///
+    /// Exits 0, or 1 when the token no longer holds the lock (expired or released).
+    Renew(RenewArgs),
+    /// Give up a hold (--token), or break any hold (--force, operators only).
+    ///
+    /// Exits 0, or 1 when the token does not hold the lock (or, with --force,
+    /// nothing held it). A `rlock run` whose hold was forced notices at its next
+    /// renewal, stops its COMMAND and exits 70.
+    Release(ReleaseArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -117,6 +132,95 @@ same NAME inside COMMAND re-enters the lock instead of deadlocking.";
 /// Options of `rlock run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// How the lock is taken.
+    #[command(flatten)]
+    pub lock: LockOptions,
+
+    /// Fixed lease without renewal: COMMAND is stopped when it ends (exit 70).
+    #[arg(long, value_name = "DUR", value_parser = lease_duration, conflicts_with = "ttl",
+          help_heading = LEASE)]
+    pub lease: Option<Duration>,
+
+    /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = grace_duration,
+          help_heading = LEASE)]
+    pub kill_after: Duration,
+
+    /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
+    ///
+    /// Several names are taken all together or not at all.
+    #[arg(value_name = "NAME", required = true)]
+    pub names: Vec<String>,
+
+    /// The command to run, after `--`; executed directly, without a shell.
+    #[arg(value_name = "COMMAND", last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// Options of `rlock acquire`.
+#[derive(Debug, Args)]
+pub struct AcquireArgs {
+    /// How the lock is taken.
+    #[command(flatten)]
+    pub lock: LockOptions,
+
+    /// Keep the lock renewed while process PID lives (not supported yet).
+    #[arg(long, value_name = "PID")]
+    pub while_pid: Option<u32>,
+
+    /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+}
+
+/// Options of `rlock renew`.
+#[derive(Debug, Args)]
+pub struct RenewArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// The owner token `rlock acquire` printed.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: String,
+
+    /// New lease length, from now.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration)]
+    pub ttl: Duration,
+
+    /// The lock is a Redisson lock (as taken with --redisson).
+    #[arg(long)]
+    pub redisson: bool,
+}
+
+/// Options of `rlock release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// Lock name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// The owner token `rlock acquire` printed: releases only that hold.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        required_unless_present = "force",
+        conflicts_with = "force"
+    )]
+    pub token: Option<String>,
+
+    /// Remove every holder's hold, whatever holds the lock (operator break-glass).
+    #[arg(long)]
+    pub force: bool,
+
+    /// The lock is a Redisson lock (as taken with --redisson).
+    #[arg(long)]
+    pub redisson: bool,
+}
+
+/// How a lock is taken: shared by `run` and `acquire`.
+#[derive(Debug, Args)]
+pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
     #[arg(short, long, value_name = "DUR", value_parser = humantime::parse_duration,
           conflicts_with = "no_wait", help_heading = WAITING)]
@@ -130,20 +234,10 @@ pub struct RunArgs {
     #[arg(short = 'E', long, value_name = "N", default_value_t = NOT_ACQUIRED_DEFAULT, help_heading = WAITING)]
     pub conflict_exit_code: u8,
 
-    /// Lease length; a watchdog renews it every ttl/3 while COMMAND runs (at least 100ms).
+    /// Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
           help_heading = LEASE)]
     pub ttl: Duration,
-
-    /// Fixed lease without renewal: COMMAND is stopped when it ends (exit 70).
-    #[arg(long, value_name = "DUR", value_parser = lease_duration, conflicts_with = "ttl",
-          help_heading = LEASE)]
-    pub lease: Option<Duration>,
-
-    /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = grace_duration,
-          help_heading = LEASE)]
-    pub kill_after: Duration,
 
     /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
     ///
@@ -175,16 +269,6 @@ pub struct RunArgs {
     /// unlock wakes the other's waiters (Redisson's unlock channel).
     #[arg(long, help_heading = KINDS)]
     pub redisson: bool,
-
-    /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
-    ///
-    /// Several names are taken all together or not at all.
-    #[arg(value_name = "NAME", required = true)]
-    pub names: Vec<String>,
-
-    /// The command to run, after `--`; executed directly, without a shell.
-    #[arg(value_name = "COMMAND", last = true, required = true)]
-    pub command: Vec<OsString>,
 }
 
 /// Longest lease or grace period: keeps every millisecond count an exact
@@ -285,10 +369,10 @@ mod tests {
         };
         assert_eq!(run.names, ["deploy"]);
         assert_eq!(run.command, ["make", "-j4"]);
-        assert_eq!(run.wait, Some(Duration::from_secs(90)));
-        assert_eq!(run.ttl, Duration::from_secs(30));
+        assert_eq!(run.lock.wait, Some(Duration::from_secs(90)));
+        assert_eq!(run.lock.ttl, Duration::from_secs(30));
         assert_eq!(run.kill_after, Duration::from_secs(10));
-        assert_eq!(run.conflict_exit_code, 75);
+        assert_eq!(run.lock.conflict_exit_code, 75);
     }
 
     #[test]

@@ -37,6 +37,13 @@ pub enum Error {
         /// The status to exit with (`-E`).
         code: u8,
     },
+    /// The token does not hold the lock (exit 1, `renew` and `release`).
+    NotHeld {
+        /// The lock name.
+        lock: String,
+        /// What was found.
+        cause: String,
+    },
     /// COMMAND does not exist (exit 127).
     NotFound {
         /// The lock COMMAND was to run under.
@@ -71,6 +78,7 @@ impl Error {
             Error::Usage(_) => Exit::Usage,
             Error::Unavailable { .. } | Error::ForeignKey { .. } => Exit::Unavailable,
             Error::NotAcquired { code, .. } => Exit::NotAcquired(*code),
+            Error::NotHeld { .. } => Exit::NotHeld,
             Error::NotFound { .. } => Exit::NotFound,
             Error::CannotExecute { .. } => Exit::CannotExecute,
             Error::Interrupted { signal, .. } => Exit::Signal(*signal),
@@ -116,6 +124,7 @@ impl fmt::Display for Error {
             } => write!(f, "server {server} unavailable: {cause}"),
             Error::ForeignKey { lock, cause } => write!(f, "{lock}: {cause}"),
             Error::NotAcquired { lock, cause, .. } => write!(f, "{lock}: not acquired: {cause}"),
+            Error::NotHeld { lock, cause } => write!(f, "{lock}: {cause}"),
             Error::NotFound { lock, program } => {
                 write!(
                     f,

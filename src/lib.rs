@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod child;
 pub mod cli;
+pub mod commands;
 pub mod connect;
 pub mod error;
 pub mod exit;
@@ -37,6 +38,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
     });
     match &cli.command {
         Command::Run(args) => run::run(&cli.global, args),
+        Command::Acquire(args) => commands::acquire(&cli.global, args),
+        Command::Renew(args) => commands::renew(&cli.global, args),
+        Command::Release(args) => commands::release(&cli.global, args),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

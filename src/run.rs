@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Hold, HolderInfo, Kind, Session};
 use crate::child;
-use crate::cli::{Global, RunArgs};
+use crate::cli::{Global, LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::guardian::Guardian;
@@ -26,7 +26,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     for name in &args.names {
         name::validate(name)?;
     }
-    refuse_unsupported(args)?;
+    refuse_unsupported(&args.lock)?;
     // The names as given (duplicates dropped) name things in messages and the
     // environment; they are acquired in sorted order.
     let mut names: Vec<&String> = Vec::new();
@@ -46,14 +46,11 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     order.sort();
     let locks: Vec<LockKeys> = order
         .iter()
-        .map(|n| match args.redisson {
-            true => LockKeys::redisson(n),
-            false => LockKeys::new(&global.prefix, n),
-        })
+        .map(|n| lock_keys(&global.prefix, args.lock.redisson, n))
         .collect();
     let lease = match args.lease {
         Some(lease) => Lease::Fixed(lease),
-        None => Lease::Renewed(args.ttl),
+        None => Lease::Renewed(args.lock.ttl),
     };
 
     let shared = Shared::new(&display);
@@ -73,18 +70,14 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         inherited: &inherited,
         ttl: lease.ttl(),
         holder: &holder,
-        wait: if args.no_wait {
+        wait: if args.lock.no_wait {
             Some(Duration::ZERO)
         } else {
-            args.wait
+            args.lock.wait
         },
-        conflict_code: args.conflict_exit_code,
-        kind: match (args.shared, args.limit) {
-            (true, _) => Kind::Shared,
-            (false, Some(n)) if n > 1 => Kind::Semaphore(n),
-            _ => Kind::Exclusive,
-        },
-        fair: args.fair,
+        conflict_code: args.lock.conflict_exit_code,
+        kind: kind(&args.lock),
+        fair: args.lock.fair,
     };
     let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
@@ -210,17 +203,35 @@ fn child_env(
 
 /// Options the contract lists that later work will implement: refuse them
 /// clearly instead of silently running with other semantics.
-fn refuse_unsupported(args: &RunArgs) -> Result<()> {
+pub(crate) fn refuse_unsupported(lock: &LockOptions) -> Result<()> {
     let refuse = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
-    if args.min_replicas > 0 {
+    if lock.min_replicas > 0 {
         return refuse("--min-replicas");
     }
-    if args.redisson && (args.shared || args.fair || args.limit.is_some_and(|n| n > 1)) {
+    if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
         return Err(Error::usage(
             "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",
         ));
     }
     Ok(())
+}
+
+/// The kind of hold the options ask for.
+pub(crate) fn kind(lock: &LockOptions) -> Kind {
+    match (lock.shared, lock.limit) {
+        (true, _) => Kind::Shared,
+        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
+        _ => Kind::Exclusive,
+    }
+}
+
+/// The keys of lock `name`: rlock's own, or Redisson's with `--redisson`.
+pub(crate) fn lock_keys(prefix: &str, redisson: bool, name: &str) -> LockKeys {
+    if redisson {
+        LockKeys::redisson(name)
+    } else {
+        LockKeys::new(prefix, name)
+    }
 }
 
 /// Releases the holds, reusing the watchdog's session when there is one. A
@@ -268,7 +279,7 @@ const MAX_INHERITED: usize = 32;
 /// Tokens of the ancestor `rlock run`s (RLOCK_TOKENS, and RLOCK_TOKEN for a
 /// parent that set only that). Any of them that holds the lock re-enters it;
 /// malformed entries are ignored.
-fn inherited_tokens() -> Vec<Token> {
+pub(crate) fn inherited_tokens() -> Vec<Token> {
     let listed = std::env::var("RLOCK_TOKENS").unwrap_or_default();
     let single = std::env::var("RLOCK_TOKEN").unwrap_or_default();
     let mut tokens: Vec<Token> = Vec::new();
@@ -319,7 +330,7 @@ fn holder_info(command: &[OsString]) -> HolderInfo {
     }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its whole length.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

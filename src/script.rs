@@ -21,6 +21,8 @@ pub static RENEW: LazyLock<Script> = script!("lua/renew.lua");
 pub static RELEASE: LazyLock<Script> = script!("lua/release.lua");
 /// Deregister a waiter that gives up, waking those it was holding back.
 pub static LEAVE: LazyLock<Script> = script!("lua/leave.lua");
+/// End every hold (`release --force`) and wake the waiters.
+pub static FORCE: LazyLock<Script> = script!("lua/force.lua");
 
 /// `--redisson`: take or re-enter a lock in Redisson's own layout.
 pub static REDISSON_ACQUIRE: LazyLock<Script> =

@@ -143,4 +143,6 @@ pub trait Session: Send {
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
     fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>>;
+    /// Ends every hold of the lock, whoever owns it; returns how many there were.
+    fn force_release(&mut self, keys: &LockKeys) -> Result<u64>;
 }

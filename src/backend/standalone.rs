@@ -394,6 +394,30 @@ impl Session for StandaloneSession {
         })?;
         Ok(u64::try_from(left).ok())
     }
+
+    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+        // Any token names the (unused) own-list key; the script ignores it.
+        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
+        let removed: i64 = match &keys.redisson {
+            Some(channel) => self.call(keys, self.timeout(), false, |con| {
+                let (count, _, _): (i64, i64, i64) = redis::pipe()
+                    .atomic()
+                    .cmd("HLEN")
+                    .arg(&keys.lock)
+                    .cmd("DEL")
+                    .arg(&keys.lock)
+                    .cmd("PUBLISH")
+                    .arg(channel)
+                    .arg(0)
+                    .query(con)?;
+                Ok(count)
+            })?,
+            None => self.call(keys, self.timeout(), false, |con| {
+                with_keys(&script::FORCE, keys, &nobody).invoke(con)
+            })?,
+        };
+        Ok(u64::try_from(removed).unwrap_or(0))
+    }
 }
 
 /// True for a call cut short by EINTR.

@@ -10,6 +10,7 @@
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `generated`: completions and man page are up to date
+//! - `scripting`: acquire / renew / release, release --force
 
 mod support;
 
@@ -19,5 +20,6 @@ mod generated;
 mod kinds;
 mod redisson;
 mod run;
+mod scripting;
 mod several;
 mod signals;

@@ -1,0 +1,13 @@
+-- force.lua: `release --force`: end every hold of the lock, whoever owns it,
+-- and wake the waiters that can now acquire. KEYS: see common.lua.
+--
+-- Returns the number of holds removed (0: nothing held the lock). A removed
+-- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
+-- run` stops COMMAND and exits 70.
+
+prune()
+local holders = redis.call('HKEYS', K_LOCK)
+for _, token in ipairs(holders) do drop_holder(token) end
+wake()
+settle()
+return #holders

@@ -1,0 +1,98 @@
+//! `acquire`, `renew` and `release` for shell scripts, and `release --force`.
+
+use std::time::Duration;
+
+use crate::support::expect_within;
+use crate::support::holder::hold;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, assert_fails, code, output, rlock, sh, show, spawn, stdout};
+use crate::support::scratch::Scratch;
+
+fn acquire(redis: &RedisServer, args: &[&str]) -> String {
+    let out = output(rlock(&redis.url()).arg("acquire").args(args));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let token = stdout(&out).trim().to_owned();
+    assert_eq!(token.len(), 32, "only the token on stdout: {token:?}");
+    token
+}
+
+#[test]
+fn acquire_renew_and_release_with_the_token() {
+    let redis = RedisServer::start();
+    let token = acquire(&redis, &["--ttl", "60s", "script"]);
+    let out = output(rlock(&redis.url()).args(["run", "-n", "script", "--", "true"]));
+    assert_eq!(code(&out), 75, "acquire holds the lock: {}", show(&out));
+    let out =
+        output(rlock(&redis.url()).args(["renew", "script", "--token", &token, "--ttl", "5s"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let pttl: i64 = redis.cmd(&["PTTL", "rlock:{script}"]);
+    assert!(pttl > 50_000, "renew never shortens the lease: {pttl}");
+    let out = output(rlock(&redis.url()).args(["release", "script", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(redis.lock_keys("script"), Vec::<String>::new());
+    let out = output(rlock(&redis.url()).args(["release", "script", "--token", &token]));
+    let err = assert_fails(&out, 1);
+    assert!(err.contains("does not hold"), "{err}");
+    let out = output(rlock(&redis.url()).args(["renew", "script", "--token", &token]));
+    assert_fails(&out, 1);
+    let out = output(rlock(&redis.url()).args(["release", "script", "--token", &"0".repeat(32)]));
+    assert_fails(&out, 1);
+    let out = output(rlock(&redis.url()).args(["release", "script", "--token", "not-a-token"]));
+    assert_fails(&out, 2);
+    assert!(!rlock::stderr(&out).contains(&token));
+}
+
+#[test]
+fn an_acquired_lock_lasts_its_ttl_without_renewal() {
+    let redis = RedisServer::start();
+    acquire(&redis, &["--ttl", "300ms", "brief"]);
+    let out = output(rlock(&redis.url()).args(["run", "--wait", "10s", "brief", "--", "true"]));
+    assert_eq!(code(&out), 0, "free once the ttl ran out: {}", show(&out));
+}
+
+#[test]
+fn acquire_waits_and_gives_up_like_run() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "queue");
+    let out = output(rlock(&redis.url()).args(["acquire", "--wait", "200ms", "-E", "3", "queue"]));
+    assert_fails(&out, 3);
+    assert_eq!(stdout(&out), "", "no token printed");
+    let out = output(rlock(&redis.url()).args(["acquire", "--shared", "--no-wait", "queue"]));
+    assert_fails(&out, 75);
+}
+
+#[test]
+fn force_release_evicts_a_running_holder_and_lets_the_next_waiter_in() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let term = dir.file("term");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "1s", "evict", "--"])
+            .args(sh(&format!(
+                "exec 2>/dev/null; trap 'touch {term}; exit 1' TERM; touch {ready}; while :; do sleep 0.02; done"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&ready).exists()
+    });
+    let mut waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "20s", "evict", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{evict}:waiters"]) == 1
+    });
+    let out = output(rlock(&redis.url()).args(["release", "evict", "--force"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = holder.output_within(rlock::LIMIT);
+    let err = assert_fails(&out, 70);
+    assert!(err.contains("lost"), "{err}");
+    assert!(std::path::Path::new(&term).exists(), "COMMAND got SIGTERM");
+    assert!(
+        waiter.wait_within(Duration::from_secs(10)).success(),
+        "the waiter got in"
+    );
+    let out = output(rlock(&redis.url()).args(["release", "evict", "--force"]));
+    assert_fails(&out, 1);
+}
