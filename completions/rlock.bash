@@ -25,6 +25,9 @@ _rlock() {
             rlock,help)
                 cmd="rlock__subcmd__help"
                 ;;
+            rlock,list)
+                cmd="rlock__subcmd__list"
+                ;;
             rlock,release)
                 cmd="rlock__subcmd__release"
                 ;;
@@ -33,6 +36,9 @@ _rlock() {
                 ;;
             rlock,run)
                 cmd="rlock__subcmd__run"
+                ;;
+            rlock,status)
+                cmd="rlock__subcmd__status"
                 ;;
             rlock__subcmd__help,acquire)
                 cmd="rlock__subcmd__help__subcmd__acquire"
@@ -43,6 +49,9 @@ _rlock() {
             rlock__subcmd__help,help)
                 cmd="rlock__subcmd__help__subcmd__help"
                 ;;
+            rlock__subcmd__help,list)
+                cmd="rlock__subcmd__help__subcmd__list"
+                ;;
             rlock__subcmd__help,release)
                 cmd="rlock__subcmd__help__subcmd__release"
                 ;;
@@ -52,6 +61,9 @@ _rlock() {
             rlock__subcmd__help,run)
                 cmd="rlock__subcmd__help__subcmd__run"
                 ;;
+            rlock__subcmd__help,status)
+                cmd="rlock__subcmd__help__subcmd__status"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +71,7 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -217,7 +229,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help)
-            opts="run acquire renew release completions help"
+            opts="run acquire renew release status list completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +284,20 @@ _rlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rlock__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rlock__subcmd__help__subcmd__release)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -307,6 +333,62 @@ _rlock() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__list)
+            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -453,6 +535,48 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__status)
+            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

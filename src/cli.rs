@@ -107,6 +107,25 @@ pub enum Command {
     /// nothing held it). A `rlock run` whose hold was forced notices at its next
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
+    /// Show who holds each lock: holders (host, pid, command, held for, ttl),
+    /// waiting count and fence. Never owner tokens.
+    Status {
+        /// Lock names (none: every held or waited-for lock, like `list`).
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
+        /// One JSON object per lock, one per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the locks that are held or waited for (SCAN, never KEYS).
+    List {
+        /// Glob over lock names (default: every lock).
+        #[arg(value_name = "PATTERN", default_value = "*")]
+        pattern: String,
+        /// A JSON array of status objects.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.

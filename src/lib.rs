@@ -21,6 +21,7 @@ pub mod run;
 pub mod script;
 pub mod server;
 pub mod signals;
+pub mod status;
 pub mod token;
 pub mod wait;
 pub mod watchdog;
@@ -41,6 +42,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Acquire(args) => commands::acquire(&cli.global, args),
         Command::Renew(args) => commands::renew(&cli.global, args),
         Command::Release(args) => commands::release(&cli.global, args),
+        Command::Status { names, json } => status::status(&cli.global, names, *json),
+        Command::List { pattern, json } => status::list(&cli.global, pattern, *json),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -40,6 +40,12 @@ pub fn without_lock(msg: &str, lock: &str) -> String {
         .to_owned()
 }
 
+/// Control, escape and bidi-override characters: never sent to a terminal raw.
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Quotes user- or server-supplied text for a message: control and escape
 /// characters are shown escaped, never sent to the terminal raw.
 pub fn quote(text: &str) -> String {
@@ -51,9 +57,7 @@ pub fn quote(text: &str) -> String {
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        {
+        if is_unsafe(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

@@ -21,6 +21,8 @@ pub static RENEW: LazyLock<Script> = script!("lua/renew.lua");
 pub static RELEASE: LazyLock<Script> = script!("lua/release.lua");
 /// Deregister a waiter that gives up, waking those it was holding back.
 pub static LEAVE: LazyLock<Script> = script!("lua/leave.lua");
+/// A read-only look at one lock (`status`, `list`).
+pub static STATUS: LazyLock<Script> = script!("lua/status.lua");
 /// End every hold (`release --force`) and wake the waiters.
 pub static FORCE: LazyLock<Script> = script!("lua/force.lua");
 

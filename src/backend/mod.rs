@@ -50,6 +50,36 @@ impl Kind {
     }
 }
 
+/// What `status` shows of one lock.
+#[derive(Debug, Clone)]
+pub struct LockStatus {
+    /// "x", "s", "m", or "" when nobody holds it.
+    pub kind: String,
+    /// The smallest semaphore limit among the holders (1 otherwise).
+    pub limit: u64,
+    /// The last fencing token handed out.
+    pub fence: u64,
+    /// Live waiters.
+    pub waiting: u64,
+    /// Live holders.
+    pub holders: Vec<HolderStatus>,
+}
+
+/// One holder, as `status` shows it (never its token).
+#[derive(Debug, Clone)]
+pub struct HolderStatus {
+    /// Host name the holder reported.
+    pub host: String,
+    /// Its pid, as it reported it.
+    pub pid: String,
+    /// Its command line, as it reported it.
+    pub command: String,
+    /// When it took the lock (server clock, ms since the epoch).
+    pub since_ms: u64,
+    /// Lease left, in ms.
+    pub ttl_ms: u64,
+}
+
 /// One acquisition attempt.
 pub struct AcquireRequest<'a> {
     /// The lock.
@@ -145,4 +175,9 @@ pub trait Session: Send {
     fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>>;
     /// Ends every hold of the lock, whoever owns it; returns how many there were.
     fn force_release(&mut self, keys: &LockKeys) -> Result<u64>;
+    /// Reads the lock's state without changing it.
+    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus>;
+    /// Names of the locks under `prefix` whose name matches the glob `pattern`
+    /// and that are held or waited for (SCAN, never KEYS).
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
 }

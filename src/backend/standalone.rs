@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use redis::{Client, Connection, ErrorKind, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
+use super::{
+    AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
+    Wake,
+};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::script;
@@ -418,6 +421,88 @@ impl Session for StandaloneSession {
         };
         Ok(u64::try_from(removed).unwrap_or(0))
     }
+
+    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
+        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+            with_keys(&script::STATUS, keys, &nobody).invoke(con)
+        })?;
+        parse_status(reply)
+            .ok_or_else(|| Error::Internal(format!("{}: unexpected reply to status", keys.name)))
+    }
+
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        let head = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}:")
+        };
+        let glob = format!("{head}{{{pattern}}}*");
+        let probe = LockKeys::new(prefix, "*");
+        let mut names = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) =
+                self.call(&probe, self.timeout(), true, |con| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&glob)
+                        .arg("COUNT")
+                        .arg(500)
+                        .query(con)
+                })?;
+            for key in batch {
+                // The lock hash exists while held; the waiters set while waited for.
+                let rest = &key[head.len()..];
+                let name = rest
+                    .strip_suffix('}')
+                    .or_else(|| rest.strip_suffix("}:waiters"))
+                    .and_then(|n| n.strip_prefix('{'));
+                if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
+                    if !names.iter().any(|n: &String| n == name) {
+                        names.push(name.to_owned());
+                    }
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn parse_status(reply: Value) -> Option<LockStatus> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let number = |v: &Value| as_int(v).and_then(|n| u64::try_from(n).ok());
+    let holders = match items.get(4)? {
+        Value::Array(list) => list
+            .iter()
+            .filter_map(|h| match h {
+                Value::Array(f) if f.len() == 5 => Some(HolderStatus {
+                    host: as_string(&f[0])?,
+                    pid: as_string(&f[1])?,
+                    command: as_string(&f[2])?,
+                    since_ms: number(&f[3]).unwrap_or(0),
+                    ttl_ms: number(&f[4]).unwrap_or(0),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(LockStatus {
+        kind: as_string(items.first()?).unwrap_or_default(),
+        limit: number(items.get(1)?).unwrap_or(1),
+        fence: number(items.get(2)?).unwrap_or(0),
+        waiting: number(items.get(3)?).unwrap_or(0),
+        holders,
+    })
 }
 
 /// True for a call cut short by EINTR.

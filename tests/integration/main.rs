@@ -11,6 +11,7 @@
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `generated`: completions and man page are up to date
 //! - `scripting`: acquire / renew / release, release --force
+//! - `status`: status and list
 
 mod support;
 
@@ -23,3 +24,4 @@ mod run;
 mod scripting;
 mod several;
 mod signals;
+mod status;

@@ -1,0 +1,217 @@
+//! `status` and `list` (CONTRACT.md §6): who holds a lock, for how long, who
+//! waits. Text other hosts wrote (host names, command lines) is sanitized before
+//! it reaches a terminal; owner tokens are never shown.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::backend::{LockStatus, Session};
+use crate::cli::Global;
+use crate::error::Result;
+use crate::exit::Exit;
+use crate::name::{self, LockKeys};
+use crate::report;
+
+/// `rlock status [NAME...] [--json]`.
+pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
+    for name in names {
+        name::validate(name)?;
+    }
+    let backend = crate::connect::backend(global)?;
+    let mut session = backend.connect()?;
+    let names = match names {
+        [] => session.list(&global.prefix, "*")?,
+        given => given.to_vec(),
+    };
+    let states = read_all(session.as_mut(), &global.prefix, &names)?;
+    let mut out = String::new();
+    if json {
+        for (name, state) in &states {
+            out.push_str(&to_json(name, state));
+            out.push('\n');
+        }
+    } else {
+        out = table(&states);
+    }
+    print(&out);
+    Ok(Exit::Success)
+}
+
+/// `rlock list [PATTERN] [--json]`.
+pub fn list(global: &Global, pattern: &str, json: bool) -> Result<Exit> {
+    let backend = crate::connect::backend(global)?;
+    let mut session = backend.connect()?;
+    let names = session.list(&global.prefix, pattern)?;
+    let states = read_all(session.as_mut(), &global.prefix, &names)?;
+    let out = if json {
+        let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s)).collect();
+        format!("[{}]\n", items.join(","))
+    } else {
+        table(&states)
+    };
+    print(&out);
+    Ok(Exit::Success)
+}
+
+fn read_all(
+    session: &mut dyn Session,
+    prefix: &str,
+    names: &[String],
+) -> Result<Vec<(String, LockStatus)>> {
+    names
+        .iter()
+        .map(|name| Ok((name.clone(), session.status(&LockKeys::new(prefix, name))?)))
+        .collect()
+}
+
+fn print(text: &str) {
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+fn kind_word(kind: &str) -> &'static str {
+    match kind {
+        "s" => "shared",
+        "m" => "semaphore",
+        _ => "exclusive",
+    }
+}
+
+fn table(states: &[(String, LockStatus)]) -> String {
+    if states.is_empty() {
+        return "no locks held or waited for\n".into();
+    }
+    let now = now_ms();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<10} {:>7} {:>7} {:>8}",
+        "NAME", "KIND", "HOLDERS", "WAITING", "FENCE"
+    );
+    for (name, s) in states {
+        let kind = if s.holders.is_empty() {
+            "-"
+        } else {
+            kind_word(&s.kind)
+        };
+        let _ = writeln!(
+            out,
+            "{:<24} {:<10} {:>7} {:>7} {:>8}",
+            report::sanitize(name),
+            kind,
+            s.holders.len(),
+            s.waiting,
+            s.fence
+        );
+        for h in &s.holders {
+            let held = Duration::from_secs(now.saturating_sub(h.since_ms) / 1000);
+            let _ = writeln!(
+                out,
+                "  pid {} on {} ({}) held for {}, lease left {}",
+                report::sanitize(&h.pid),
+                report::sanitize(&h.host),
+                report::quote(&h.command),
+                humantime::format_duration(held),
+                humantime::format_duration(Duration::from_secs(h.ttl_ms / 1000))
+            );
+        }
+    }
+    out
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// One lock as the JSON object of §6.
+pub fn to_json(name: &str, s: &LockStatus) -> String {
+    let holders: Vec<String> = s
+        .holders
+        .iter()
+        .map(|h| {
+            let since =
+                humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(h.since_ms));
+            let pid = h
+                .pid
+                .parse::<u64>()
+                .map_or_else(|_| json_string(&h.pid), |p| p.to_string());
+            format!(
+                "{{\"host\":{},\"pid\":{},\"command\":{},\"since\":{},\"ttl_ms\":{}}}",
+                json_string(&h.host),
+                pid,
+                json_string(&h.command),
+                json_string(&since.to_string()),
+                h.ttl_ms
+            )
+        })
+        .collect();
+    let kind = if s.holders.is_empty() {
+        "exclusive"
+    } else {
+        kind_word(&s.kind)
+    };
+    format!(
+        "{{\"name\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"fence\":{}}}",
+        json_string(name),
+        !s.holders.is_empty(),
+        s.limit,
+        holders.join(","),
+        s.waiting,
+        s.fence
+    )
+}
+
+/// A JSON string literal: quotes, backslashes and control characters escaped.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if report::is_unsafe(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::HolderStatus;
+
+    #[test]
+    fn json_strings_escape_everything_a_terminal_or_parser_could_trip_on() {
+        assert_eq!(json_string("a\"b\\c\n\u{1b}"), "\"a\\\"b\\\\c\\n\\u001b\"");
+    }
+
+    #[test]
+    fn status_json_has_the_contract_fields() {
+        let s = LockStatus {
+            kind: "x".into(),
+            limit: 1,
+            fence: 7,
+            waiting: 2,
+            holders: vec![HolderStatus {
+                host: "ci-3".into(),
+                pid: "4242".into(),
+                command: "./deploy.sh".into(),
+                since_ms: 0,
+                ttl_ms: 21000,
+            }],
+        };
+        assert_eq!(
+            to_json("deploy", &s),
+            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"since\":\"1970-01-01T00:00:00Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
+        );
+    }
+}

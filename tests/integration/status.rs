@@ -1,0 +1,109 @@
+//! `status` and `list`: who holds a lock, never tokens, hostile text sanitized.
+
+use crate::support::expect_within;
+use crate::support::holder::{hold, holder};
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{code, output, rlock, show, spawn_quiet, stdout};
+use crate::support::scratch::Scratch;
+
+#[test]
+fn status_shows_holders_waiters_and_fence_but_no_token() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "shown");
+    let _waiter = spawn_quiet(rlock(&redis.url()).args(["run", "shown", "--", "true"]));
+    expect_within(crate::support::rlock::LIMIT, "the waiter", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{shown}:waiters"]) == 1
+    });
+    let token: String = redis
+        .cmd::<Vec<String>>(&["HKEYS", "rlock:{shown}"])
+        .remove(0);
+    let out = output(rlock(&redis.url()).args(["status", "shown"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("shown") && text.contains("exclusive"),
+        "{text}"
+    );
+    assert!(text.contains("held for"), "{text}");
+    let out = output(rlock(&redis.url()).args(["status", "--json", "shown"]));
+    let json = stdout(&out);
+    for field in [
+        "\"name\":\"shown\"",
+        "\"held\":true",
+        "\"kind\":\"exclusive\"",
+        "\"limit\":1",
+        "\"waiting\":1",
+        "\"fence\":1",
+        "\"host\":",
+        "\"pid\":",
+        "\"command\":",
+        "\"since\":\"",
+        "\"ttl_ms\":",
+    ] {
+        assert!(json.contains(field), "{field} in {json}");
+    }
+    assert!(
+        !text.contains(&token) && !json.contains(&token),
+        "tokens are never shown"
+    );
+}
+
+#[test]
+fn list_finds_held_and_waited_locks_by_pattern_with_scan() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _a = holder(&redis, &dir, &["--shared"], "app-a", "a");
+    let _b = hold(&redis, &dir, "app-b");
+    let _other = hold(&redis, &dir, "other");
+    redis.cmd::<String>(&["CONFIG", "RESETSTAT"]);
+    let out = output(rlock(&redis.url()).args(["list", "--json", "app-*"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let json = stdout(&out);
+    assert!(
+        json.starts_with('[') && json.trim_end().ends_with(']'),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"name\":\"app-a\"") && json.contains("\"kind\":\"shared\""),
+        "{json}"
+    );
+    assert!(json.contains("\"name\":\"app-b\""), "{json}");
+    assert!(!json.contains("other"), "{json}");
+    let stats: String = redis.cmd(&["INFO", "commandstats"]);
+    assert!(
+        stats.contains("cmdstat_scan") && !stats.contains("cmdstat_keys"),
+        "{stats}"
+    );
+    let out = output(rlock(&redis.url()).args(["list"]));
+    assert!(stdout(&out).contains("other"), "{}", show(&out));
+}
+
+#[test]
+fn hostile_holder_text_is_sanitized() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let release = dir.file("release");
+    let _holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "evil", "--", "sh", "-c"])
+            .arg(format!("touch {ready}; while [ ! -e {release} ]; do sleep 0.02; done # \u{1b}[2J\u{7}\u{202e}"))
+            .arg("sh"),
+    );
+    expect_within(crate::support::rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&ready).exists()
+    });
+    for args in [
+        &["status", "evil"][..],
+        &["status", "--json", "evil"],
+        &["list"],
+    ] {
+        let out = output(rlock(&redis.url()).args(args));
+        let text = stdout(&out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+            "{text:?}"
+        );
+    }
+}
