@@ -126,6 +126,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The background watchdog of `acquire --while-pid` (internal).
+    #[command(name = "__while-pid", hide = true)]
+    WhilePid(WhilePidArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -183,13 +186,32 @@ pub struct AcquireArgs {
     #[command(flatten)]
     pub lock: LockOptions,
 
-    /// Keep the lock renewed while process PID lives (not supported yet).
-    #[arg(long, value_name = "PID")]
+    /// Keep the lock renewed while process PID lives, and release it when PID
+    /// exits (a small background watchdog; e.g. --while-pid $$ for the calling
+    /// shell). The watchdog also ends when the lock is released or lost.
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub while_pid: Option<u32>,
 
     /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// Options of the internal `__while-pid` watchdog. The token comes from the
+/// environment (RLOCK_KEEP_TOKEN), never the command line, which `ps` shows.
+#[derive(Debug, Args)]
+pub struct WhilePidArgs {
+    /// Lock name.
+    pub name: String,
+    /// The process whose life the hold follows.
+    #[arg(long)]
+    pub pid: u32,
+    /// Lease length, renewed every ttl/3.
+    #[arg(long, value_parser = lease_duration)]
+    pub ttl: Duration,
+    /// The lock is a Redisson lock.
+    #[arg(long)]
+    pub redisson: bool,
 }
 
 /// Options of `rlock renew`.

@@ -21,8 +21,13 @@ use crate::wait::{self, Wanted};
 pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
     refuse_unsupported(&args.lock)?;
-    if args.while_pid.is_some() {
-        return Err(Error::usage("--while-pid is not supported yet"));
+    if let Some(pid) = args.while_pid {
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM)
+        {
+            return Err(Error::usage(format!("--while-pid {pid}: no such process")));
+        }
     }
     let backend = crate::connect::backend(global)?;
     let keys = [lock_keys(&global.prefix, args.lock.redisson, &args.name)];
@@ -58,6 +63,15 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     };
     let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     shared.set(Phase::Finished);
+    if let Some(pid) = args.while_pid {
+        if let Err(err) = start_while_pid(global, args, pid, &holds[0].token) {
+            let _ = session.release(&keys[0], &holds[0].token);
+            return Err(Error::Internal(format!(
+                "{}: cannot start the --while-pid watchdog: {err}",
+                args.name
+            )));
+        }
+    }
     let printed = writeln!(std::io::stdout(), "{}", holds[0].token.as_str());
     if let Err(err) = printed {
         // Nobody got the token: give the hold back rather than strand it.
@@ -132,5 +146,93 @@ pub fn release(global: &Global, args: &ReleaseArgs) -> Result<Exit> {
                 Ok(Exit::Success)
             }
         },
+    }
+}
+
+/// Starts the detached `__while-pid` watchdog: a new session, no terminal, no
+/// inherited stdio (so `token=$(rlock acquire ...)` does not wait for it). The
+/// URL and the token travel in its environment, not on its command line.
+fn start_while_pid(
+    global: &Global,
+    args: &AcquireArgs,
+    pid: u32,
+    token: &Token,
+) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--connect-timeout")
+        .arg(humantime::format_duration(global.connect_timeout).to_string())
+        .arg("__while-pid")
+        .arg(&args.name)
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg("--ttl")
+        .arg(humantime::format_duration(args.lock.ttl).to_string())
+        .env("RLOCK_URL", urls.join(","))
+        .env("RLOCK_PREFIX", &global.prefix)
+        .env("RLOCK_KEEP_TOKEN", token.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if args.lock.redisson {
+        cmd.arg("--redisson");
+    }
+    // SAFETY: setsid is async-signal-safe; it detaches from the caller's
+    // session and terminal so job control and hangups do not reach it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().map(drop)
+}
+
+/// `__while-pid`: renews the hold every ttl/3 while PID lives; releases it when
+/// PID exits; ends when the hold is gone (released, forced, expired) or cannot
+/// be renewed before its lease could run out.
+pub fn while_pid(global: &Global, args: &crate::cli::WhilePidArgs) -> Result<Exit> {
+    let token = std::env::var("RLOCK_KEEP_TOKEN")
+        .ok()
+        .and_then(|t| Token::parse(&t))
+        .ok_or_else(|| Error::usage("__while-pid is internal to rlock acquire --while-pid"))?;
+    let backend = crate::connect::backend(global)?;
+    let keys = lock_keys(&global.prefix, args.redisson, &args.name);
+    let mut session = backend.connect()?;
+    // SAFETY: pidfd_open has no memory-safety preconditions.
+    let pidfd =
+        unsafe { libc::syscall(libc::SYS_pidfd_open, args.pid as libc::pid_t, 0) } as libc::c_int;
+    let period = args.ttl / 3;
+    let margin = crate::watchdog::drift(args.ttl);
+    let mut confirmed = std::time::Instant::now();
+    loop {
+        let exited = if pidfd < 0 {
+            // No pidfd (an old kernel): check by signal 0 once a period.
+            std::thread::sleep(period);
+            // SAFETY: signal 0 only checks that the process exists.
+            let gone = unsafe { libc::kill(args.pid as libc::pid_t, 0) } != 0;
+            gone && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        } else {
+            let mut fds = libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = libc::c_int::try_from(period.as_millis()).unwrap_or(libc::c_int::MAX);
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut fds, 1, ms) > 0 }
+        };
+        if exited {
+            let _ = session.release(&keys, &token);
+            return Ok(Exit::Success);
+        }
+        match session.renew(&keys, &token, args.ttl, global.connect_timeout) {
+            Ok(true) => confirmed = std::time::Instant::now(),
+            Ok(false) => return Ok(Exit::NotHeld),
+            Err(_) if confirmed.elapsed() + margin < args.ttl => {}
+            Err(err) => return Err(err),
+        }
     }
 }

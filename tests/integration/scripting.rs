@@ -96,3 +96,78 @@ fn force_release_evicts_a_running_holder_and_lets_the_next_waiter_in() {
     let out = output(rlock(&redis.url()).args(["release", "evict", "--force"]));
     assert_fails(&out, 1);
 }
+
+/// Pids of `__while-pid` watchdogs for lock `name` (read from /proc; killed by nobody).
+fn watchdogs(name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.contains(&&b"__while-pid"[..])
+                && args.contains(&name.as_bytes())
+                && crate::support::process::alive(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn while_pid_keeps_the_lock_while_the_process_lives_and_releases_it_after() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let token_file = dir.file("token");
+    let stop = dir.file("stop");
+    let script = format!(
+        "{bin} --url {url} acquire --ttl 1s --while-pid $$ life > {token_file} || exit 9; \
+         while [ ! -e {stop} ]; do sleep 0.02; done",
+        url = redis.url()
+    );
+    let mut shell = spawn(std::process::Command::new("sh").args(["-c", &script]));
+    expect_within(rlock::LIMIT, "the token", || {
+        dir.read("token").trim().len() == 32
+    });
+    let started = std::time::Instant::now();
+    // Held well past its 1 s ttl while the shell lives.
+    while started.elapsed() < Duration::from_millis(2500) {
+        let out = output(rlock(&redis.url()).args(["run", "-n", "life", "--", "true"]));
+        assert_eq!(
+            code(&out),
+            75,
+            "renewed while the shell lives: {}",
+            show(&out)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(watchdogs("life").len(), 1, "one watchdog");
+    std::fs::write(&stop, "").unwrap();
+    assert!(shell.wait_within(rlock::LIMIT).success());
+    let out = output(rlock(&redis.url()).args(["run", "--wait", "5s", "life", "--", "true"]));
+    assert_eq!(
+        code(&out),
+        0,
+        "released when the shell exited: {}",
+        show(&out)
+    );
+    expect_within(rlock::LIMIT, "the watchdog to end", || {
+        watchdogs("life").is_empty()
+    });
+}
+
+#[test]
+fn while_pid_watchdog_ends_when_the_script_releases() {
+    let redis = RedisServer::start();
+    let me = std::process::id().to_string();
+    let token = acquire(&redis, &["--ttl", "600ms", "--while-pid", &me, "early"]);
+    expect_within(rlock::LIMIT, "the watchdog", || {
+        watchdogs("early").len() == 1
+    });
+    let out = output(rlock(&redis.url()).args(["release", "early", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    expect_within(rlock::LIMIT, "the watchdog to end", || {
+        watchdogs("early").is_empty()
+    });
+    let out = output(rlock(&redis.url()).args(["acquire", "--while-pid", "999999999", "nobody"]));
+    assert_fails(&out, 2);
+}
