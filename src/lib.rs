@@ -11,6 +11,7 @@ pub mod child;
 pub mod cli;
 pub mod commands;
 pub mod connect;
+pub mod display;
 pub mod error;
 pub mod exit;
 pub mod generate;

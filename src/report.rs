@@ -11,6 +11,11 @@ pub fn set_verbosity(level: i8) {
     VERBOSITY.store(level, Ordering::Relaxed);
 }
 
+/// True unless `-q` was given.
+pub fn enabled() -> bool {
+    VERBOSITY.load(Ordering::Relaxed) >= 0
+}
+
 /// True when `-v` was given.
 pub fn verbose_enabled() -> bool {
     VERBOSITY.load(Ordering::Relaxed) > 0

@@ -99,6 +99,7 @@ pub fn acquire(
     let deadline = wanted.wait.and_then(|w| start.checked_add(w));
     let mut registered = Registrations::default();
     let mut announced = false;
+    let mut line: Option<crate::display::WaitLine> = None;
     // The lock last waited for (named when a signal ends the wait).
     let mut waiting_on = 0;
     loop {
@@ -200,6 +201,12 @@ pub fn acquire(
                 code: wanted.conflict_code,
             };
             return Err(fail(session, &mut registered, err));
+        }
+        if line.is_none() && !announced {
+            line = crate::display::WaitLine::start();
+        }
+        if let Some(line) = &line {
+            line.waiting(&keys.name, holder.as_ref());
         }
         if !announced {
             announced = true;

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::expect_within;
@@ -94,10 +95,13 @@ fn openpty() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
+/// What a terminal showed.
+type Screen = Arc<Mutex<Vec<u8>>>;
+
 /// Starts `cmd` with a new pseudo-terminal as its controlling terminal (as a
 /// shell's foreground job has it); returns the process and the terminal's master
 /// side to type into.
-fn spawn_on_terminal(cmd: &mut std::process::Command) -> (Proc, std::fs::File) {
+fn spawn_on_terminal(cmd: &mut std::process::Command) -> (Proc, std::fs::File, Screen) {
     let (master, slave) = openpty();
     cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -112,20 +116,24 @@ fn spawn_on_terminal(cmd: &mut std::process::Command) -> (Proc, std::fs::File) {
     }
     let run = Proc::new(cmd.spawn().unwrap());
     drop(slave);
-    // Drain the terminal so nothing blocks on a full buffer.
+    // Drain the terminal (so nothing blocks on a full buffer), keeping what it showed.
+    let screen = Arc::new(Mutex::new(Vec::new()));
     let mut reader = std::fs::File::from(master.try_clone().unwrap());
+    let shown = Arc::clone(&screen);
     std::thread::spawn(move || {
         let mut buf = [0u8; 1024];
-        while matches!(reader.read(&mut buf), Ok(n) if n > 0) {}
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            shown.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
     });
-    (run, std::fs::File::from(master))
+    (run, std::fs::File::from(master), screen)
 }
 
 #[test]
 fn keys_typed_at_a_terminal_reach_command_once() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let (mut run, mut terminal) = spawn_on_terminal(
+    let (mut run, mut terminal, _) = spawn_on_terminal(
         rlock(&redis.url())
             .args(["run", "tty", "--"])
             .args(sh(&recorder(&dir))),
@@ -182,7 +190,7 @@ fn suspending_command_at_the_terminal_suspends_rlock_until_continued() {
         pid = dir.file("pid"),
         stop = dir.file("stop")
     );
-    let (mut run, mut terminal) = spawn_on_terminal(rlock(&redis.url()).args([
+    let (mut run, mut terminal, _) = spawn_on_terminal(rlock(&redis.url()).args([
         "run", "--ttl", "60s", "suspend", "--", "bash", "-c", &script,
     ]));
     expect_within(rlock::LIMIT, "COMMAND to start", || {
@@ -330,7 +338,7 @@ fn stopping_command_from_outside_does_not_stop_rlock() {
         pid = dir.file("pid"),
         stop = dir.file("stop")
     );
-    let (mut run, _terminal) = spawn_on_terminal(rlock(&redis.url()).args([
+    let (mut run, _terminal, _) = spawn_on_terminal(rlock(&redis.url()).args([
         "run", "--ttl", "60s", "outside", "--", "bash", "-c", &script,
     ]));
     expect_within(rlock::LIMIT, "COMMAND to start", || {
@@ -394,7 +402,7 @@ fn under_a_job_control_shell_rlock_keeps_renewing_while_command_owns_the_termina
     );
     let mut cmd = std::process::Command::new("bash");
     cmd.args(["--norc", "--noprofile", "-c", &line]);
-    let (mut shell, _terminal) = spawn_on_terminal(&mut cmd);
+    let (mut shell, _terminal, _) = spawn_on_terminal(&mut cmd);
     expect_within(rlock::LIMIT, "COMMAND to start", || {
         dir.path().join("started").exists()
     });
@@ -457,7 +465,7 @@ fn command_suspended_past_its_lease_is_not_continued() {
         "exec 2>/dev/null; echo $$ > {pid}; while :; do echo t >> {ticks}; read -t 0.02 x; done",
         pid = dir.file("pid")
     );
-    let (mut run, mut terminal) = spawn_on_terminal(
+    let (mut run, mut terminal, _) = spawn_on_terminal(
         rlock(&redis.url())
             .args(["run", "--ttl", "1500ms", "expire", "--"])
             .args(["bash", "-c", &script]),
@@ -482,5 +490,36 @@ fn command_suspended_past_its_lease_is_not_continued() {
         dir.lines("ticks").len(),
         before,
         "COMMAND never ran again without the lock"
+    );
+}
+
+#[test]
+fn a_waiting_run_on_a_terminal_shows_who_holds_the_lock_then_clears_the_line() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = crate::support::holder::hold(&redis, &dir, "shown");
+    let (mut run, _terminal, screen) = spawn_on_terminal(rlock(&redis.url()).args([
+        "run",
+        "shown",
+        "--",
+        "sh",
+        "-c",
+        "echo GOT-IT",
+    ]));
+    let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    expect_within(rlock::LIMIT, "the waiting line", || {
+        text().contains("waiting for shown")
+    });
+    assert!(text().contains("held by pid"), "{}", text());
+    crate::support::holder::release(&dir, "shown");
+    assert!(run.wait_within(rlock::LIMIT).success());
+    expect_within(rlock::LIMIT, "COMMAND's output", || {
+        text().contains("GOT-IT")
+    });
+    let all = text();
+    let cleared = all.rfind("\x1b[2K").unwrap();
+    assert!(
+        cleared < all.find("GOT-IT").unwrap(),
+        "the line is cleared before COMMAND runs"
     );
 }
