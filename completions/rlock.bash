@@ -16,9 +16,6 @@ _rlock() {
             ",$1")
                 cmd="rlock"
                 ;;
-            rlock,__while-pid)
-                cmd="rlock__subcmd____while__subcmd__pid"
-                ;;
             rlock,acquire)
                 cmd="rlock__subcmd__acquire"
                 ;;
@@ -42,9 +39,6 @@ _rlock() {
                 ;;
             rlock,status)
                 cmd="rlock__subcmd__status"
-                ;;
-            rlock__subcmd__help,__while-pid)
-                cmd="rlock__subcmd__help__subcmd____while__subcmd__pid"
                 ;;
             rlock__subcmd__help,acquire)
                 cmd="rlock__subcmd__help__subcmd__acquire"
@@ -77,62 +71,12 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list __while-pid completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --url)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -u)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cacert)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cert)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --key)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        rlock__subcmd____while__subcmd__pid)
-            opts="-u -v -q -h -V --pid --ttl --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --pid)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ttl)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -285,22 +229,8 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help)
-            opts="run acquire renew release status list __while-pid completions help"
+            opts="run acquire renew release status list completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        rlock__subcmd__help__subcmd____while__subcmd__pid)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

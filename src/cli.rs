@@ -126,8 +126,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The background watchdog of `acquire --while-pid` (internal).
-    #[command(name = "__while-pid", hide = true)]
+    /// The background watchdog of `acquire --while-pid` (internal: parsed
+    /// apart, so it is in no help, completion or man page).
+    #[command(skip)]
     WhilePid(WhilePidArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
@@ -189,7 +190,7 @@ pub struct AcquireArgs {
     /// Keep the lock renewed while process PID lives, and release it when PID
     /// exits (a small background watchdog; e.g. --while-pid $$ for the calling
     /// shell). The watchdog also ends when the lock is released or lost.
-    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub while_pid: Option<u32>,
 
     /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
@@ -197,9 +198,22 @@ pub struct AcquireArgs {
     pub name: String,
 }
 
+/// The internal `rlock __while-pid ...` command line.
+#[derive(Debug, Parser)]
+#[command(name = "rlock __while-pid")]
+struct WhilePidCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(flatten)]
+    args: WhilePidArgs,
+}
+
+/// The first argument of the internal watchdog's command line.
+pub const WHILE_PID: &str = "__while-pid";
+
 /// Options of the internal `__while-pid` watchdog. The token comes from the
 /// environment (RLOCK_KEEP_TOKEN), never the command line, which `ps` shows.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct WhilePidArgs {
     /// Lock name.
     pub name: String,
@@ -351,6 +365,19 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == WHILE_PID) {
+        let rest = std::iter::once(OsString::from("rlock")).chain(args[2..].iter().cloned());
+        return WhilePidCli::try_parse_from(rest)
+            .map(|w| Cli {
+                global: w.global,
+                command: Command::WhilePid(w.args),
+            })
+            .map_err(|err| {
+                crate::report::error(&one_line(&err.render().to_string()));
+                Exit::Usage
+            });
+    }
     Cli::try_parse_from(args).map_err(|err| {
         use clap::error::ErrorKind;
         match err.kind() {

@@ -29,6 +29,13 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
             return Err(Error::usage(format!("--while-pid {pid}: no such process")));
         }
     }
+    // SAFETY: F_GETFD only reads descriptor flags.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } < 0 {
+        return Err(Error::Internal(format!(
+            "{}: stdout is closed, so the token could not be handed over; nothing acquired",
+            args.name
+        )));
+    }
     let backend = crate::connect::backend(global)?;
     let keys = [lock_keys(&global.prefix, args.lock.redisson, &args.name)];
     let shared = Shared::new(&args.name);
@@ -84,16 +91,19 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-fn parse_token(text: &str) -> Result<Token> {
-    Token::parse(text).ok_or_else(|| {
-        Error::usage("invalid --token: expected the 32 hex digits `rlock acquire` printed")
+/// A token that is not even well-formed cannot hold the lock: exit 1, like a
+/// stale one, naming the lock.
+fn parse_token(text: &str, lock: &str) -> Result<Token> {
+    Token::parse(text).ok_or_else(|| Error::NotHeld {
+        lock: lock.to_owned(),
+        cause: "this token does not hold the lock (not a token `rlock acquire` printed)".into(),
     })
 }
 
 /// `rlock renew NAME --token T`: extends the hold to --ttl from now.
 pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    let token = parse_token(&args.token)?;
+    let token = parse_token(&args.token, &args.name)?;
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
@@ -116,7 +126,11 @@ pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
 /// `rlock release NAME --token T | --force`.
 pub fn release(global: &Global, args: &ReleaseArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    let token = args.token.as_deref().map(parse_token).transpose()?;
+    let token = args
+        .token
+        .as_deref()
+        .map(|t| parse_token(t, &args.name))
+        .transpose()?;
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
@@ -162,9 +176,9 @@ fn start_while_pid(
     let exe = std::env::current_exe()?;
     let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--connect-timeout")
+    cmd.arg(crate::cli::WHILE_PID)
+        .arg("--connect-timeout")
         .arg(humantime::format_duration(global.connect_timeout).to_string())
-        .arg("__while-pid")
         .arg(&args.name)
         .arg("--pid")
         .arg(pid.to_string())

@@ -93,7 +93,7 @@ impl Error {
                 lock: None,
                 server,
                 cause,
-            } => Error::Unavailable {
+            } if !name.is_empty() => Error::Unavailable {
                 lock: Some(name.to_owned()),
                 server,
                 cause,

@@ -80,6 +80,9 @@ acquisition of the name), \fBRLOCK_FENCES\fR (name=fence for each name) and
 COMMAND's status
 COMMAND ran; 128+N if it died by signal N.
 .TP
+1
+\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it.
+.TP
 2
 Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.
 .TP
@@ -116,6 +119,15 @@ At most three at once.
 .TP
 \fBrlock run --shared db -- ./tests.sh\fR
 Many test suites at once, never beside \fBrlock run db -- ./migrate.sh\fR.
+.TP
+\fBtoken=$(rlock acquire --wait 5m --while-pid $$ deploy)\fR
+A critical section in a shell script: held while the shell lives; \fBrlock release deploy --token "$token"\fR ends it early.
+.TP
+\fBrlock status deploy\fR, \fBrlock list --json 'deploy-*'\fR
+Who holds the lock, since when, who waits.
+.TP
+\fBrlock release deploy --force\fR
+Break any hold (operators); the evicted run stops its COMMAND and exits 70.
 "#;
 
 #[cfg(test)]

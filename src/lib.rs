@@ -56,6 +56,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
 
 /// Prints `err` as the single `rlock: …` line the contract promises.
 pub fn report(err: &Error) {
+    // `-E 0`: "not acquired" was declared a success; success prints nothing.
+    if err.exit().code() == 0 {
+        return;
+    }
     // Usage errors are printed even with -q: the caller made a mistake to fix.
     if matches!(err, Error::Usage(_)) {
         report::set_verbosity(0);

@@ -19,7 +19,9 @@ pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
         name::validate(name)?;
     }
     let backend = crate::connect::backend(global)?;
-    let mut session = backend.connect()?;
+    let mut session = backend
+        .connect()
+        .map_err(|e| e.for_lock(&names.join(", ")))?;
     let names = match names {
         [] => session.list(&global.prefix, "*")?,
         given => given.to_vec(),
@@ -41,7 +43,7 @@ pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
 /// `rlock list [PATTERN] [--json]`.
 pub fn list(global: &Global, pattern: &str, json: bool) -> Result<Exit> {
     let backend = crate::connect::backend(global)?;
-    let mut session = backend.connect()?;
+    let mut session = backend.connect().map_err(|e| e.for_lock(pattern))?;
     let names = session.list(&global.prefix, pattern)?;
     let states = read_all(session.as_mut(), &global.prefix, &names)?;
     let out = if json {
@@ -104,14 +106,24 @@ fn table(states: &[(String, LockStatus)]) -> String {
             s.fence
         );
         for h in &s.holders {
-            let held = Duration::from_secs(now.saturating_sub(h.since_ms) / 1000);
+            let held = match h.since_ms {
+                0 => "an unknown time".to_owned(),
+                ms => {
+                    humantime::format_duration(Duration::from_secs(now.saturating_sub(ms) / 1000))
+                        .to_string()
+                }
+            };
+            let unknown = |text: &str| match text {
+                "" => "?".to_owned(),
+                text => report::sanitize(text),
+            };
             let _ = writeln!(
                 out,
                 "  pid {} on {} ({}) held for {}, lease left {}",
-                report::sanitize(&h.pid),
-                report::sanitize(&h.host),
+                unknown(&h.pid),
+                unknown(&h.host),
                 report::quote(&h.command),
-                humantime::format_duration(held),
+                held,
                 humantime::format_duration(Duration::from_secs(h.ttl_ms / 1000))
             );
         }
@@ -131,18 +143,24 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
         .holders
         .iter()
         .map(|h| {
-            let since =
-                humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(h.since_ms));
+            // Holder data another host wrote badly: null rather than a guess.
+            let since = match h.since_ms {
+                0 => "null".to_owned(),
+                ms => json_string(
+                    &humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms))
+                        .to_string(),
+                ),
+            };
             let pid = h
                 .pid
                 .parse::<u64>()
-                .map_or_else(|_| json_string(&h.pid), |p| p.to_string());
+                .map_or_else(|_| "null".to_owned(), |p| p.to_string());
             format!(
                 "{{\"host\":{},\"pid\":{},\"command\":{},\"since\":{},\"ttl_ms\":{}}}",
                 json_string(&h.host),
                 pid,
                 json_string(&h.command),
-                json_string(&since.to_string()),
+                since,
                 h.ttl_ms
             )
         })
@@ -205,13 +223,13 @@ mod tests {
                 host: "ci-3".into(),
                 pid: "4242".into(),
                 command: "./deploy.sh".into(),
-                since_ms: 0,
+                since_ms: 1000,
                 ttl_ms: 21000,
             }],
         };
         assert_eq!(
             to_json("deploy", &s),
-            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"since\":\"1970-01-01T00:00:00Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
+            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
         );
     }
 }

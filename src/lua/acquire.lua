@@ -20,19 +20,9 @@
 -- the fence; re-entry never shortens a lease; keys of another type are never
 -- touched; nothing is written before every check passed.
 
-local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
-for i = 1, 9 do
-    local t = redis.call('TYPE', KEYS[i])['ok']
-    if t ~= 'none' and t ~= want[i] then
-        return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. t ..
-            ' (expected ' .. want[i] .. '); rlock will not overwrite it')
-    end
-end
+local foreign = foreign_key()
+if foreign then return foreign end
 local fence_value = redis.call('GET', K_FENCE)
-if fence_value and not string.match(fence_value, '^%d+$') then
-    return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
-        ' holds a value that is not a fencing counter; rlock will not overwrite it')
-end
 
 local token, ttl = ARGV[1], tonumber(ARGV[3])
 local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'

@@ -22,6 +22,25 @@ local TIME = redis.call('TIME')
 local NOW = tonumber(TIME[1]) * 1000 + math.floor(tonumber(TIME[2]) / 1000)
 local NOW_US = tonumber(TIME[1]) * 1000000 + tonumber(TIME[2])
 
+-- An error reply when a key of this lock exists with another type (rlock never
+-- overwrites what it did not write), else nil.
+local function foreign_key()
+    local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
+    for i = 1, 9 do
+        local t = redis.call('TYPE', KEYS[i])['ok']
+        if t ~= 'none' and t ~= want[i] then
+            return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. t ..
+                ' (expected ' .. want[i] .. '); rlock will not overwrite it')
+        end
+    end
+    local fence = redis.call('GET', K_FENCE)
+    if fence and not string.match(fence, '^%d+$') then
+        return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
+            ' holds a value that is not a fencing counter; rlock will not overwrite it')
+    end
+    return nil
+end
+
 -- Most waiters one wake-up pass looks at (a batch of shared waiters).
 local WAKE_BATCH = 100
 

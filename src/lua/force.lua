@@ -5,6 +5,9 @@
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 
+local foreign = foreign_key()
+if foreign then return foreign end
+
 prune()
 local holders = redis.call('HKEYS', K_LOCK)
 for _, token in ipairs(holders) do drop_holder(token) end

@@ -6,6 +6,9 @@
 -- the lock, holders a list of {host, pid, command, since-ms, ttl-ms}; never
 -- owner tokens.
 
+local foreign = foreign_key()
+if foreign then return foreign end
+
 local live = redis.call('ZRANGEBYSCORE', K_LEASES, '(' .. NOW, '+inf', 'WITHSCORES')
 local holders, kind, limit = {}, '', 1
 for i = 1, #live, 2 do
@@ -17,8 +20,9 @@ for i = 1, #live, 2 do
     elseif tonumber(h.limit) then
         limit = math.min(limit, tonumber(h.limit))
     end
-    holders[#holders + 1] = {tostring(h.host or '?'), tostring(h.pid or '?'),
-        tostring(h.command or '?'), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW}
+    local function text(v) if type(v) == 'string' then return v end return '' end
+    holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
+        text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW}
 end
 local fence = tonumber(redis.call('GET', K_FENCE) or '0') or 0
 local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW, '+inf')

@@ -159,6 +159,11 @@ fn a_lock_key_of_another_type_is_reported_and_left_alone() {
         "{err}"
     );
     assert!(err.contains("will not overwrite"), "{err}");
+    for args in [&["status", "taken"][..], &["release", "taken", "--force"]] {
+        let out = output(rlock(&redis.url()).args(args));
+        let err = assert_fails(&out, 69);
+        assert!(err.contains("will not overwrite"), "{err}");
+    }
     let value: String = redis.cmd(&["GET", "rlock:{taken}"]);
     assert_eq!(value, "someone else's value");
 }
