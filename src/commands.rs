@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
-use crate::run::{hostname, inherited_tokens, kind, lock_keys, refuse_unsupported};
+use crate::run::{hostname, inherited_tokens, lock_keys, refuse_unsupported};
 use crate::signals::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
@@ -53,21 +53,14 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         command: "(rlock acquire)".into(),
         held_for: Duration::ZERO,
     };
-    let wanted = Wanted {
-        locks: &keys,
-        token: &token,
-        inherited: &inherited,
-        ttl: args.lock.ttl,
-        holder: &holder,
-        wait: if args.lock.no_wait {
-            Some(Duration::ZERO)
-        } else {
-            args.lock.wait
-        },
-        conflict_code: args.lock.conflict_exit_code,
-        kind: kind(&args.lock),
-        fair: args.lock.fair,
-    };
+    let wanted = Wanted::new(
+        &keys,
+        &token,
+        &inherited,
+        &holder,
+        &args.lock,
+        args.lock.ttl,
+    );
     let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     shared.set(Phase::Finished);
     if let Some(pid) = args.while_pid {

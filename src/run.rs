@@ -64,21 +64,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let token = Token::generate()?;
     let inherited = inherited_tokens();
     let holder = holder_info(&args.command);
-    let wanted = Wanted {
-        locks: &locks,
-        token: &token,
-        inherited: &inherited,
-        ttl: lease.ttl(),
-        holder: &holder,
-        wait: if args.lock.no_wait {
-            Some(Duration::ZERO)
-        } else {
-            args.lock.wait
-        },
-        conflict_code: args.lock.conflict_exit_code,
-        kind: kind(&args.lock),
-        fair: args.lock.fair,
-    };
+    let wanted = Wanted::new(&locks, &token, &inherited, &holder, &args.lock, lease.ttl());
     let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
         .iter()

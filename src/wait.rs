@@ -50,6 +50,34 @@ pub struct Wanted<'a> {
     pub fair: bool,
 }
 
+impl<'a> Wanted<'a> {
+    /// What `--wait`, `--no-wait`, `-E`, the kind options and `--fair` ask for.
+    pub fn new(
+        locks: &'a [LockKeys],
+        token: &'a Token,
+        inherited: &'a [Token],
+        holder: &'a HolderInfo,
+        options: &crate::cli::LockOptions,
+        ttl: Duration,
+    ) -> Self {
+        Wanted {
+            locks,
+            token,
+            inherited,
+            ttl,
+            holder,
+            wait: if options.no_wait {
+                Some(Duration::ZERO)
+            } else {
+                options.wait
+            },
+            conflict_code: options.conflict_exit_code,
+            kind: crate::run::kind(options),
+            fair: options.fair,
+        }
+    }
+}
+
 /// The locks a caller is registered as a waiter on (by index into `locks`).
 #[derive(Default)]
 struct Registrations(Vec<usize>);
