@@ -4,6 +4,7 @@
 //! in the module of the behaviour it checks:
 //! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
+//! - `chaos`: contending runs under a loop of injected faults
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `several`: several NAMEs in one run (all or none)
@@ -16,6 +17,7 @@
 mod support;
 
 mod bad_input;
+mod chaos;
 mod faults;
 mod generated;
 mod kinds;

@@ -12,6 +12,7 @@ pub struct RedisServer {
     proc: Proc,
     dir: Scratch,
     password: Option<String>,
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -44,6 +45,7 @@ impl RedisServer {
                 proc,
                 dir,
                 password: password.clone(),
+                extra: extra.clone(),
             };
             if server.wait_ready() {
                 return server;
@@ -55,6 +57,20 @@ impl RedisServer {
             );
         }
         panic!("could not find a free port for redis-server");
+    }
+
+    /// SIGKILLs the server and starts it again on the same port and directory
+    /// (with `--appendonly yes` among the extra arguments, data survives).
+    pub fn restart(&mut self) {
+        self.proc.kill();
+        for _ in 0..50 {
+            self.proc = spawn(self.port, &self.dir, &self.extra);
+            if self.wait_ready() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("redis-server did not come back:\n{}", self.log());
     }
 
     fn wait_ready(&mut self) -> bool {
