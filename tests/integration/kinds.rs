@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::support::holder::{holder, release};
+use crate::support::lua::script;
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
@@ -384,35 +385,6 @@ fn a_fair_waiter_that_gives_up_lets_the_next_one_in_at_once() {
     release(&dir, "gate");
     assert!(gate.wait_within(rlock::LIMIT).success());
     assert!(second.wait_within(Duration::from_secs(10)).success());
-}
-
-/// Runs one of rlock's scripts (with common.lua in front) for `token` on lock `name`.
-fn script(redis: &RedisServer, file: &str, name: &str, token: &str, args: &[&str]) -> redis::Value {
-    let common = include_str!("../../src/lua/common.lua");
-    let body = match file {
-        "acquire" => include_str!("../../src/lua/acquire.lua"),
-        "release" => include_str!("../../src/lua/release.lua"),
-        _ => unreachable!(),
-    };
-    let base = format!("rlock:{{{name}}}");
-    let keys = [
-        base.clone(),
-        format!("{base}:holders"),
-        format!("{base}:fence"),
-        format!("{base}:leases"),
-        format!("{base}:waiters"),
-        format!("{base}:xwait"),
-        format!("{base}:wexp"),
-        format!("{base}:wkind"),
-        format!("{base}:w:{token}"),
-    ];
-    let mut cmd = redis::cmd("EVAL");
-    cmd.arg(format!("{common}{body}"))
-        .arg(keys.len())
-        .arg(&keys[..])
-        .arg(token)
-        .arg(args);
-    cmd.query(&mut redis.con()).unwrap()
 }
 
 fn acquire_semaphore(redis: &RedisServer, token: &str, register: &str) -> bool {

@@ -5,6 +5,7 @@
 //! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
 //! - `chaos`: contending runs under a loop of injected faults
+//! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `several`: several NAMEs in one run (all or none)
@@ -21,6 +22,7 @@ mod chaos;
 mod faults;
 mod generated;
 mod kinds;
+mod model;
 mod redisson;
 mod run;
 mod scripting;

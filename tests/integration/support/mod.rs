@@ -2,6 +2,7 @@
 //! waiting for conditions with deadlines.
 
 pub mod holder;
+pub mod lua;
 pub mod process;
 pub mod redis_server;
 pub mod rlock;
