@@ -40,3 +40,25 @@ start_redis() {
   echo "redis-server did not start; see $work/redis.log" >&2
   exit 1
 }
+
+# start_etcd: a throwaway single-node etcd on free 127.0.0.1 ports (installs
+# etcd-server and etcd-client when missing), stopped by PID when the calling
+# script exits (after start_redis, whose cleanup it extends). Sets $etcd_port.
+start_etcd() {
+  need_packages etcd etcd-server etcdctl etcd-client
+  local peer
+  etcd_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  peer=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  etcd --name bench --data-dir "$work/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "bench=http://127.0.0.1:$peer" >"$work/etcd.log" 2>&1 &
+  etcd_pid=$!
+  trap 'kill "$etcd_pid" "$redis_pid" 2>/dev/null; wait "$etcd_pid" "$redis_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  for _ in $(seq 200); do
+    ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$etcd_port" endpoint health >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "etcd did not start; see $work/etcd.log" >&2
+  exit 1
+}
