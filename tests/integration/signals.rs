@@ -259,18 +259,7 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
     // second must still get the lock promptly, not after a lease timeout.
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let held = dir.file("held");
-    let release = dir.file("release");
-    let mut holder = spawn_quiet(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "60s", "handoff", "--"])
-            .args(sh(&format!(
-                "touch {held}; while [ ! -e {release} ]; do sleep 0.02; done"
-            ))),
-    );
-    expect_within(rlock::LIMIT, "the holder to start", || {
-        std::path::Path::new(&held).exists()
-    });
+    let mut holder = crate::support::holder::hold(&redis, &dir, "handoff");
     let mut first = spawn_quiet(
         rlock(&redis.url()).args(["run", "--ttl", "60s", "handoff", "--", "sleep", "60"]),
     );
@@ -283,7 +272,7 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
         redis.cmd::<i64>(&["ZCARD", "rlock:{handoff}:waiters"]) == 2
     });
     first.signal(libc::SIGSTOP);
-    std::fs::write(&release, "").unwrap();
+    crate::support::holder::release(&dir, "handoff");
     assert!(holder.wait_within(rlock::LIMIT).success());
     first.signal(libc::SIGINT);
     first.signal(libc::SIGCONT);
@@ -297,18 +286,7 @@ fn a_waiter_that_gives_up_passes_the_wake_up_on() {
 fn a_waiter_stopped_and_continued_keeps_waiting() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let held = dir.file("held");
-    let release = dir.file("release");
-    let mut holder = spawn_quiet(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "60s", "pause", "--"])
-            .args(sh(&format!(
-                "touch {held}; while [ ! -e {release} ]; do sleep 0.02; done"
-            ))),
-    );
-    expect_within(rlock::LIMIT, "the holder to start", || {
-        std::path::Path::new(&held).exists()
-    });
+    let mut holder = crate::support::holder::hold(&redis, &dir, "pause");
     let mut waiter =
         spawn(rlock(&redis.url()).args(["run", "--ttl", "60s", "pause", "--", "true"]));
     expect_within(rlock::LIMIT, "the waiter to block", || {
@@ -323,7 +301,7 @@ fn a_waiter_stopped_and_continued_keeps_waiting() {
         state(waiter.pid) != "T"
     });
     assert!(waiter.try_status().is_none(), "still waiting after SIGCONT");
-    std::fs::write(&release, "").unwrap();
+    crate::support::holder::release(&dir, "pause");
     assert!(holder.wait_within(rlock::LIMIT).success());
     let out = waiter.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
