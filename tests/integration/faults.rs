@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::process::alive;
+use crate::support::process::{alive, Proc};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};
 use crate::support::scratch::Scratch;
@@ -18,6 +18,20 @@ fn trapping(dir: &Scratch) -> String {
         term = dir.file("term"),
         pid = dir.file("pid"),
     )
+}
+
+/// Starts `rlock run OPTS NAME` with the [`trapping`] COMMAND; returns once
+/// COMMAND runs.
+fn trapping_holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str) -> Proc {
+    let holder = spawn(
+        rlock(&redis.url())
+            .arg("run")
+            .args(opts)
+            .args([name, "--"])
+            .args(sh(&trapping(dir))),
+    );
+    command_pid(dir);
+    holder
 }
 
 /// When the trapping COMMAND got SIGTERM (ms since the epoch).
@@ -94,12 +108,7 @@ fn killing_rlock_kills_what_command_started_too() {
 fn flushed_lock_stops_command_at_the_next_renewal() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "1s", "flushed", "--"])
-            .args(sh(&trapping(&dir))),
-    );
-    command_pid(&dir);
+    let holder = trapping_holder(&redis, &dir, &["--ttl", "1s"], "flushed");
     redis.cmd::<String>(&["FLUSHALL"]);
     let flushed_at = now_ms();
     let out = holder.output_within(rlock::LIMIT);
@@ -118,12 +127,7 @@ fn flushed_lock_stops_command_at_the_next_renewal() {
 fn stalled_server_stops_command_before_the_lease_can_expire() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "1s", "stalled", "--"])
-            .args(sh(&trapping(&dir))),
-    );
-    command_pid(&dir);
+    let holder = trapping_holder(&redis, &dir, &["--ttl", "1s"], "stalled");
     redis.freeze();
     let frozen_at = now_ms();
     let out = holder.output_within(rlock::LIMIT);
@@ -144,12 +148,7 @@ fn stalled_server_stops_command_before_the_lease_can_expire() {
 fn fixed_lease_stops_command_when_it_ends() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--lease", "500ms", "leased", "--"])
-            .args(sh(&trapping(&dir))),
-    );
-    command_pid(&dir);
+    let holder = trapping_holder(&redis, &dir, &["--lease", "500ms"], "leased");
     let out = holder.output_within(rlock::LIMIT);
     let err = rlock::assert_fails(&out, 70);
     assert!(err.contains("lease of 500ms ended"), "{err}");
