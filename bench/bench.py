@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""rlock side by side with flock(1), `etcdctl lock` and a naive `redis-cli SET NX`
+loop, in one run on one machine. Started by bench/run, which builds rlock and
+starts the servers; the environment names them (RLOCK_BIN, REDIS_PORT,
+ETCD_PORT, WORK, OUT).
+
+Measures, for every tool:
+  a. uncontended overhead of `TOOL NAME -- true` over a bare `true`;
+  b. handoff gaps with 8 and 32 processes started at once, each running a ~20 ms
+     job under one lock (mutual exclusion checked from the recorded intervals);
+  c. rlock's Redis commands per acquisition at 8 and 32 processes;
+  d. throughput: 8 processes x 20 acquisitions of `true`;
+  e. rlock's resident memory while it holds a lock.
+Writes OUT/latest.json, OUT/latest.md (the README's tables) and, with gnuplot,
+OUT/handoff-gaps.png.
+"""
+
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+RLOCK = os.environ["RLOCK_BIN"]
+REDIS_PORT = os.environ["REDIS_PORT"]
+ETCD_PORT = os.environ["ETCD_PORT"]
+WORK = os.environ["WORK"]
+OUT = os.environ["OUT"]
+RUNS = int(os.environ.get("RUNS", "200"))
+QUICK = os.environ.get("QUICK") == "1"
+
+NAIVE = (
+    'until [ "$(redis-cli -p {p} set naive 1 NX PX 30000)" = OK ]; do sleep 0.01; done; '
+    '"$@"; rc=$?; redis-cli -p {p} del naive >/dev/null; exit $rc'
+).format(p=REDIS_PORT)
+
+TOOLS = {
+    "rlock": [RLOCK, "--url", f"redis://127.0.0.1:{REDIS_PORT}", "run", "bench", "--"],
+    "flock": ["flock", f"{WORK}/flock.lock"],
+    "etcd": ["etcdctl", f"--endpoints=127.0.0.1:{ETCD_PORT}", "lock", "bench", "--"],
+    "naive": ["sh", "-c", NAIVE, "sh"],
+}
+LABELS = {
+    "rlock": "rlock",
+    "flock": "flock",
+    "etcd": "`etcdctl lock`",
+    "naive": "`SET NX` + sleep 10 ms",
+}
+ENV = dict(os.environ, ETCDCTL_API="3")
+JOB = 's=$(date +%s%N); sleep 0.02; echo "$s $(date +%s%N)" >> "$LOG"'
+
+
+def quantile(xs, q):
+    """Nearest-rank quantile of a sorted list."""
+    return xs[max(0, min(len(xs) - 1, math.ceil(q * len(xs)) - 1))]
+
+
+def redis(*args):
+    return subprocess.run(
+        ["redis-cli", "-p", REDIS_PORT, *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def round_trips():
+    """Commands rlock sends (scripts run on the server are not round trips)."""
+    n = 0
+    for line in redis("info", "commandstats").splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_blpop",
+                    "cmdstat_script|load", "cmdstat_rpush", "cmdstat_ping"):
+            n += int(rest.split(",")[0].split("=")[1])
+    return n
+
+
+def overhead(res):
+    """a. Each tool's `TOOL NAME -- true`, interleaved so drift hits all alike."""
+    prefixes = {"bare": [], **TOOLS}
+    times = {name: [] for name in prefixes}
+    for prefix in prefixes.values():
+        subprocess.run(prefix + ["true"], check=True, env=ENV)
+    for _ in range(RUNS):
+        for name, prefix in prefixes.items():
+            start = time.perf_counter()
+            subprocess.run(prefix + ["true"], check=True, env=ENV)
+            times[name].append((time.perf_counter() - start) * 1000)
+    bare = statistics.median(times["bare"])
+    for name in TOOLS:
+        xs = sorted(times[name])
+        res[name]["overhead"] = {
+            "runs": RUNS,
+            "median_ms": statistics.median(xs),
+            "p90_ms": quantile(xs, 0.9),
+            "over_true_ms": statistics.median(xs) - bare,
+        }
+    res["bare_true_median_ms"] = bare
+
+
+def one_round(prefix, procs, log):
+    """Starts `procs` jobs at once under the tool; returns their intervals."""
+    open(log, "w").close()
+    env = dict(ENV, LOG=log)
+    children = [subprocess.Popen(prefix + ["sh", "-c", JOB], env=env) for _ in range(procs)]
+    for child in children:
+        if child.wait() != 0:
+            sys.exit(f"bench: a job under {prefix[0]} failed with {child.returncode}")
+    with open(log) as f:
+        intervals = sorted(tuple(map(int, line.split())) for line in f)
+    if len(intervals) != procs:
+        sys.exit(f"bench: {len(intervals)} of {procs} jobs ran under {prefix[0]}")
+    return intervals
+
+
+def handoff(res, procs, rounds):
+    """b, c. The gap between one job's end and the next one's start."""
+    for name, prefix in TOOLS.items():
+        if name == "rlock":
+            redis("config", "resetstat")
+        gaps, acquisitions = [], 0
+        for _ in range(rounds):
+            iv = one_round(prefix, procs, f"{WORK}/{name}.log")
+            acquisitions += len(iv)
+            for a, b in zip(iv, iv[1:]):
+                if b[0] < a[1]:
+                    sys.exit(f"bench: {name}: two jobs overlapped: {a} and {b}")
+                gaps.append((b[0] - a[1]) / 1e6)
+        gaps.sort()
+        entry = {
+            "rounds": rounds,
+            "handoffs": len(gaps),
+            "median_ms": statistics.median(gaps),
+            "p90_ms": quantile(gaps, 0.9),
+            "p99_ms": quantile(gaps, 0.99),
+            "max_ms": gaps[-1],
+            "gaps_ms": [round(g, 3) for g in gaps],
+        }
+        if name == "rlock":
+            entry["redis_commands_per_acquisition"] = round_trips() / acquisitions
+        res[name][f"handoff_{procs}"] = entry
+
+
+def throughput(res, repeats=3):
+    """d. 8 processes x 20 acquisitions of `true`, handoffs per second."""
+    for name, prefix in TOOLS.items():
+        rates = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            loop = 'for i in $(seq 20); do "$@" true || exit 1; done'
+            children = [subprocess.Popen(["sh", "-c", loop, "sh", *prefix], env=ENV) for _ in range(8)]
+            if any(c.wait() != 0 for c in children):
+                sys.exit(f"bench: throughput run of {name} failed")
+            rates.append(160 / (time.perf_counter() - start))
+        res[name]["throughput_per_s"] = statistics.median(rates)
+
+
+def memory(res):
+    """e. rlock's resident set while it holds a lock and COMMAND sleeps."""
+    holder = subprocess.Popen(TOOLS["rlock"] + ["sleep", "2"])
+    deadline = time.monotonic() + 5
+    while redis("exists", "rlock:{bench}").strip() != "1":
+        if time.monotonic() > deadline:
+            sys.exit("bench: rlock did not take the lock for the memory sample")
+        time.sleep(0.01)
+    time.sleep(0.2)
+    with open(f"/proc/{holder.pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f)
+    holder.wait()
+    res["rlock"]["rss_kib"] = int(fields["VmRSS"].split()[0])
+    res["rlock"]["rss_peak_kib"] = int(fields["VmHWM"].split()[0])
+
+
+def versions():
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True).stdout
+            return out.splitlines()[0] if out else "?"
+        except OSError:
+            return "?"
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "rlock_commit": rev or "?",
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "redis": first_line(["redis-server", "--version"]),
+        "etcd": first_line(["etcd", "--version"]),
+        "flock": first_line(["flock", "--version"]),
+    }
+
+
+def targets(res):
+    r, f = res["rlock"], res["flock"]
+    c8 = r["handoff_8"]["redis_commands_per_acquisition"]
+    c32 = r["handoff_32"]["redis_commands_per_acquisition"]
+    over = r["overhead"]["over_true_ms"] / f["overhead"]["over_true_ms"]
+    return [
+        ("overhead vs flock", "<= 1.5x", f"{over:.2f}x", over <= 1.5),
+        *[
+            (f"handoff median vs flock, {n} processes", "<= 1.5x",
+             f"{r[f'handoff_{n}']['median_ms'] / f[f'handoff_{n}']['median_ms']:.2f}x",
+             r[f"handoff_{n}"]["median_ms"] <= 1.5 * f[f"handoff_{n}"]["median_ms"])
+            for n in (8, 32)
+        ],
+        ("handoff p99, 32 processes", "<= 5 ms", f"{r['handoff_32']['p99_ms']:.2f} ms",
+         r["handoff_32"]["p99_ms"] <= 5),
+        ("Redis commands per acquisition, 8 / 32", "<= 6, same at both",
+         f"{c8:.2f} / {c32:.2f}", max(c8, c32) <= 6 and abs(c8 - c32) <= 0.5),
+        ("throughput vs flock", ">= 0.5x",
+         f"{r['throughput_per_s'] / f['throughput_per_s']:.2f}x",
+         r["throughput_per_s"] >= 0.5 * f["throughput_per_s"]),
+        ("resident memory while holding", "<= 4 MiB", f"{r['rss_kib'] / 1024:.2f} MiB",
+         r["rss_kib"] <= 4096),
+    ]
+
+
+def markdown(res):
+    v = res["machine"]
+    lines = [
+        f"Run {v['date']} at {v['rlock_commit']}: {v['cores']} cores, Linux {v['kernel']}, "
+        f"{v['redis'].split(' sha=')[0]}, {v['etcd']}.",
+        "",
+        "| tool | overhead over `true` (median / p90 of total) | vs flock | "
+        "handoff 8 procs: median / p99 / max | handoff 32 procs: median / p99 / max | "
+        "vs flock (32) | throughput | vs flock |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    f = res["flock"]
+    for name in TOOLS:
+        r = res[name]
+        o = r["overhead"]
+        h8, h32 = r["handoff_8"], r["handoff_32"]
+        lines.append(
+            f"| {LABELS[name]} | {o['over_true_ms']:.2f} ms ({o['median_ms']:.2f} / {o['p90_ms']:.2f}) "
+            f"| {o['over_true_ms'] / f['overhead']['over_true_ms']:.2f} "
+            f"| {h8['median_ms']:.2f} / {h8['p99_ms']:.2f} / {h8['max_ms']:.2f} ms "
+            f"| {h32['median_ms']:.2f} / {h32['p99_ms']:.2f} / {h32['max_ms']:.2f} ms "
+            f"| {h32['median_ms'] / f['handoff_32']['median_ms']:.2f} "
+            f"| {r['throughput_per_s']:.0f}/s | {r['throughput_per_s'] / f['throughput_per_s']:.2f} |"
+        )
+    lines += ["", "| target | goal | measured | met |", "|---|---|---|---|"]
+    for what, goal, got, met in res["targets"]:
+        lines.append(f"| {what} | {goal} | {got} | {'yes' if met else '**no**'} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(res):
+    """Cumulative distribution of the handoff gaps per tool, 8 and 32 processes."""
+    if not shutil.which("gnuplot"):
+        print("bench: gnuplot not found; no plot")
+        return
+    for name in TOOLS:
+        for n in (8, 32):
+            gaps = res[name][f"handoff_{n}"]["gaps_ms"]
+            with open(f"{WORK}/{name}-{n}.dat", "w") as f:
+                for i, g in enumerate(gaps):
+                    f.write(f"{max(g, 0.01)} {(i + 1) / len(gaps)}\n")
+    panels = []
+    for n in (8, 32):
+        series = ", ".join(
+            f"'{WORK}/{name}-{n}.dat' using 1:2 with steps lw 2 title '{name}'" for name in TOOLS
+        )
+        panels.append(f"set title '{n} processes'\nplot {series}")
+    script = "\n".join([
+        f"set terminal pngcairo size 1100,420 font ',10'" if "pngcairo" in terminals() else "set terminal png size 1100,420",
+        f"set output '{OUT}/handoff-gaps.png'",
+        "set multiplot layout 1,2 title 'Handoff gap: one job ends -> the next starts (CDF)'",
+        "set logscale x", "set xlabel 'gap (ms, log scale)'", "set ylabel 'fraction of handoffs'",
+        "set key bottom right", "set grid", "set yrange [0:1]",
+        *panels,
+        "unset multiplot",
+    ])
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+def terminals():
+    return subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True).stderr
+
+
+def main():
+    res = {name: {} for name in TOOLS}
+    res["machine"] = versions()
+    rounds8, rounds32 = (2, 1) if QUICK else (15, 4)
+    print(f"a. overhead: {RUNS} runs of each tool", flush=True)
+    overhead(res)
+    print(f"b. handoff: 8 processes x {rounds8} rounds, 32 processes x {rounds32} rounds", flush=True)
+    handoff(res, 8, rounds8)
+    handoff(res, 32, rounds32)
+    print("d. throughput: 8 processes x 20 acquisitions", flush=True)
+    throughput(res, 1 if QUICK else 3)
+    memory(res)
+    res["targets"] = targets(res)
+    os.makedirs(OUT, exist_ok=True)
+    with open(f"{OUT}/latest.json", "w") as f:
+        json.dump(res, f, indent=1)
+    table = markdown(res)
+    with open(f"{OUT}/latest.md", "w") as f:
+        f.write(table)
+    plot(res)
+    print()
+    print(table)
+    for n in (8, 32):
+        print(f"rlock Redis commands per acquisition, {n} processes: "
+              f"{res['rlock'][f'handoff_{n}']['redis_commands_per_acquisition']:.2f}")
+    print(f"rlock resident memory while holding: {res['rlock']['rss_kib'] / 1024:.2f} MiB "
+          f"(peak {res['rlock']['rss_peak_kib'] / 1024:.2f} MiB)")
+    print("mutual exclusion verified from the recorded intervals for every tool")
+    print(f"written: {OUT}/latest.json, {OUT}/latest.md" +
+          (f", {OUT}/handoff-gaps.png" if shutil.which("gnuplot") else ""))
+
+
+if __name__ == "__main__":
+    main()
