@@ -53,12 +53,14 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         None => Lease::Renewed(args.lock.ttl),
     };
 
-    let shared = Shared::new(&display);
-    signals::start(Arc::clone(&shared))?;
-    // Forked now, off the handoff path; it only acts once it knows COMMAND's group.
-    child::become_subreaper();
+    // Forked now, off the handoff path, and before any thread exists: a fork
+    // of a single-threaded process is cheaper. It only acts once it knows
+    // COMMAND's group.
     let mut guardian = Guardian::start()
         .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
+    let shared = Shared::new(&display);
+    signals::start(Arc::clone(&shared))?;
+    child::become_subreaper();
     let mut session = backend.connect().map_err(|e| e.for_lock(&display))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
@@ -73,6 +75,35 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         .collect();
 
     let env = child_env(&names, &locks, &holds, &inherited);
+    let foreground = child::terminal_foreground();
+    let spawned = child::spawn(
+        &program,
+        &args.command,
+        &env,
+        foreground,
+        guardian.pipe(),
+        &shared,
+    );
+    let command = match spawned {
+        Ok(command) => command,
+        Err(err) => {
+            if foreground {
+                child::reclaim_terminal();
+            }
+            shared.set(Phase::Finished);
+            release(backend.as_ref(), Some(session), &held, lease.ttl());
+            return Err(match err {
+                Error::Interrupted { signal, .. } => Error::Interrupted {
+                    lock: display,
+                    signal,
+                },
+                err => err,
+            });
+        }
+    };
+    let pgid = command.id() as libc::pid_t;
+    // Started once COMMAND runs: its first renewal is ttl/3 away, and starting
+    // a thread then keeps it off the path from the handoff to COMMAND.
     let watchdog = Watchdog::start(
         session,
         Config {
@@ -85,34 +116,28 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Arc::clone(&shared),
     );
     let watchdog = match watchdog {
-        Ok(w) => w,
+        Ok(w) => Some(w),
         Err(e) => {
-            release(backend.as_ref(), None, &held, lease.ttl());
-            return Err(Error::Internal(format!("cannot start the watchdog: {e}")));
+            report::error(&format!(
+                "{display}: cannot start the watchdog ({e}); stopping COMMAND"
+            ));
+            // SAFETY: COMMAND's process group, which we started and have not reaped.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            None
         }
     };
-
-    let foreground = child::terminal_foreground();
-    let status = child::spawn(
-        &program,
-        &args.command,
-        &env,
-        foreground,
-        guardian.pipe(),
-        &shared,
-    )
-    .and_then(|c| {
-        let pgid = c.id() as libc::pid_t;
-        let status = child::wait(c, &shared, foreground);
-        child::stop_leftovers(pgid, args.kill_after, &shared);
-        shared.mark_finished();
-        guardian.disarm();
-        status
-    });
+    let status = child::wait(command, &shared, foreground);
+    child::stop_leftovers(pgid, args.kill_after, &shared);
+    shared.mark_finished();
+    guardian.disarm();
     if foreground {
         child::reclaim_terminal();
     }
     shared.set(Phase::Finished);
+    let Some(watchdog) = watchdog else {
+        release(backend.as_ref(), None, &held, lease.ttl());
+        return Err(Error::Internal("the watchdog could not be started".into()));
+    };
     let (session, lost) = match watchdog.finish() {
         Some((session, lost)) => (Some(session), lost),
         None => (None, None),
