@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::exit::{Exit, NOT_ACQUIRED_DEFAULT};
 
@@ -378,7 +378,13 @@ where
                 Exit::Usage
             });
     }
-    Cli::try_parse_from(args).map_err(|err| {
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|matches| {
+            refuse_empty_url(&matches)?;
+            Cli::from_arg_matches(&matches)
+        });
+    parsed.map_err(|err| {
         use clap::error::ErrorKind;
         match err.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -395,6 +401,23 @@ where
             }
         }
     })
+}
+
+/// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
+/// default; an empty RLOCK_URL counts as unset, like an empty REDIS_URL.
+fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let from_command_line =
+        matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
+    let empty = matches
+        .get_many::<String>("urls")
+        .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
+    if from_command_line && empty {
+        return Err(Cli::command().error(
+            clap::error::ErrorKind::InvalidValue,
+            "invalid value '' for '--url <URL>': empty URL",
+        ));
+    }
+    Ok(())
 }
 
 /// clap renders several lines (`error: …`, usage, a tip); keep the message part

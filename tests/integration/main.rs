@@ -8,6 +8,7 @@
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
+//! - `sweep`: the table of every bad input: status, one line, a bound, no write
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
@@ -29,3 +30,4 @@ mod scripting;
 mod several;
 mod signals;
 mod status;
+mod sweep;
