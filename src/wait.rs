@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::report;
@@ -157,6 +157,9 @@ pub fn acquire(
                 register: may_wait.then_some(wanted.ttl),
                 kind: wanted.kind,
                 fair: wanted.fair,
+                // Several locks are taken together in one round, never one
+                // handed over alone.
+                grant: wanted.locks.len() == 1,
             };
             match session.acquire(&request) {
                 Ok(Attempt::Acquired(hold)) => {
@@ -255,13 +258,35 @@ pub fn acquire(
                 token: wanted.token.clone(),
             }));
         }
-        // Whatever woke us (a release, a lapsed lease, an interrupt), the next
-        // turn of the loop looks at the locks and at the interrupt flag again.
+        // The lease of a lock handed over while we block starts after this.
+        let blocked_at = Instant::now();
         let woke = session.block(keys, wanted.token, block);
         shared.set(Phase::Acquiring);
-        if let Err(err) = woke {
-            let err = or_signal(err, keys, shared);
-            return Err(fail(session, &mut registered, err));
+        match woke {
+            Ok(Wake::Granted(fence)) => {
+                registered.remove(i);
+                report::verbose(|| {
+                    format!(
+                        "acquired {} (fence {fence}, handed over) after {:.1} ms",
+                        keys.name,
+                        start.elapsed().as_secs_f64() * 1000.0
+                    )
+                });
+                let hold = Hold {
+                    token: wanted.token.clone(),
+                    fence,
+                    count: 1,
+                };
+                return Ok((vec![hold], blocked_at));
+            }
+            // Whatever else woke us (a wake-up, a lapsed lease, an interrupt),
+            // the next turn of the loop looks at the locks and at the
+            // interrupt flag again.
+            Ok(_) => {}
+            Err(err) => {
+                let err = or_signal(err, keys, shared);
+                return Err(fail(session, &mut registered, err));
+            }
         }
     }
 }

@@ -98,6 +98,9 @@ pub struct AcquireRequest<'a> {
     pub kind: Kind,
     /// First come, first served (`--fair`).
     pub fair: bool,
+    /// While registered, the lock may be handed to us directly by a release
+    /// ([`Wake::Granted`]): only for a run waiting for a single lock.
+    pub grant: bool,
 }
 
 /// A hold on a lock.
@@ -136,6 +139,8 @@ pub enum Attempt {
 pub enum Wake {
     /// A release pushed a wake-up token to us.
     Released,
+    /// A release handed the lock to us: we hold it, with this fence.
+    Granted(Fence),
     /// A signal handler interrupted the wait.
     Interrupted,
     /// The timeout passed (the holder's lease may have expired).

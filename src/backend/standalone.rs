@@ -277,6 +277,7 @@ impl Session for StandaloneSession {
                 .arg(kind)
                 .arg(limit)
                 .arg(if req.fair { "1" } else { "0" })
+                .arg(if req.grant { "1" } else { "0" })
                 .invoke(con)
         })?;
         parse_attempt(reply)
@@ -299,7 +300,10 @@ impl Session for StandaloneSession {
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
             Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
-            Ok(Some(_)) => Ok(Wake::Released),
+            Ok(Some((_, value))) => Ok(match value.strip_prefix('g').map(str::parse) {
+                Some(Ok(fence)) => Wake::Granted(Fence(fence)),
+                _ => Wake::Released,
+            }),
             // Stopped and continued: a spurious wake-up; the caller looks again.
             Err(err) if interrupted(&err) => {
                 self.con = None;

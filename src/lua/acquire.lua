@@ -7,6 +7,8 @@
 -- ARGV[4] host   ARGV[5] pid   ARGV[6] command   (holder metadata)
 -- ARGV[7] waiter registration in ms: 0 = do not register as a waiter on failure
 -- ARGV[8] kind: x, s or m       ARGV[9] limit (m)       ARGV[10] "1" for --fair
+-- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
+--          makes it the holder and pushes "g<fence>" to its list)
 --
 -- Returns {1, token, fence, count} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call;
@@ -26,13 +28,18 @@ local fence_value = redis.call('GET', K_FENCE)
 
 local token, ttl = ARGV[1], tonumber(ARGV[3])
 local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
+local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
 prune()
 
--- A repeated request (a retry after an interrupted reply) by the token that
--- already holds the lock changes nothing.
+-- A repeated request (a retry after an interrupted reply, or a waiter that
+-- was handed the lock as it gave up blocking) by the token that already holds
+-- the lock changes nothing; its wake-up list is done with.
 local own = redis.call('HGET', K_LOCK, token)
 if own then
-    return {1, token, tonumber(fence_value or '0'), tonumber(own)}
+    redis.call('DEL', K_MINE)
+    local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
+    local fence = ok and type(h) == 'table' and tonumber(h.fence)
+    return {1, token, fence or tonumber(fence_value or '0'), tonumber(own)}
 end
 
 local function lengthen(holder)
@@ -74,12 +81,7 @@ end
 
 local hkind, hn, hcap = holders_state()
 if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
-    redis.call('HSET', K_LOCK, token, 1)
-    redis.call('ZADD', K_LEASES, NOW + ttl, token)
-    local fence = redis.call('INCR', K_FENCE)
-    redis.call('HSET', K_HOLDERS, token, cjson.encode({
-        host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = NOW,
-        kind = kind, limit = limit }))
+    local fence = hold(token, ttl, info)
     local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
     drop_waiter(token)
     redis.call('DEL', K_MINE)
@@ -106,7 +108,9 @@ if register > 0 then
     redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
     redis.call('ZADD', K_WEXP, NOW + register, token)
-    redis.call('HSET', K_WKIND, token, (fair and 'F' or '') .. kind .. (kind == 'm' and limit or ''))
+    local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
+    if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
+    redis.call('HSET', K_WKIND, token, spec)
     settle()
 end
 -- Look again no later than when a holder's lease or another waiter's

@@ -8,7 +8,9 @@
 -- KEYS[5] waiters  zset  waiter-token -> arrival (server us), every waiter
 -- KEYS[6] xwait    zset  waiter-token -> arrival, waiters for exclusive or semaphore holds
 -- KEYS[7] wexp     zset  waiter-token -> registration expiry (server ms)
--- KEYS[8] wkind    hash  waiter-token -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair)
+-- KEYS[8] wkind    hash  waiter-token -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair),
+--                        then "|<lease ms>|<holder JSON>" when the lock may be
+--                        handed to the waiter directly (see admit)
 -- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..token)
 --
 -- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
@@ -48,9 +50,9 @@ local function wake_list(token)
     return K_LOCK .. ':w:' .. token
 end
 
--- "Fm3" -> kind "m", limit 3, fair true
+-- "Fm3" (or "Fm3|...") -> kind "m", limit 3, fair true
 local function parse_kind(text)
-    text = text or 'x'
+    text = string.match(text or 'x', '^[^|]*')
     local fair = string.sub(text, 1, 1) == 'F'
     if fair then text = string.sub(text, 2) end
     local kind = string.sub(text, 1, 1)
@@ -105,50 +107,6 @@ local function push_wake(token)
     end
 end
 
--- Wakes the waiters that can acquire now, and no others (no thundering herd),
--- in arrival order from the head of the queue: the head if it is exclusive,
--- the run of shared waiters at the head, or as many semaphore waiters as there
--- are free slots. (A shared request never goes before an exclusive or
--- semaphore request that arrived earlier, so the head is always one that the
--- queue lets through.)
-local function wake()
-    local hkind, hn, hcap = holders_state()
-    if hkind == 'x' then return end
-    local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
-    if not first then return end
-    local kind, limit = parse_kind(redis.call('HGET', K_WKIND, first))
-    if kind == 'x' then
-        if hn == 0 then push_wake(first) end
-        return
-    end
-    if hn > 0 and hkind ~= kind then return end
-    local free = WAKE_BATCH
-    if kind == 'm' then free = math.min(limit, hcap or limit) - hn end
-    local from = redis.call('ZSCORE', K_WAITERS, first)
-    local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
-    for _, token in ipairs(batch) do
-        if free <= 0 then break end
-        local k = parse_kind(redis.call('HGET', K_WKIND, token))
-        if k ~= kind then break end
-        push_wake(token)
-        free = free - 1
-    end
-end
-
--- Drops holders whose lease ran out and waiters whose registration did, and
--- wakes the waiters that can go when that changed anything.
-local function prune()
-    local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
-    for _, token in ipairs(dead) do drop_holder(token) end
-    local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
-    for _, token in ipairs(gone) do
-        drop_waiter(token)
-        redis.call('DEL', wake_list(token))
-    end
-    -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
-    if #dead > 0 or #gone > 0 then wake() end
-end
-
 -- Gives each group of keys the life of its longest entry, or deletes it.
 local function settle()
     local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
@@ -169,6 +127,84 @@ local function settle()
     else
         redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
     end
+end
+
+-- The hold of a new holder, with its fence in its metadata (a repeated
+-- request reports the fence of its own hold).
+local function hold(token, ttl, info)
+    redis.call('HSET', K_LOCK, token, 1)
+    redis.call('ZADD', K_LEASES, NOW + ttl, token)
+    local fence = redis.call('INCR', K_FENCE)
+    info.since, info.fence = NOW, fence
+    redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
+    return fence
+end
+
+-- Lets a woken waiter in. One that registered its lease and metadata gets the
+-- hold right here (a direct handoff: "g<fence>" on its list, and no second
+-- round trip to take it); others get a wake-up and try themselves.
+local function admit(token)
+    local ttl, info = string.match(redis.call('HGET', K_WKIND, token) or '', '^[^|]*|(%d+)|(.*)$')
+    local ok, h = pcall(cjson.decode, info or '')
+    if not (ttl and ok and type(h) == 'table') then
+        push_wake(token)
+        return
+    end
+    local fence = hold(token, tonumber(ttl), h)
+    drop_waiter(token)
+    local list = wake_list(token)
+    redis.call('RPUSH', list, 'g' .. fence)
+    redis.call('PEXPIRE', list, tonumber(ttl))
+end
+
+-- Wakes (or admits) the waiters that can acquire now, and no others (no
+-- thundering herd), in arrival order from the head of the queue: the head if
+-- it is exclusive, the run of shared waiters at the head, or the semaphore
+-- waiters at the head while a slot is free under every limit involved. (A
+-- shared request never goes before an exclusive or semaphore request that
+-- arrived earlier, so the head is always one that the queue lets through.)
+local function wake()
+    local hkind, hn, hcap = holders_state()
+    if hkind == 'x' then return end
+    local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
+    if not first then return end
+    local kind = parse_kind(redis.call('HGET', K_WKIND, first))
+    if kind == 'x' then
+        if hn == 0 then
+            admit(first)
+            settle()
+        end
+        return
+    end
+    if hn > 0 and hkind ~= kind then return end
+    local from = redis.call('ZSCORE', K_WAITERS, first)
+    local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
+    local n, cap = hn, hcap
+    for _, token in ipairs(batch) do
+        local k, limit = parse_kind(redis.call('HGET', K_WKIND, token))
+        if k ~= kind then break end
+        if k == 'm' then
+            cap = math.min(cap or limit, limit)
+            if n >= cap then break end
+        end
+        admit(token)
+        n = n + 1
+    end
+    settle()
+end
+
+-- Drops holders whose lease ran out and waiters whose registration did, and
+-- wakes the waiters that can go when that changed anything.
+local function prune()
+    local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
+    for _, token in ipairs(dead) do drop_holder(token) end
+    local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+    for _, token in ipairs(gone) do
+        drop_waiter(token)
+        redis.call('DEL', wake_list(token))
+    end
+    -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
+    if #dead > 0 or #gone > 0 then wake() end
 end
 
 -- The earliest lease expiry among holders, as ms from now (nil when none).

@@ -4,9 +4,12 @@
 -- ARGV[1] the waiter's token
 --
 -- Returns 1. Waiters its departure unblocks (it was an exclusive request ahead
--- of shared ones, or it had consumed a wake-up) are woken.
+-- of shared ones, or it had consumed a wake-up) are woken. A hold it was
+-- handed while giving up (see admit in common.lua) is given back: the waiter
+-- never ran anything under it.
 
 prune()
+drop_holder(ARGV[1])
 drop_waiter(ARGV[1])
 redis.call('DEL', K_MINE)
 wake()

@@ -16,6 +16,8 @@ if count > 0 then
     return count
 end
 drop_holder(ARGV[1])
+-- Nothing more will be handed to this token.
+redis.call('DEL', K_MINE)
 wake()
 settle()
 return 0

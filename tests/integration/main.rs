@@ -11,6 +11,7 @@
 //! - `sweep`: the table of every bad input: status, one line, a bound, no write
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
+//! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `generated`: completions and man page are up to date
 //! - `scripting`: acquire / renew / release, release --force
@@ -22,6 +23,7 @@ mod bad_input;
 mod chaos;
 mod faults;
 mod generated;
+mod handoff;
 mod kinds;
 mod model;
 mod redisson;

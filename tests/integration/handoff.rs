@@ -1,0 +1,148 @@
+//! Direct handoff, step by step through the real scripts: a release makes the
+//! head waiter the holder itself and tells it with "g<fence>" on its list, so
+//! the waiter needs no second round trip; a waiter that gives up as it is
+//! handed the lock gives it back; waiters that did not ask for it are only woken.
+
+use redis::Value;
+
+use crate::support::lua::script;
+use crate::support::redis_server::RedisServer;
+
+const NAME: &str = "handoff";
+
+fn token(c: char) -> String {
+    c.to_string().repeat(32)
+}
+
+/// acquire with kind `kind` (limit `limit`); `register` and `grant` as the
+/// ARGV of acquire.lua. True when it holds.
+fn acquire(redis: &RedisServer, who: &str, kind: &str, limit: &str, grant: &str) -> bool {
+    let reply = script(
+        redis,
+        "acquire",
+        NAME,
+        who,
+        &[
+            "", "60000", "host", "1", "cmd", "60000", kind, limit, "0", grant,
+        ],
+    );
+    matches!(reply, Value::Array(ref items) if items.first() == Some(&Value::Int(1)))
+}
+
+fn holds(redis: &RedisServer, who: &str) -> bool {
+    redis.cmd::<i64>(&["HEXISTS", &format!("rlock:{{{NAME}}}"), who]) == 1
+}
+
+fn list(redis: &RedisServer, who: &str) -> Vec<String> {
+    redis.cmd(&["LRANGE", &format!("rlock:{{{NAME}}}:w:{who}"), "0", "-1"])
+}
+
+fn fence(redis: &RedisServer) -> i64 {
+    redis.cmd(&["GET", &format!("rlock:{{{NAME}}}:fence")])
+}
+
+#[test]
+fn a_release_hands_an_exclusive_lock_to_the_head_waiter() {
+    let redis = RedisServer::start();
+    let [a, b, c] = ['a', 'b', 'c'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "1"), "b queues");
+    assert!(!acquire(&redis, &c, "x", "1", "1"), "c queues behind b");
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b) && !holds(&redis, &c));
+    assert_eq!(list(&redis, &b), [format!("g{}", fence(&redis))]);
+    assert!(list(&redis, &c).is_empty(), "c is not woken");
+    // b's repeated acquire (its block had timed out) finds its own hold, with
+    // the fence it was handed, and clears its list.
+    let handed = fence(&redis);
+    let reply = script(
+        &redis,
+        "acquire",
+        NAME,
+        &b,
+        &["", "60000", "host", "1", "cmd", "60000", "x", "1", "0", "1"],
+    );
+    let Value::Array(items) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(items[2], Value::Int(handed));
+    assert!(list(&redis, &b).is_empty());
+    script(&redis, "release", NAME, &b, &[]);
+    assert!(holds(&redis, &c));
+    assert_eq!(list(&redis, &c), [format!("g{}", handed + 1)]);
+}
+
+#[test]
+fn a_waiter_that_gives_up_as_it_is_handed_the_lock_gives_it_back() {
+    let redis = RedisServer::start();
+    let [a, b, c] = ['a', 'b', 'c'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "1"));
+    assert!(!acquire(&redis, &c, "x", "1", "1"));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b));
+    // b's --wait ran out (or a signal came) before it read the handoff.
+    script(&redis, "leave", NAME, &b, &[]);
+    assert!(!holds(&redis, &b), "b gave the lock back");
+    assert!(list(&redis, &b).is_empty(), "nothing left for b");
+    assert!(holds(&redis, &c), "and it went on to c");
+}
+
+#[test]
+fn a_waiter_that_did_not_ask_for_a_handoff_is_only_woken() {
+    let redis = RedisServer::start();
+    let [a, b] = ['a', 'b'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(
+        !acquire(&redis, &b, "x", "1", "0"),
+        "b waits for several locks"
+    );
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(!holds(&redis, &b));
+    assert_eq!(list(&redis, &b), ["w"]);
+    assert!(acquire(&redis, &b, "x", "1", "0"), "b takes it itself");
+}
+
+#[test]
+fn semaphore_handoffs_respect_every_limit_involved() {
+    let redis = RedisServer::start();
+    let [a, a2, w1, w2, w3] = ['a', 'b', 'c', 'd', 'e'].map(token);
+    assert!(acquire(&redis, &a, "m", "2", "1"));
+    assert!(acquire(&redis, &a2, "m", "2", "1"));
+    assert!(!acquire(&redis, &w1, "m", "2", "1"), "full");
+    assert!(!acquire(&redis, &w2, "m", "1", "1"), "w2 allows one holder");
+    assert!(!acquire(&redis, &w3, "m", "2", "1"));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &w1), "one slot freed: w1 gets it");
+    assert!(!holds(&redis, &w2) && list(&redis, &w2).is_empty());
+    script(&redis, "release", NAME, &a2, &[]);
+    assert!(
+        !holds(&redis, &w2),
+        "w2's limit of 1 does not allow it beside w1"
+    );
+    assert!(!holds(&redis, &w3), "w3 is behind w2");
+    script(&redis, "release", NAME, &w1, &[]);
+    assert!(holds(&redis, &w2), "alone now");
+    assert!(!holds(&redis, &w3), "not beside w2, whose limit is 1");
+    script(&redis, "release", NAME, &w2, &[]);
+    assert!(holds(&redis, &w3));
+}
+
+#[test]
+fn a_run_of_shared_waiters_is_handed_the_lock_together() {
+    let redis = RedisServer::start();
+    let [a, r1, r2, w] = ['a', 'b', 'c', 'd'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &r1, "s", "1", "1"));
+    assert!(!acquire(&redis, &r2, "s", "1", "1"));
+    assert!(!acquire(&redis, &w, "x", "1", "1"));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &r1) && holds(&redis, &r2), "both readers");
+    assert!(!holds(&redis, &w) && list(&redis, &w).is_empty());
+    let fences: Vec<String> = [&r1, &r2].map(|t| list(&redis, t)[0].clone()).to_vec();
+    assert_ne!(fences[0], fences[1], "each hold has its own fence");
+    script(&redis, "release", NAME, &r1, &[]);
+    assert!(!holds(&redis, &w), "r2 still reads");
+    script(&redis, "release", NAME, &r2, &[]);
+    assert!(holds(&redis, &w));
+}
