@@ -10,9 +10,9 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,8 +83,21 @@ pub fn terminal_foreground() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
 }
 
+/// COMMAND, started and not yet reaped.
+pub struct Running {
+    pid: libc::pid_t,
+}
+
+impl Running {
+    /// Its pid, which is also its process group id.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+}
+
 /// Spawns COMMAND (already resolved to `path`) with `env` added, in its own
-/// process group, with default signal dispositions and an empty signal mask.
+/// process group, with default signal dispositions and an empty signal mask
+/// (see [`crate::spawn`]).
 pub fn spawn(
     path: &Path,
     argv: &[OsString],
@@ -92,41 +105,9 @@ pub fn spawn(
     foreground: bool,
     guardian: libc::c_int,
     shared: &Arc<Shared>,
-) -> Result<Child> {
-    let mut cmd = Command::new(path);
-    cmd.arg0(&argv[0]).args(&argv[1..]);
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (setpgid, signal, tcsetpgrp, prctl, getppid,
-    // pthread_sigmask); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            crate::guardian::announce(guardian);
-            if foreground {
-                // rlock ignores SIGTTOU, and so does this process until
-                // restore_for_child: a background group may take the terminal.
-                libc::tcsetpgrp(0, libc::getpid());
-            }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // rlock may have died before prctl took effect.
-            if libc::getppid() != parent {
-                libc::_exit(128 + libc::SIGKILL);
-            }
-            crate::signals::restore_for_child();
-            Ok(())
-        });
-    }
-    // Hold the phase lock across fork so a signal is either seen before COMMAND
-    // exists (and handled as an interrupt) or forwarded to it.
+) -> Result<Running> {
+    // Hold the phase lock across the spawn so a signal is either seen before
+    // COMMAND exists (and handled as an interrupt) or forwarded to it.
     let mut phase = shared.phase();
     if shared.lost() {
         return Err(Error::Internal(
@@ -139,21 +120,10 @@ pub fn spawn(
             signal,
         });
     }
-    let child = cmd
-        .spawn()
+    let pid = crate::spawn::spawn(path, argv, env, foreground, guardian)
         .map_err(|e| spawn_error(&argv[0], shared.lock(), &e))?;
-    let pid = child.id() as libc::pid_t;
-    if foreground {
-        // Also from the parent, so the terminal is COMMAND's before we go on
-        // whichever process runs first.
-        // SAFETY: plain syscalls; errors (the child already exec'd) are harmless.
-        unsafe {
-            libc::setpgid(pid, pid);
-            libc::tcsetpgrp(0, pid);
-        }
-    }
     *phase = Phase::Running { pid, exited: false };
-    Ok(child)
+    Ok(Running { pid })
 }
 
 fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
@@ -176,8 +146,8 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
 /// too, so the shell's job control sees the job stopped; `fg` or `bg` continues
 /// both. While suspended rlock cannot renew: a suspension longer than the lease
 /// ends in exit 70 when it resumes.
-pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
-    let pid = child.id() as libc::pid_t;
+pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
+    let pid = child.pid;
     let flags = if foreground {
         libc::WEXITED | libc::WSTOPPED
     } else {
@@ -217,9 +187,15 @@ pub fn wait(mut child: Child, shared: &Shared, foreground: bool) -> Result<ExitS
         }
     }
     shared.mark_exited();
-    child
-        .wait()
-        .map_err(|e| Error::Internal(format!("reaping COMMAND failed: {e}")))
+    let mut status = 0;
+    // SAFETY: reaps our own child, whose exit waitid just reported.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::Internal(format!("reaping COMMAND failed: {err}")));
+        }
+    }
+    Ok(ExitStatus::from_raw(status))
 }
 
 /// COMMAND stopped at the terminal: stop rlock as well, and on continuation

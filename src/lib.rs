@@ -22,6 +22,7 @@ pub mod run;
 pub mod script;
 pub mod server;
 pub mod signals;
+pub mod spawn;
 pub mod status;
 pub mod token;
 pub mod wait;

@@ -101,7 +101,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             });
         }
     };
-    let pgid = command.id() as libc::pid_t;
+    let pgid = command.pid();
     // Started once COMMAND runs: its first renewal is ttl/3 away, and starting
     // a thread then keeps it off the path from the handoff to COMMAND.
     let watchdog = Watchdog::start(
