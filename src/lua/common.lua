@@ -122,7 +122,7 @@ local function settle()
     if last then
         local ms = math.max(1, tonumber(last) - NOW)
         for _, key in ipairs({K_WAITERS, K_XWAIT, K_WEXP, K_WKIND}) do
-            if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ms) end
+            redis.call('PEXPIRE', key, ms)
         end
     else
         redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
@@ -143,8 +143,8 @@ end
 -- Lets a woken waiter in. One that registered its lease and metadata gets the
 -- hold right here (a direct handoff: "g<fence>" on its list, and no second
 -- round trip to take it); others get a wake-up and try themselves.
-local function admit(token)
-    local ttl, info = string.match(redis.call('HGET', K_WKIND, token) or '', '^[^|]*|(%d+)|(.*)$')
+local function admit(token, spec)
+    local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
     local ok, h = pcall(cjson.decode, info or '')
     if not (ttl and ok and type(h) == 'table') then
         push_wake(token)
@@ -163,17 +163,16 @@ end
 -- waiters at the head while a slot is free under every limit involved. (A
 -- shared request never goes before an exclusive or semaphore request that
 -- arrived earlier, so the head is always one that the queue lets through.)
+-- A handoff changes the holders: the caller settles the keys' expiry after.
 local function wake()
     local hkind, hn, hcap = holders_state()
     if hkind == 'x' then return end
     local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
     if not first then return end
-    local kind = parse_kind(redis.call('HGET', K_WKIND, first))
+    local spec = redis.call('HGET', K_WKIND, first)
+    local kind = parse_kind(spec)
     if kind == 'x' then
-        if hn == 0 then
-            admit(first)
-            settle()
-        end
+        if hn == 0 then admit(first, spec) end
         return
     end
     if hn > 0 and hkind ~= kind then return end
@@ -181,16 +180,16 @@ local function wake()
     local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
     local n, cap = hn, hcap
     for _, token in ipairs(batch) do
-        local k, limit = parse_kind(redis.call('HGET', K_WKIND, token))
+        spec = redis.call('HGET', K_WKIND, token)
+        local k, limit = parse_kind(spec)
         if k ~= kind then break end
         if k == 'm' then
             cap = math.min(cap or limit, limit)
             if n >= cap then break end
         end
-        admit(token)
+        admit(token, spec)
         n = n + 1
     end
-    settle()
 end
 
 -- Drops holders whose lease ran out and waiters whose registration did, and
@@ -204,7 +203,10 @@ local function prune()
         redis.call('DEL', wake_list(token))
     end
     -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
-    if #dead > 0 or #gone > 0 then wake() end
+    if #dead > 0 or #gone > 0 then
+        wake()
+        settle()
+    end
 end
 
 -- The earliest lease expiry among holders, as ms from now (nil when none).

@@ -7,13 +7,12 @@
 -- the owner's hold count left (0 = its hold ended).
 
 prune()
-if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
-    settle()
+local held = tonumber(redis.call('HGET', K_LOCK, ARGV[1]))
+if not held then
     return -1
 end
-local count = redis.call('HINCRBY', K_LOCK, ARGV[1], -1)
-if count > 0 then
-    return count
+if held > 1 then
+    return redis.call('HINCRBY', K_LOCK, ARGV[1], -1)
 end
 drop_holder(ARGV[1])
 -- Nothing more will be handed to this token.
