@@ -1,13 +1,15 @@
 //! Acquiring with waiting: try, and when the lock is taken, block until a
-//! release wakes us (push, not polling) or the holder's lease could have run
-//! out, whichever is first; then try again.
+//! release hands the lock over or wakes us (push, not polling), or the holder's
+//! lease could have run out, whichever is first.
 //!
 //! A failed attempt registers this waiter in the same script that saw the lock
 //! taken, so a release between the attempt and the block cannot be missed: the
-//! release sees the waiter and leaves a wake-up token for it. A release wakes
-//! one waiter (one token, one BLPOP). A woken waiter that dies before acquiring
-//! strands the others only until their block times out, which is at most the
-//! holder's remaining lease; one that gives up passes the token on (leave.lua).
+//! release sees the waiter. A run waiting for a single lock registers its lease
+//! and holder details too, and the release makes it the holder right there
+//! (`g<fence>` on its list: no second round trip); a run waiting for several is
+//! woken (`w`) and tries again. A waiter that dies after that holds others up
+//! at most its ttl; one that gives up gives back a hold it was handed, or
+//! passes the wake-up on (leave.lua).
 //!
 //! Several locks are all-or-none: see [`acquire`].
 
