@@ -139,6 +139,36 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
     }
 }
 
+/// Whether COMMAND exits before `until` (false as well when the kernel has no
+/// pidfd to wait with). Leaves it unreaped, for [`wait`].
+pub fn exits_before(child: &Running, until: Instant) -> bool {
+    // SAFETY: pidfd_open has no memory-safety preconditions.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
+    if pidfd < 0 {
+        return false;
+    }
+    let exited = loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let ms = libc::c_int::try_from(left.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
+        let mut poll = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut poll, 1, ms) } {
+            n if n > 0 => break true,
+            0 if left.is_zero() => break false,
+            0 => {}
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => break false,
+        }
+    };
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(pidfd) };
+    exited
+}
+
 /// Waits for COMMAND to exit, marks it exited (so no one signals a recycled
 /// pid), then reaps it.
 ///
@@ -250,7 +280,7 @@ pub fn become_subreaper() {
 /// True while COMMAND's process group has live members; reaps the ones that
 /// were reparented to rlock and have exited. A member rlock may not signal
 /// (EPERM: another user's) counts as alive.
-fn group_alive(pgid: libc::pid_t) -> bool {
+pub fn group_alive(pgid: libc::pid_t) -> bool {
     // SAFETY: plain syscalls; waitpid(-pgid) reaps only members of COMMAND's group.
     unsafe {
         let mut status = 0;

@@ -102,31 +102,33 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         }
     };
     let pgid = command.pid();
-    // Started once COMMAND runs: its first renewal is ttl/3 away, and starting
-    // a thread then keeps it off the path from the handoff to COMMAND.
-    let watchdog = Watchdog::start(
-        session,
-        Config {
-            holds: held.clone(),
-            display: display.clone(),
-            lease,
-            kill_after: args.kill_after,
-            acquired_at,
-        },
-        Arc::clone(&shared),
-    );
-    let watchdog = match watchdog {
-        Ok(w) => Some(w),
-        Err(e) => {
-            report::error(&format!(
-                "{display}: cannot start the watchdog ({e}); stopping COMMAND"
-            ));
-            // SAFETY: COMMAND's process group, which we started and have not reaped.
-            unsafe { libc::killpg(pgid, libc::SIGKILL) };
-            None
-        }
+    let config = Config {
+        holds: held.clone(),
+        display: display.clone(),
+        lease,
+        kill_after: args.kill_after,
+        acquired_at,
+    };
+    // A COMMAND that ends before its first renewal is due (most short jobs)
+    // needs no watchdog thread: start one only if COMMAND still runs then, or
+    // at once on a terminal, where a ^Z must be noticed while it is stopped.
+    // Either way the thread is off the path from the handoff to COMMAND.
+    let first_renewal = acquired_at + lease.ttl() / 3;
+    let mut keeper = if !foreground && child::exits_before(&command, first_renewal) {
+        Keeper::Idle(session)
+    } else {
+        Keeper::start(session, config.clone(), &shared, pgid)
     };
     let status = child::wait(command, &shared, foreground);
+    if let Keeper::Idle(session) = keeper {
+        // What COMMAND left running in its group works under the lock until
+        // it is stopped: keep the lease for it.
+        keeper = if child::group_alive(pgid) {
+            Keeper::start(session, config, &shared, pgid)
+        } else {
+            Keeper::Idle(session)
+        };
+    }
     child::stop_leftovers(pgid, args.kill_after, &shared);
     shared.mark_finished();
     guardian.disarm();
@@ -134,13 +136,16 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         child::reclaim_terminal();
     }
     shared.set(Phase::Finished);
-    let Some(watchdog) = watchdog else {
-        release(backend.as_ref(), None, &held, lease.ttl());
-        return Err(Error::Internal("the watchdog could not be started".into()));
-    };
-    let (session, lost) = match watchdog.finish() {
-        Some((session, lost)) => (Some(session), lost),
-        None => (None, None),
+    let (session, lost) = match keeper {
+        Keeper::Idle(session) => (Some(session), None),
+        Keeper::Watching(watchdog) => match watchdog.finish() {
+            Some((session, lost)) => (Some(session), lost),
+            None => (None, None),
+        },
+        Keeper::Failed => {
+            release(backend.as_ref(), None, &held, lease.ttl());
+            return Err(Error::Internal("the watchdog could not be started".into()));
+        }
     };
     // A refused renewal leaves that lock nothing to release, but the others
     // still are ours. After an unconfirmed renewal the server may answer again
@@ -170,6 +175,39 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             signal,
         }),
         Err(err) => Err(err),
+    }
+}
+
+/// Who keeps the lease while COMMAND runs.
+enum Keeper {
+    /// Nobody yet: COMMAND ended before its first renewal was due.
+    Idle(Box<dyn Session>),
+    /// The watchdog thread.
+    Watching(Watchdog),
+    /// The watchdog could not be started; COMMAND was killed.
+    Failed,
+}
+
+impl Keeper {
+    /// Starts the watchdog; when that fails, kills COMMAND's group.
+    fn start(
+        session: Box<dyn Session>,
+        config: Config,
+        shared: &Arc<Shared>,
+        pgid: libc::pid_t,
+    ) -> Keeper {
+        let display = config.display.clone();
+        match Watchdog::start(session, config, Arc::clone(shared)) {
+            Ok(watchdog) => Keeper::Watching(watchdog),
+            Err(e) => {
+                report::error(&format!(
+                    "{display}: cannot start the watchdog ({e}); stopping COMMAND"
+                ));
+                // SAFETY: COMMAND's process group, which we started.
+                unsafe { libc::killpg(pgid, libc::SIGKILL) };
+                Keeper::Failed
+            }
+        }
     }
 }
 

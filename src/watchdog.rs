@@ -76,6 +76,7 @@ pub struct Watchdog {
 }
 
 /// What the watchdog needs to know.
+#[derive(Clone)]
 pub struct Config {
     /// Each lock held, with the token that holds it.
     pub holds: Vec<(LockKeys, Token)>,
