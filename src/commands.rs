@@ -60,6 +60,8 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         &holder,
         &args.lock,
         args.lock.ttl,
+        // The lock must last its ttl from when this command returns.
+        false,
     );
     let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     shared.set(Phase::Finished);

@@ -27,16 +27,17 @@ impl Guardian {
             return Err(io::Error::last_os_error());
         }
         let (reader, writer) = (fds[0], fds[1]);
-        let pid = clone_guard(reader, writer);
-        if pid < 0 {
-            let err = io::Error::last_os_error();
-            // SAFETY: both fds are ours.
-            unsafe {
-                libc::close(reader);
-                libc::close(writer);
+        let pid = match clone_guard(reader, writer) {
+            Ok(pid) => pid,
+            Err(err) => {
+                // SAFETY: both fds are ours.
+                unsafe {
+                    libc::close(reader);
+                    libc::close(writer);
+                }
+                return Err(err);
             }
-            return Err(err);
-        }
+        };
         // SAFETY: the parent keeps only the write end.
         unsafe { libc::close(reader) };
         Ok(Guardian { pid, writer })
@@ -98,38 +99,32 @@ const STACK: usize = 64 * 1024;
 /// copy of it (`fork` would copy rlock's page tables, and every page rlock
 /// then writes). It touches nothing of rlock's but the two descriptors it is
 /// given; its system calls fail (and write errno) only once rlock is gone.
-/// Returns its pid, or -1 with errno set.
-fn clone_guard(reader: libc::c_int, writer: libc::c_int) -> libc::pid_t {
-    // SAFETY: a fresh anonymous mapping, checked before use; all signals are
-    // blocked in this thread across the clone (and stay blocked in the
-    // guardian), so no handler of rlock's ever runs on the guardian's stack.
-    unsafe {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if stack == libc::MAP_FAILED {
-            return -1;
-        }
-        let top = ((stack as usize + STACK) & !15) as *mut libc::c_void;
+fn clone_guard(reader: libc::c_int, writer: libc::c_int) -> io::Result<libc::pid_t> {
+    let stack = crate::spawn::Stack::new(STACK)?;
+    // SAFETY: all signals are blocked in this thread across the clone (and stay
+    // blocked in the guardian), so no handler of rlock's ever runs on the
+    // guardian's stack; the guardian gets only the two descriptors.
+    let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let fds = ((reader as u32 as usize) << 32 | writer as u32 as usize) as *mut libc::c_void;
-        let pid = libc::clone(guardian_main, top, libc::CLONE_VM | libc::SIGCHLD, fds);
-        let errno = *libc::__errno_location();
+        let pid = libc::clone(
+            guardian_main,
+            stack.top(),
+            libc::CLONE_VM | libc::SIGCHLD,
+            fds,
+        );
+        let err = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if pid < 0 {
-            libc::munmap(stack, STACK);
-            *libc::__errno_location() = errno;
+            return Err(err);
         }
         pid
-    }
+    };
+    stack.keep();
+    Ok(pid)
 }
 
 extern "C" fn guardian_main(fds: *mut libc::c_void) -> libc::c_int {

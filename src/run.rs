@@ -66,7 +66,16 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let token = Token::generate()?;
     let inherited = inherited_tokens();
     let holder = holder_info(&args.command);
-    let wanted = Wanted::new(&locks, &token, &inherited, &holder, &args.lock, lease.ttl());
+    let handoff = matches!(lease, Lease::Renewed(_));
+    let wanted = Wanted::new(
+        &locks,
+        &token,
+        &inherited,
+        &holder,
+        &args.lock,
+        lease.ttl(),
+        handoff,
+    );
     let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
         .iter()

@@ -229,12 +229,15 @@ impl Shared {
                     .connect()
                     .and_then(|mut s| s.interrupt(&blocked.keys, &blocked.token));
                 if let Err(err) = woke {
-                    // The server is not answering, so the waiter cannot be woken and
-                    // holds nothing: leave now. Its waiter entry expires by itself.
+                    // The server is not answering, so the waiter cannot be woken:
+                    // leave now. Its waiter entry expires by itself, and so does a
+                    // hold handed to it meanwhile (within its registration, ≤ ttl),
+                    // under which nothing ever ran.
                     let lock = blocked.keys.name.clone();
                     *phase = Phase::Finished;
                     crate::report::error(&format!(
-                        "{lock}: interrupted by {} while waiting; nothing acquired ({err})",
+                        "{lock}: interrupted by {} while waiting; the server did not answer, \
+                         so anything handed over meanwhile expires by itself ({err})",
                         name(signal)
                     ));
                     std::process::exit(128 + signal);
@@ -245,7 +248,7 @@ impl Shared {
 }
 
 /// Bit N set: signal N was ignored (SIG_IGN) when rlock started. Read in the
-/// forked child before exec, so it is an atomic, not a lock.
+/// child before exec, so it is an atomic, not a lock.
 static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
 
 /// Signals whose dispositions rlock changes: the forwarded ones, and SIGTTOU.

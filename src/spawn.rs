@@ -15,7 +15,6 @@
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,6 +26,8 @@ const STACK: usize = 64 * 1024;
 struct Job {
     path: CString,
     argv: Vec<*const libc::c_char>,
+    /// `/bin/sh path args...`, for a file execve refuses with ENOEXEC.
+    sh_argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     guardian: libc::c_int,
     foreground: bool,
@@ -58,9 +59,16 @@ pub fn spawn(
         p.push(std::ptr::null());
         p
     };
+    // What execvp (and so std's Command) does with a file the kernel will not
+    // run (ENOEXEC: an executable script without `#!`): run it with /bin/sh.
+    let sh = c"/bin/sh";
+    let mut sh_argv: Vec<*const libc::c_char> = vec![sh.as_ptr(), path.as_ptr()];
+    sh_argv.extend(args.iter().skip(1).map(|a| a.as_ptr()));
+    sh_argv.push(std::ptr::null());
     let job = Job {
         path,
         argv: pointers(&args),
+        sh_argv,
         envp: pointers(&vars),
         guardian,
         foreground,
@@ -68,14 +76,9 @@ pub fn spawn(
         parent: unsafe { libc::getpid() },
         error: AtomicI32::new(0),
     };
-    let mut stack: Vec<MaybeUninit<u8>> = Vec::with_capacity(STACK);
-    // SAFETY: the stack grows down from its 16-byte aligned top; the memory is
-    // ours and outlives the child's use of it (the parent resumes only after
-    // the child's execve or _exit).
-    let top = unsafe {
-        let end = stack.as_mut_ptr().add(STACK) as usize;
-        (end & !15) as *mut libc::c_void
-    };
+    // Outlives the child's use of it: the parent resumes only after the
+    // child's execve or _exit.
+    let stack = Stack::new(STACK)?;
     // SAFETY: sigfillset initialises the set; pthread_sigmask changes only this
     // thread's mask, restored right after the clone.
     let pid = unsafe {
@@ -85,7 +88,7 @@ pub fn spawn(
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let pid = libc::clone(
             child,
-            top,
+            stack.top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&job as *const Job).cast_mut().cast(),
         );
@@ -163,6 +166,65 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         }
         crate::signals::restore_for_child();
         libc::execve(job.path.as_ptr(), job.argv.as_ptr(), job.envp.as_ptr());
+        if *libc::__errno_location() == libc::ENOEXEC {
+            libc::execve(job.sh_argv[0], job.sh_argv.as_ptr(), job.envp.as_ptr());
+            *libc::__errno_location() = libc::ENOEXEC;
+        }
     }
     fail(job)
+}
+
+/// A stack for a child started with `clone`: an anonymous mapping whose lowest
+/// page is inaccessible, so an overflow faults instead of writing into rlock's
+/// memory.
+pub(crate) struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    /// `size` usable bytes above a guard page.
+    pub(crate) fn new(size: usize) -> io::Result<Stack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = size + page;
+        // SAFETY: a fresh private anonymous mapping, checked before use.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: the lowest page of our own mapping.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// Where the stack starts (it grows down), 16-byte aligned.
+    pub(crate) fn top(&self) -> *mut libc::c_void {
+        ((self.base as usize + self.len) & !15) as *mut libc::c_void
+    }
+
+    /// Keeps the mapping for good: for a child that may outlive this process's
+    /// use of it (the guardian).
+    pub(crate) fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, no longer used.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
 }

@@ -50,6 +50,10 @@ pub struct Wanted<'a> {
     pub kind: Kind,
     /// First come, first served among waiters.
     pub fair: bool,
+    /// A release may hand the lock over while we wait (one lock, and a lease
+    /// the caller renews: a handed-over lease is counted from the request that
+    /// registered us, so it can be shorter than `ttl`).
+    pub handoff: bool,
 }
 
 impl<'a> Wanted<'a> {
@@ -61,6 +65,7 @@ impl<'a> Wanted<'a> {
         holder: &'a HolderInfo,
         options: &crate::cli::LockOptions,
         ttl: Duration,
+        handoff: bool,
     ) -> Self {
         Wanted {
             locks,
@@ -76,6 +81,7 @@ impl<'a> Wanted<'a> {
             conflict_code: options.conflict_exit_code,
             kind: crate::run::kind(options),
             fair: options.fair,
+            handoff: handoff && locks.len() == 1,
         }
     }
 }
@@ -159,9 +165,7 @@ pub fn acquire(
                 register: may_wait.then_some(wanted.ttl),
                 kind: wanted.kind,
                 fair: wanted.fair,
-                // Several locks are taken together in one round, never one
-                // handed over alone.
-                grant: wanted.locks.len() == 1,
+                grant: wanted.handoff,
             };
             match session.acquire(&request) {
                 Ok(Attempt::Acquired(hold)) => {
@@ -200,6 +204,12 @@ pub fn acquire(
             }
         }
         let Some((i, pttl, holder)) = taken else {
+            // A signal that came while the last request was out ends the wait
+            // all the same: nothing may stay held.
+            if let Some(signal) = shared.interrupted() {
+                release_all(session, wanted, &holds);
+                return Err(interrupted(&wanted.locks[waiting_on], signal));
+            }
             report::verbose(|| {
                 let fences: Vec<String> = wanted
                     .locks
@@ -260,13 +270,17 @@ pub fn acquire(
                 token: wanted.token.clone(),
             }));
         }
-        // The lease of a lock handed over while we block starts after this.
-        let blocked_at = Instant::now();
         let woke = session.block(keys, wanted.token, block);
         shared.set(Phase::Acquiring);
         match woke {
             Ok(Wake::Granted(fence)) => {
                 registered.remove(i);
+                // A signal that came as the lock was handed over ends the wait:
+                // give the hold back (leave.lua drops a handed-over hold).
+                if let Some(signal) = shared.interrupted() {
+                    let _ = session.leave(keys, wanted.token);
+                    return Err(interrupted(keys, signal));
+                }
                 report::verbose(|| {
                     format!(
                         "acquired {} (fence {fence}, handed over) after {:.1} ms",
@@ -279,7 +293,9 @@ pub fn acquire(
                     fence,
                     count: 1,
                 };
-                return Ok((vec![hold], blocked_at));
+                // Handed over no earlier than this round's request, which
+                // registered us (the lease ends when that registration would).
+                return Ok((vec![hold], round));
             }
             // Whatever else woke us (a wake-up, a lapsed lease, an interrupt),
             // the next turn of the loop looks at the locks and at the

@@ -34,18 +34,26 @@ prune()
 -- A repeated request (a retry after an interrupted reply, or a waiter that
 -- was handed the lock as it gave up blocking) by the token that already holds
 -- the lock changes nothing; its wake-up list is done with.
-local own = redis.call('HGET', K_LOCK, token)
-if own then
-    redis.call('DEL', K_MINE)
-    local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
-    local fence = ok and type(h) == 'table' and tonumber(h.fence)
-    return {1, token, fence or tonumber(fence_value or '0'), tonumber(own)}
-end
-
 local function lengthen(holder)
     local until_ms = NOW + ttl
     local current = tonumber(redis.call('ZSCORE', K_LEASES, holder) or '0')
     if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, holder) end
+end
+
+-- The fence of a hold, from its metadata (the counter for older holds).
+local function fence_of(holder)
+    local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, holder) or '')
+    return (ok and type(h) == 'table' and tonumber(h.fence)) or tonumber(fence_value or '0')
+end
+
+local own = redis.call('HGET', K_LOCK, token)
+if own then
+    redis.call('DEL', K_MINE)
+    -- The caller counts the lease from this request; a hold handed over while
+    -- it was not reading began earlier: start the lease again.
+    lengthen(token)
+    settle()
+    return {1, token, fence_of(token), tonumber(own)}
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
@@ -58,7 +66,7 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
         lengthen(inherited)
         settle()
-        return {1, inherited, tonumber(fence_value or '0'), count}
+        return {1, inherited, fence_of(inherited), count}
     end
 end
 
@@ -105,6 +113,8 @@ if raw then
 end
 local register = tonumber(ARGV[7])
 if register > 0 then
+    -- Holding nothing here, whatever is on the caller's list predates this look.
+    redis.call('DEL', K_MINE)
     redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
     redis.call('ZADD', K_WEXP, NOW + register, token)

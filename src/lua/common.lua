@@ -64,6 +64,8 @@ local function drop_holder(token)
     redis.call('HDEL', K_LOCK, token)
     redis.call('HDEL', K_HOLDERS, token)
     redis.call('ZREM', K_LEASES, token)
+    -- A handoff not yet read must never be read after its hold is gone.
+    redis.call('DEL', K_LOCK .. ':w:' .. token)
 end
 
 local function drop_waiter(token)
@@ -142,7 +144,10 @@ end
 
 -- Lets a woken waiter in. One that registered its lease and metadata gets the
 -- hold right here (a direct handoff: "g<fence>" on its list, and no second
--- round trip to take it); others get a wake-up and try themselves.
+-- round trip to take it); others get a wake-up and try themselves. The lease
+-- handed over ends when the waiter's registration would have: the waiter
+-- counts it from the request that registered it, and a waiter that died or
+-- stopped keeps the lock no longer than it would have kept its place.
 local function admit(token, spec)
     local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
     local ok, h = pcall(cjson.decode, info or '')
@@ -150,7 +155,8 @@ local function admit(token, spec)
         push_wake(token)
         return
     end
-    local fence = hold(token, tonumber(ttl), h)
+    local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
+    local fence = hold(token, math.max(1, math.min(tonumber(ttl), registered_until - NOW)), h)
     drop_waiter(token)
     local list = wake_list(token)
     redis.call('RPUSH', list, 'g' .. fence)

@@ -146,3 +146,81 @@ fn a_run_of_shared_waiters_is_handed_the_lock_together() {
     script(&redis, "release", NAME, &r2, &[]);
     assert!(holds(&redis, &w));
 }
+
+/// Milliseconds of lease `who` has left, by the server's clock.
+fn lease_left(redis: &RedisServer, who: &str) -> i64 {
+    let until: i64 = redis.cmd(&["ZSCORE", &format!("rlock:{{{NAME}}}:leases"), who]);
+    let time: Vec<String> = redis.cmd(&["TIME"]);
+    let now = time[0].parse::<i64>().unwrap() * 1000 + time[1].parse::<i64>().unwrap() / 1000;
+    until - now
+}
+
+#[test]
+fn a_handoff_read_late_restarts_the_lease_the_waiter_counts_from_its_request() {
+    let redis = RedisServer::start();
+    let [a, b] = ['a', 'b'].map(token);
+    let short = |who: &str| {
+        script(
+            &redis,
+            "acquire",
+            NAME,
+            who,
+            &["", "1000", "host", "1", "cmd", "1000", "x", "1", "0", "1"],
+        )
+    };
+    assert!(matches!(short(&a), Value::Array(ref i) if i[0] == Value::Int(1)));
+    assert!(matches!(short(&b), Value::Array(ref i) if i[0] == Value::Int(0)));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b), "handed to b");
+    // b was stopped and missed the handoff; its next request finds the hold
+    // and counts a full lease from that request, so the server must too.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert!(matches!(short(&b), Value::Array(ref i) if i[0] == Value::Int(1)));
+    let left = lease_left(&redis, &b);
+    assert!(left > 900, "the server has {left} ms left");
+}
+
+#[test]
+fn a_hold_removed_before_its_handoff_is_read_leaves_no_stale_handoff() {
+    let redis = RedisServer::start();
+    let [a, b, c] = ['a', 'b', 'c'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "1"));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b));
+    // An operator forces the lock free before b read its handoff.
+    script(&redis, "force", NAME, &token('0'), &[]);
+    assert!(
+        list(&redis, &b).is_empty(),
+        "the handoff went with the hold"
+    );
+    assert!(acquire(&redis, &c, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "1"), "b queues behind c");
+    assert!(
+        list(&redis, &b).is_empty(),
+        "nothing on b's list says it holds"
+    );
+}
+
+#[test]
+fn a_handed_over_lease_ends_when_the_waiters_registration_would_have() {
+    let redis = RedisServer::start();
+    let [a, b] = ['a', 'b'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    // b asks for a 60 s lease but registers for 2 s only.
+    let reply = script(
+        &redis,
+        "acquire",
+        NAME,
+        &b,
+        &["", "60000", "host", "1", "cmd", "2000", "x", "1", "0", "1"],
+    );
+    assert!(matches!(reply, Value::Array(ref i) if i[0] == Value::Int(0)));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b));
+    let left = lease_left(&redis, &b);
+    assert!(
+        (1..=2000).contains(&left),
+        "a dead waiter would keep the lock {left} ms"
+    );
+}

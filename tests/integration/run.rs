@@ -28,6 +28,23 @@ fn exits_with_the_status_of_command() {
 }
 
 #[test]
+fn an_executable_script_without_a_shebang_runs_with_sh_as_under_execvp() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = dir.path().join("no-shebang");
+    std::fs::write(&script, format!("echo \"ran: $1\" > {}\n", dir.file("out"))).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "plain", "--"])
+            .arg(&script)
+            .arg("arg one"),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(dir.read("out"), "ran: arg one\n");
+}
+
+#[test]
 fn command_gets_name_token_and_fence_and_inherits_stdio() {
     let redis = RedisServer::start();
     let out = output(

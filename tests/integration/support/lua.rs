@@ -3,7 +3,7 @@
 
 use super::redis_server::RedisServer;
 
-/// Runs script `file` ("acquire", "release", "renew", "leave") for `token` on lock
+/// Runs script `file` ("acquire", "release", "renew", "leave", "force") for `token` on lock
 /// `name` (prefix rlock) with ARGV `token, args...`.
 pub fn script(
     redis: &RedisServer,
@@ -18,6 +18,7 @@ pub fn script(
         "release" => include_str!("../../../src/lua/release.lua"),
         "renew" => include_str!("../../../src/lua/renew.lua"),
         "leave" => include_str!("../../../src/lua/leave.lua"),
+        "force" => include_str!("../../../src/lua/force.lua"),
         other => panic!("no script {other}"),
     };
     let base = format!("rlock:{{{name}}}");
