@@ -46,7 +46,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give u
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'After acquiring, wait until N replicas have the lock (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND is stopped when it ends (exit 70)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
@@ -67,7 +67,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s w -l wait -d 'Gi
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'After acquiring, wait until N replicas have the lock (not supported yet)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r

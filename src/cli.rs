@@ -314,7 +314,8 @@ pub struct LockOptions {
     #[arg(long, help_heading = KINDS)]
     pub fair: bool,
 
-    /// After acquiring, wait until N replicas have the lock (not supported yet).
+    /// The lock counts only once N replicas have it (WAIT, within
+    /// --connect-timeout); otherwise it is given back and rlock exits 69.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = KINDS)]
     pub min_replicas: u32,
 

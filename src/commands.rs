@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
-use crate::run::{hostname, inherited_tokens, lock_keys, refuse_unsupported};
+use crate::run::{hostname, inherited_tokens, lock_keys, refuse_conflicts};
 use crate::signals::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
@@ -20,7 +20,7 @@ use crate::wait::{self, Wanted};
 /// lasts --ttl unless renewed.
 pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    refuse_unsupported(&args.lock)?;
+    refuse_conflicts(&args.lock)?;
     if let Some(pid) = args.while_pid {
         // SAFETY: kill with signal 0 only checks that the process exists.
         if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0
@@ -53,7 +53,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         command: "(rlock acquire)".into(),
         held_for: Duration::ZERO,
     };
-    let wanted = Wanted::new(
+    let mut wanted = Wanted::new(
         &keys,
         &token,
         &inherited,
@@ -63,6 +63,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         // The lock must last its ttl from when this command returns.
         false,
     );
+    wanted.replica_timeout = global.connect_timeout;
     let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     shared.set(Phase::Finished);
     if let Some(pid) = args.while_pid {

@@ -26,7 +26,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     for name in &args.names {
         name::validate(name)?;
     }
-    refuse_unsupported(&args.lock)?;
+    refuse_conflicts(&args.lock)?;
     // The names as given (duplicates dropped) name things in messages and the
     // environment; they are acquired in sorted order.
     let mut names: Vec<&String> = Vec::new();
@@ -67,7 +67,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let inherited = inherited_tokens();
     let holder = holder_info(&args.command);
     let handoff = matches!(lease, Lease::Renewed(_));
-    let wanted = Wanted::new(
+    let mut wanted = Wanted::new(
         &locks,
         &token,
         &inherited,
@@ -76,6 +76,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         lease.ttl(),
         handoff,
     );
+    wanted.replica_timeout = global.connect_timeout;
     let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
         .iter()
@@ -259,13 +260,9 @@ fn child_env(
     ]
 }
 
-/// Options the contract lists that later work will implement: refuse them
-/// clearly instead of silently running with other semantics.
-pub(crate) fn refuse_unsupported(lock: &LockOptions) -> Result<()> {
-    let refuse = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
-    if lock.min_replicas > 0 {
-        return refuse("--min-replicas");
-    }
+/// Options that cannot go together: refuse them clearly instead of silently
+/// running with other semantics.
+pub(crate) fn refuse_conflicts(lock: &LockOptions) -> Result<()> {
     if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
         return Err(Error::usage(
             "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",

@@ -54,6 +54,10 @@ pub struct Wanted<'a> {
     /// the caller renews: a handed-over lease is counted from the request that
     /// registered us, so it can be shorter than `ttl`).
     pub handoff: bool,
+    /// Replicas that must confirm the holds (`--min-replicas`) before they count.
+    pub min_replicas: u32,
+    /// How long they may take (the caller sets the connect timeout).
+    pub replica_timeout: Duration,
 }
 
 impl<'a> Wanted<'a> {
@@ -81,7 +85,11 @@ impl<'a> Wanted<'a> {
             conflict_code: options.conflict_exit_code,
             kind: crate::run::kind(options),
             fair: options.fair,
-            handoff: handoff && locks.len() == 1,
+            // A handoff is written by the releasing client's connection, which
+            // this one's WAIT cannot vouch for.
+            handoff: handoff && locks.len() == 1 && options.min_replicas == 0,
+            min_replicas: options.min_replicas,
+            replica_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -210,6 +218,10 @@ pub fn acquire(
                 release_all(session, wanted, &holds);
                 return Err(interrupted(&wanted.locks[waiting_on], signal));
             }
+            if let Err(err) = confirm_replicas(session, wanted, &holds, backend.server()) {
+                release_all(session, wanted, &holds);
+                return Err(err);
+            }
             report::verbose(|| {
                 let fences: Vec<String> = wanted
                     .locks
@@ -307,6 +319,36 @@ pub fn acquire(
             }
         }
     }
+}
+
+/// `--min-replicas N`: the holds count only once N replicas have them (WAIT
+/// covers every write of this session). Fewer within the timeout means the
+/// replicas are missing or not keeping up: the server cannot give the
+/// durability asked for (exit 69), and the caller gives the holds back.
+fn confirm_replicas(
+    session: &mut dyn Session,
+    wanted: &Wanted<'_>,
+    holds: &[Hold],
+    server: &str,
+) -> Result<()> {
+    let n = wanted.min_replicas;
+    if n == 0 || holds.iter().all(|h| h.count > 1) {
+        return Ok(());
+    }
+    let keys = &wanted.locks[0];
+    let confirmed = session.confirm_replicas(keys, n, wanted.replica_timeout)?;
+    if confirmed >= n {
+        report::verbose(|| format!("{}: {confirmed} replicas have the lock", keys.name));
+        return Ok(());
+    }
+    Err(Error::Unavailable {
+        lock: Some(keys.name.clone()),
+        server: server.to_owned(),
+        cause: format!(
+            "only {confirmed} of {n} replicas confirmed the lock within {}; not acquired",
+            humantime::format_duration(wanted.replica_timeout)
+        ),
+    })
 }
 
 /// Gives back holds taken in a round that could not take every lock.

@@ -178,6 +178,9 @@ pub trait Session: Send {
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
     fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>>;
+    /// Waits (WAIT) until `replicas` replicas have every write this session
+    /// made, at most `limit`; returns how many confirmed.
+    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32>;
     /// Ends every hold of the lock, whoever owns it; returns how many there were.
     fn force_release(&mut self, keys: &LockKeys) -> Result<u64>;
     /// Reads the lock's state without changing it.

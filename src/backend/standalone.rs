@@ -402,6 +402,15 @@ impl Session for StandaloneSession {
         Ok(u64::try_from(left).ok())
     }
 
+    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
+        let ms = millis(limit);
+        // WAIT itself may take `limit`: allow for its reply on top.
+        let confirmed: i64 = self.call(keys, limit + self.timeout(), true, |con| {
+            redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
+        })?;
+        Ok(u32::try_from(confirmed).unwrap_or(0))
+    }
+
     fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");

@@ -30,7 +30,6 @@ fn options_not_yet_supported_are_refused_clearly() {
     for args in [
         &["--url", "redis://a,redis://b", "run", "x", "--", "true"][..],
         &["--url", "rediss://127.0.0.1:1", "run", "x", "--", "true"],
-        &["run", "--min-replicas", "1", "x", "--", "true"],
     ] {
         let out = output(bare().args(args));
         let err = assert_fails(&out, 2);

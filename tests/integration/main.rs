@@ -13,6 +13,7 @@
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
+//! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions and man page are up to date
 //! - `scripting`: acquire / renew / release, release --force
 //! - `status`: status and list
@@ -27,6 +28,7 @@ mod handoff;
 mod kinds;
 mod model;
 mod redisson;
+mod replicas;
 mod run;
 mod scripting;
 mod several;

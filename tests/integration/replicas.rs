@@ -1,0 +1,93 @@
+//! `--min-replicas N`: an acquisition counts only once WAIT confirms N
+//! replicas; otherwise it is given back and rlock exits 69.
+
+use std::time::{Duration, Instant};
+
+use crate::support::expect_within;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, assert_fails, code, output, rlock, sh, show};
+use crate::support::scratch::Scratch;
+
+/// A primary and one replica in sync with it.
+fn primary_and_replica() -> (RedisServer, RedisServer) {
+    let primary = RedisServer::start();
+    let port = primary.port.to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    expect_within(rlock::LIMIT, "the replica to sync", || {
+        let info: String = primary.cmd(&["INFO", "replication"]);
+        info.contains("connected_slaves:1") && info.contains("state=online")
+    });
+    (primary, replica)
+}
+
+#[test]
+fn an_acquisition_counts_once_the_replicas_have_it() {
+    let (primary, replica) = primary_and_replica();
+    let dir = Scratch::new();
+    let script = format!("echo $RLOCK_FENCE > {}", dir.file("fence"));
+    let out = output(
+        rlock(&primary.url())
+            .args(["run", "--min-replicas", "1", "durable", "--"])
+            .args(sh(&script)),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(dir.read("fence").trim(), "1");
+    // The replica saw the lock's writes (its fence counter is there).
+    expect_within(rlock::LIMIT, "the fence on the replica", || {
+        replica
+            .cmd::<Option<String>>(&["GET", "rlock:{durable}:fence"])
+            .is_some()
+    });
+}
+
+#[test]
+fn missing_replicas_mean_no_acquisition_and_exit_69() {
+    let (primary, replica) = primary_and_replica();
+    let dir = Scratch::new();
+    let ran = dir.file("ran");
+    // More replicas than there are.
+    let out = output(
+        rlock(&primary.url())
+            .args([
+                "--connect-timeout",
+                "300ms",
+                "run",
+                "--min-replicas",
+                "2",
+                "durable",
+                "--",
+            ])
+            .args(sh(&format!("touch {ran}"))),
+    );
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("only 1 of 2 replicas"), "{err}");
+    // A replica that stopped answering.
+    replica.freeze();
+    let start = Instant::now();
+    let out = output(
+        rlock(&primary.url())
+            .args([
+                "--connect-timeout",
+                "300ms",
+                "run",
+                "--min-replicas",
+                "1",
+                "durable",
+                "--",
+            ])
+            .args(sh(&format!("touch {ran}"))),
+    );
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("only 0 of 1 replicas"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "bounded by the timeout"
+    );
+    replica.thaw();
+    assert!(!std::path::Path::new(&ran).exists(), "COMMAND never ran");
+    assert_eq!(
+        primary.lock_keys("durable"),
+        Vec::<String>::new(),
+        "given back"
+    );
+}
