@@ -127,6 +127,13 @@ impl StandaloneSession {
         if !matches!(err.kind(), ErrorKind::Server(_)) {
             self.con = None;
         }
+        if let Some(cause) = acl_denial(&err, keys) {
+            return Error::Unavailable {
+                lock: Some(keys.name.clone()),
+                server: self.spec.display.clone(),
+                cause,
+            };
+        }
         self.unavailable(&err, limit).for_lock(&keys.name)
     }
 
@@ -157,8 +164,10 @@ impl StandaloneSession {
                     .arg(keys.wake_list(token))
                     .get_packed_command();
                 con.send_packed_command(&cmd)?;
-                con.recv_response()?;
-                con.recv_response()?;
+                // One confirmation per channel, or one error (an ACL refusal)
+                // for the whole command.
+                con.recv_response()?.extract_error()?;
+                con.recv_response()?.extract_error()?;
                 Ok(con)
             });
         match opened {
@@ -166,7 +175,14 @@ impl StandaloneSession {
                 self.sub = Some((keys.name.clone(), con));
                 Ok(())
             }
-            Err(err) => Err(self.unavailable(&err, limit).for_lock(&keys.name)),
+            Err(err) => Err(match acl_denial(&err, keys) {
+                Some(cause) => Error::Unavailable {
+                    lock: Some(keys.name.clone()),
+                    server: self.spec.display.clone(),
+                    cause,
+                },
+                None => self.unavailable(&err, limit).for_lock(&keys.name),
+            }),
         }
     }
 
@@ -532,6 +548,51 @@ fn millis(d: Duration) -> u64 {
 
 /// A cause without secrets: redis-rs errors never carry the password, but we
 /// still word the common ones ourselves.
+/// Commands rlock's scripts run (an ACL user needs each of them).
+const SCRIPT_COMMANDS: &str = "TIME TYPE GET INCR EXISTS DEL LLEN PTTL RPUSH PEXPIRE PUBLISH \
+     HGET HSET HDEL HKEYS HEXISTS HINCRBY ZADD ZREM ZSCORE ZRANGE ZRANGEBYSCORE ZCOUNT";
+
+/// What an ACL refusal (NOPERM, or a command refused inside a script) means
+/// for this lock, naming what the user lacks; None for other errors.
+fn acl_denial(err: &RedisError, keys: &LockKeys) -> Option<String> {
+    let detail = err.detail().unwrap_or_default();
+    let acl = "(see \"ACL users\" in the README)";
+    if err.code() == Some("NOPERM") {
+        if let Some(command) = detail
+            .split('\'')
+            .nth(1)
+            .filter(|_| detail.contains("to run"))
+        {
+            return Some(format!(
+                "the Redis user may not run {} {acl}",
+                command.to_uppercase()
+            ));
+        }
+        if detail.contains("keys") {
+            let pattern = match &keys.redisson {
+                Some(channel) => format!("~{} and ~{channel}", keys.lock),
+                None => format!("~{}*", keys.lock.split('{').next().unwrap_or_default()),
+            };
+            return Some(format!(
+                "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
+            ));
+        }
+        if detail.contains("channels") {
+            return Some(format!(
+                "the Redis user may not use this lock's pub/sub channels: it needs \
+                 &redisson_lock__channel:* and &{{*}}:rlock-int:* {acl}"
+            ));
+        }
+    }
+    if detail.contains("can't run this command") {
+        return Some(format!(
+            "the Redis user may not run one of the commands rlock's scripts use \
+             ({SCRIPT_COMMANDS}) {acl}"
+        ));
+    }
+    None
+}
+
 fn describe(err: &RedisError, limit: Duration) -> String {
     let limit = Duration::from_millis(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
     if matches!(err.kind(), ErrorKind::AuthenticationFailed)

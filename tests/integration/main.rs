@@ -7,6 +7,7 @@
 //! - `chaos`: contending runs under a loop of injected faults
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
+//! - `acl`: ACL users: the documented rules, and what a user lacking one sees
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `sweep`: the table of every bad input: status, one line, a bound, no write
 //! - `several`: several NAMEs in one run (all or none)
@@ -20,6 +21,7 @@
 
 mod support;
 
+mod acl;
 mod bad_input;
 mod chaos;
 mod faults;
