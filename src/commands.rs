@@ -20,7 +20,7 @@ use crate::wait::{self, Wanted};
 /// lasts --ttl unless renewed.
 pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    refuse_conflicts(&args.lock)?;
+    refuse_conflicts(global, &args.lock)?;
     if let Some(pid) = args.while_pid {
         // SAFETY: kill with signal 0 only checks that the process exists.
         if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0

@@ -2,21 +2,30 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, Standalone};
+use crate::backend::{Backend, Redlock, Standalone};
 use crate::cli::Global;
 use crate::error::{Error, Result};
 use crate::server;
 
-/// The backend for `--url` / `RLOCK_URL` / `REDIS_URL`, with `--prefix` checked.
+/// The backend for `--url` / `RLOCK_URL` / `REDIS_URL`, with `--prefix` checked:
+/// one server, or a Redlock quorum over several.
 pub fn backend(global: &Global) -> Result<Arc<dyn Backend>> {
     crate::name::validate_prefix(&global.prefix)?;
     let urls = server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
-    if urls.len() > 1 {
+    let auth = std::env::var("REDISCLI_AUTH").ok();
+    let mut specs = urls
+        .iter()
+        .map(|url| server::parse_url(url, auth.as_deref(), global.connect_timeout))
+        .collect::<Result<Vec<_>>>()?;
+    if specs.len() == 1 {
+        return Ok(Arc::new(Standalone::new(specs.remove(0))?));
+    }
+    let mut seen: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
+    seen.sort();
+    if seen.windows(2).any(|w| w[0] == w[1]) {
         return Err(Error::usage(
-            "several --url (Redlock quorum) are not supported yet",
+            "several --url name the same server: a Redlock quorum needs independent servers",
         ));
     }
-    let auth = std::env::var("REDISCLI_AUTH").ok();
-    let spec = server::parse_url(&urls[0], auth.as_deref(), global.connect_timeout)?;
-    Ok(Arc::new(Standalone::new(spec)?))
+    Ok(Arc::new(Redlock::new(specs)?))
 }

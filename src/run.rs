@@ -26,7 +26,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     for name in &args.names {
         name::validate(name)?;
     }
-    refuse_conflicts(&args.lock)?;
+    refuse_conflicts(global, &args.lock)?;
     // The names as given (duplicates dropped) name things in messages and the
     // environment; they are acquired in sorted order.
     let mut names: Vec<&String> = Vec::new();
@@ -262,7 +262,12 @@ fn child_env(
 
 /// Options that cannot go together: refuse them clearly instead of silently
 /// running with other semantics.
-pub(crate) fn refuse_conflicts(lock: &LockOptions) -> Result<()> {
+pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()> {
+    if lock.redisson && global.urls.len() > 1 {
+        return Err(Error::usage(
+            "--redisson locks one server as Redisson does; it cannot be combined with several --url",
+        ));
+    }
     if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
         return Err(Error::usage(
             "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",

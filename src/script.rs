@@ -35,3 +35,7 @@ pub static REDISSON_RENEW: LazyLock<Script> =
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
 pub static REDISSON_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/redisson_release.lua")));
+
+/// Redlock: lift one server's fencing counter to the quorum's largest fence.
+pub static RAISE_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/raise_fence.lua")));

@@ -5,10 +5,12 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
+mod redlock;
 mod standalone;
 
 use std::time::Duration;
 
+pub use redlock::Redlock;
 pub use standalone::Standalone;
 
 use crate::error::Result;
@@ -181,6 +183,9 @@ pub trait Session: Send {
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
     fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32>;
+    /// Lifts the lock's fencing counter to at least `fence` (Redlock keeps the
+    /// servers' counters in step this way).
+    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()>;
     /// Ends every hold of the lock, whoever owns it; returns how many there were.
     fn force_release(&mut self, keys: &LockKeys) -> Result<u64>;
     /// Reads the lock's state without changing it.

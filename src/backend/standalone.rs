@@ -427,6 +427,16 @@ impl Session for StandaloneSession {
         Ok(u32::try_from(confirmed).unwrap_or(0))
     }
 
+    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()> {
+        self.call(keys, self.timeout(), true, |con| {
+            script::RAISE_FENCE
+                .key(&keys.fence)
+                .arg(fence.0)
+                .invoke::<i64>(con)
+                .map(drop)
+        })
+    }
+
     fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");

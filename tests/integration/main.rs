@@ -13,6 +13,7 @@
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
+//! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions and man page are up to date
@@ -30,6 +31,7 @@ mod handoff;
 mod kinds;
 mod model;
 mod redisson;
+mod redlock;
 mod replicas;
 mod run;
 mod scripting;

@@ -1,0 +1,380 @@
+//! Redlock: one lock across N independent Redis masters (several `--url`).
+//!
+//! A hold counts when a quorum (⌊N/2⌋+1) of the servers granted it, each
+//! through the same scripts as a single server, and enough of the lease is left
+//! after asking them all (ttl − elapsed − drift). Otherwise the holds taken are
+//! given back at once, and the caller waits: for a wake-up from a server where
+//! the lock was taken, or, when nobody holds a quorum (a split between
+//! contenders), a random short delay so that contenders fall out of step.
+//! Renewals count when a quorum confirms them; the watchdog stops COMMAND when
+//! none did before the lease could end. Each server has its own fencing
+//! counter: after taking a quorum, rlock lifts the counters of that quorum to
+//! their largest value, and any later quorum shares a server with it, so fences
+//! keep increasing as long as no server loses its data.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{
+    AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
+};
+use crate::error::{Error, Result};
+use crate::name::LockKeys;
+use crate::server::ServerSpec;
+use crate::token::{Fence, Token};
+
+/// The longest any one server may take to answer: far below any useful ttl,
+/// so a stalled server cannot eat the lease of a quorum of live ones.
+const PER_SERVER: Duration = Duration::from_millis(500);
+
+/// A lock on a quorum of independent servers.
+pub struct Redlock {
+    servers: Vec<Arc<Standalone>>,
+    display: String,
+}
+
+impl Redlock {
+    /// A backend over `specs` (two or more); does not connect yet.
+    pub fn new(specs: Vec<ServerSpec>) -> Result<Self> {
+        let display = specs
+            .iter()
+            .map(|s| s.display.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let servers = specs
+            .into_iter()
+            .map(|mut spec| {
+                spec.timeout = spec.timeout.min(PER_SERVER);
+                Standalone::new(spec).map(Arc::new)
+            })
+            .collect::<Result<_>>()?;
+        Ok(Redlock { servers, display })
+    }
+}
+
+fn quorum(n: usize) -> usize {
+    n / 2 + 1
+}
+
+impl Backend for Redlock {
+    fn server(&self) -> &str {
+        &self.display
+    }
+
+    fn connect(&self) -> Result<Box<dyn Session>> {
+        let mut sessions = Vec::with_capacity(self.servers.len());
+        let mut failures = Vec::new();
+        for server in &self.servers {
+            match server.connect() {
+                Ok(session) => sessions.push(Some(session)),
+                Err(err) => {
+                    failures.push(err);
+                    sessions.push(None);
+                }
+            }
+        }
+        let session = RedlockSession {
+            servers: self.servers.clone(),
+            display: self.display.clone(),
+            sessions,
+            waiting_on: None,
+        };
+        let answered = session.sessions.iter().flatten().count();
+        if answered < quorum(self.servers.len()) {
+            return Err(session.no_quorum(None, answered, &failures));
+        }
+        Ok(Box::new(session))
+    }
+}
+
+struct RedlockSession {
+    servers: Vec<Arc<Standalone>>,
+    display: String,
+    /// One session per server; None until (re)connected.
+    sessions: Vec<Option<Box<dyn Session>>>,
+    /// The server whose wake-up list the next block waits on: one where the
+    /// lock was found taken (and where this waiter is registered).
+    waiting_on: Option<usize>,
+}
+
+impl RedlockSession {
+    fn quorum(&self) -> usize {
+        quorum(self.servers.len())
+    }
+
+    /// Runs `op` on every server, reconnecting to those without a session.
+    fn each<T>(&mut self, mut op: impl FnMut(&mut dyn Session) -> Result<T>) -> Vec<Result<T>> {
+        let mut results = Vec::with_capacity(self.servers.len());
+        for (server, slot) in self.servers.iter().zip(self.sessions.iter_mut()) {
+            if slot.is_none() {
+                *slot = server.connect().ok();
+            }
+            let result = match slot {
+                Some(session) => op(session.as_mut()),
+                None => Err(Error::Unavailable {
+                    lock: None,
+                    server: server.server().to_owned(),
+                    cause: "not reachable".into(),
+                }),
+            };
+            if matches!(result, Err(Error::Unavailable { .. })) {
+                *slot = None;
+            }
+            results.push(result);
+        }
+        results
+    }
+
+    fn no_quorum(&self, lock: Option<&str>, answered: usize, failures: &[Error]) -> Error {
+        let first = failures
+            .first()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        Error::Unavailable {
+            lock: lock.map(str::to_owned),
+            server: self.display.clone(),
+            cause: format!(
+                "no quorum: {answered} of {} servers answered, {} needed{first}",
+                self.servers.len(),
+                self.quorum()
+            ),
+        }
+    }
+}
+
+/// A short random pause, so contenders that split the servers between them
+/// do not retry in step.
+fn retry_delay() -> Duration {
+    let mut byte = [0u8; 2];
+    // SAFETY: getrandom writes at most the buffer's length.
+    unsafe { libc::getrandom(byte.as_mut_ptr().cast(), byte.len(), 0) };
+    Duration::from_millis(10 + u64::from(u16::from_ne_bytes(byte)) % 90)
+}
+
+impl Session for RedlockSession {
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+        let start = Instant::now();
+        // A handoff on one server is no hold on a quorum: every server is asked.
+        let single = AcquireRequest {
+            keys: req.keys,
+            token: req.token,
+            inherited: req.inherited,
+            ttl: req.ttl,
+            holder: req.holder,
+            register: req.register,
+            kind: req.kind,
+            fair: req.fair,
+            grant: false,
+        };
+        let results = self.each(|s| s.acquire(&single));
+        let mut holds: Vec<(usize, Hold)> = Vec::new();
+        let mut taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)> = Vec::new();
+        let mut incompatible = None;
+        let mut failures = Vec::new();
+        for (i, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
+                Ok(Attempt::Taken { pttl, holder }) => taken.push((i, pttl, holder)),
+                Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
+                Err(Error::ForeignKey { lock, cause }) => {
+                    return Err(Error::ForeignKey { lock, cause });
+                }
+                Err(err) => failures.push(err),
+            }
+        }
+        let margin = crate::watchdog::drift(req.ttl);
+        let valid = start.elapsed() + margin < req.ttl;
+        if holds.len() >= self.quorum() && valid && incompatible.is_none() {
+            let fence = holds.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
+            let count = holds.iter().map(|(_, h)| h.count).min().unwrap_or(1);
+            let token = holds[0].1.token.clone();
+            for &(i, _) in &holds {
+                if let Some(session) = self.sessions[i].as_mut() {
+                    // Best effort: a server that misses it only weakens the
+                    // ordering of fences if it also ends up in the next quorum.
+                    let _ = session.raise_fence(req.keys, Fence(fence));
+                }
+            }
+            // Where the lock was taken, this attempt queued us: leave.
+            for &(i, _, _) in &taken {
+                if let Some(session) = self.sessions[i].as_mut() {
+                    let _ = session.leave(req.keys, req.token);
+                }
+            }
+            self.waiting_on = None;
+            return Ok(Attempt::Acquired(Hold {
+                token,
+                fence: Fence(fence),
+                count,
+            }));
+        }
+        for (i, hold) in &holds {
+            if let Some(session) = self.sessions[*i].as_mut() {
+                let _ = session.release(req.keys, &hold.token);
+            }
+        }
+        if let Some(held) = incompatible {
+            return Ok(Attempt::Incompatible { held });
+        }
+        let answered = holds.len() + taken.len();
+        if answered < self.quorum() {
+            return Err(self.no_quorum(Some(&req.keys.name), answered, &failures));
+        }
+        self.waiting_on = taken.first().map(|(i, _, _)| *i);
+        let holder = taken.iter().find_map(|(_, _, h)| h.clone());
+        // Held on a quorum: wait for its release (or lease). Split between
+        // contenders, or too slow to be valid: try again soon, out of step.
+        let pttl = if taken.len() >= self.quorum() {
+            taken.iter().filter_map(|(_, p, _)| *p).min()
+        } else {
+            Some(retry_delay())
+        };
+        Ok(Attempt::Taken { pttl, holder })
+    }
+
+    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+        let session = self
+            .waiting_on
+            .and_then(|i| self.sessions.get_mut(i))
+            .and_then(|s| s.as_mut());
+        match session {
+            Some(session) => match session.block(keys, token, timeout) {
+                Ok(wake) => Ok(wake),
+                // That server failed: the next attempt asks them all again.
+                Err(_) => {
+                    std::thread::sleep(timeout.min(retry_delay()));
+                    Ok(Wake::TimedOut)
+                }
+            },
+            None => {
+                std::thread::sleep(timeout);
+                Ok(Wake::TimedOut)
+            }
+        }
+    }
+
+    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        let results = self.each(|s| s.interrupt(keys, token));
+        let mut first_err = None;
+        for result in results {
+            match result {
+                Ok(()) => return Ok(()),
+                Err(err) => first_err = first_err.or(Some(err)),
+            }
+        }
+        Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&keys.name), 0, &[])))
+    }
+
+    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        let _ = self.each(|s| s.leave(keys, token));
+        self.waiting_on = None;
+        Ok(())
+    }
+
+    fn renew(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        let deadline = Instant::now() + limit;
+        let results = self.each(|s| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            s.renew(keys, token, ttl, left.max(Duration::from_millis(1)))
+        });
+        let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
+        if confirmed >= self.quorum() {
+            return Ok(true);
+        }
+        // No quorum can confirm any more: the lock is no longer ours.
+        if refused > self.servers.len() - self.quorum() {
+            return Ok(false);
+        }
+        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
+        Err(self.no_quorum(Some(&keys.name), confirmed, &failures))
+    }
+
+    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
+        let results = self.each(|s| s.release(keys, token));
+        let mut left: Option<u64> = None;
+        let mut answered = 0;
+        let mut failures = Vec::new();
+        for result in results {
+            match result {
+                Ok(Some(n)) => {
+                    answered += 1;
+                    left = Some(left.map_or(n, |l| l.min(n)));
+                }
+                Ok(None) => answered += 1,
+                Err(err) => failures.push(err),
+            }
+        }
+        if left.is_none() && answered == 0 {
+            return Err(self.no_quorum(Some(&keys.name), 0, &failures));
+        }
+        Ok(left)
+    }
+
+    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
+        let results = self.each(|s| s.confirm_replicas(keys, replicas, limit));
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or(0))
+            .min()
+            .unwrap_or(0))
+    }
+
+    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()> {
+        let _ = self.each(|s| s.raise_fence(keys, fence));
+        Ok(())
+    }
+
+    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+        let results = self.each(|s| s.force_release(keys));
+        let mut removed = None;
+        let mut failures = Vec::new();
+        for result in results {
+            match result {
+                Ok(n) => removed = Some(removed.unwrap_or(0).max(n)),
+                Err(err) => failures.push(err),
+            }
+        }
+        removed.ok_or_else(|| self.no_quorum(Some(&keys.name), 0, &failures))
+    }
+
+    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+        // The view of the first server that answers; a hold counts only on a
+        // quorum, so its holders are on most servers.
+        let mut failures = Vec::new();
+        for result in self.each(|s| s.status(keys)) {
+            match result {
+                Ok(status) => return Ok(status),
+                Err(err) => failures.push(err),
+            }
+        }
+        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+    }
+
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut failures = Vec::new();
+        let mut answered = 0;
+        for result in self.each(|s| s.list(prefix, pattern)) {
+            match result {
+                Ok(found) => {
+                    answered += 1;
+                    names.extend(found);
+                }
+                Err(err) => failures.push(err),
+            }
+        }
+        if answered == 0 {
+            return Err(self.no_quorum(None, 0, &failures));
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+}
