@@ -60,7 +60,8 @@ fn missing_replicas_mean_no_acquisition_and_exit_69() {
             .args(sh(&format!("touch {ran}"))),
     );
     let err = assert_fails(&out, 69);
-    assert!(err.contains("only 1 of 2 replicas"), "{err}");
+    // (1 of 2, or 0 when the one replica was slow to acknowledge.)
+    assert!(err.contains("of 2 replicas confirmed the lock"), "{err}");
     // A replica that stopped answering.
     replica.freeze();
     let start = Instant::now();
