@@ -43,9 +43,10 @@ pub struct Cli {
 pub struct Global {
     /// Redis server URL: redis://[user:password@]host[:port][/db].
     ///
-    /// Without it, RLOCK_URL (comma-separated) is used, then REDIS_URL, then
-    /// redis://127.0.0.1:6379. The password may also come from REDISCLI_AUTH;
-    /// it is never printed.
+    /// Repeat it (or separate URLs with commas) for a Redlock quorum over
+    /// independent servers. Without it, RLOCK_URL (comma-separated) is used,
+    /// then REDIS_URL, then redis://127.0.0.1:6379. The password may also come
+    /// from REDISCLI_AUTH; it is never printed.
     #[arg(short = 'u', long = "url", value_name = "URL", env = "RLOCK_URL", value_delimiter = ',',
           global = true, hide_env_values = true, help_heading = CONNECTION)]
     pub urls: Vec<String>,
