@@ -56,15 +56,16 @@ pub struct Global {
           help_heading = CONNECTION)]
     pub prefix: String,
 
-    /// TLS: CA certificate file to trust (for rediss://, not supported yet).
+    /// TLS: CA certificate file (PEM) to trust for rediss://, instead of the
+    /// system's trust store.
     #[arg(long, value_name = "FILE", env = "RLOCK_CACERT", global = true, help_heading = CONNECTION)]
     pub cacert: Option<std::path::PathBuf>,
 
-    /// TLS: client certificate file (for rediss://, not supported yet).
+    /// TLS: client certificate file (PEM) for rediss://, with --key.
     #[arg(long, value_name = "FILE", env = "RLOCK_CERT", global = true, help_heading = CONNECTION)]
     pub cert: Option<std::path::PathBuf>,
 
-    /// TLS: client private key file (for rediss://, not supported yet).
+    /// TLS: client private key file (PEM) for rediss://, with --cert.
     #[arg(long, value_name = "FILE", env = "RLOCK_KEY", global = true, help_heading = CONNECTION)]
     pub key: Option<std::path::PathBuf>,
 

@@ -13,9 +13,17 @@ pub fn backend(global: &Global) -> Result<Arc<dyn Backend>> {
     crate::name::validate_prefix(&global.prefix)?;
     let urls = server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
     let auth = std::env::var("REDISCLI_AUTH").ok();
+    let tls = server::TlsFiles {
+        cacert: global.cacert.as_deref(),
+        cert: global.cert.as_deref(),
+        key: global.key.as_deref(),
+    };
     let mut specs = urls
         .iter()
-        .map(|url| server::parse_url(url, auth.as_deref(), global.connect_timeout))
+        .map(|url| {
+            server::parse_url(url, auth.as_deref(), global.connect_timeout)
+                .and_then(|spec| spec.with_tls(&tls))
+        })
         .collect::<Result<Vec<_>>>()?;
     if specs.len() == 1 {
         return Ok(Arc::new(Standalone::new(specs.remove(0))?));

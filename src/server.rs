@@ -4,6 +4,7 @@
 //! Nothing here ever formats a URL into a message: servers are shown as
 //! `host:port` (or the socket path), so a password cannot leak.
 
+use std::path::Path;
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
@@ -22,6 +23,53 @@ pub struct ServerSpec {
     pub display: String,
     /// Bound on each connection attempt and each reply.
     pub timeout: Duration,
+    /// Trust and client certificate for `rediss://` (`--cacert`, `--cert`,
+    /// `--key`); None: the system's trust store, no client certificate.
+    pub tls: Option<redis::TlsCertificates>,
+}
+
+/// `--cacert`, `--cert`, `--key` as given.
+pub struct TlsFiles<'a> {
+    pub cacert: Option<&'a Path>,
+    pub cert: Option<&'a Path>,
+    pub key: Option<&'a Path>,
+}
+
+impl ServerSpec {
+    /// Whether this is a TLS connection (`rediss://`).
+    pub fn is_tls(&self) -> bool {
+        matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
+    }
+
+    /// For a `rediss://` server, loads the files given (PEM). A plain server
+    /// ignores them, so RLOCK_CACERT can be set for all of a host's jobs.
+    pub fn with_tls(mut self, files: &TlsFiles<'_>) -> Result<Self> {
+        if !self.is_tls() {
+            return Ok(self);
+        }
+        // rustls needs its crypto provider chosen once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let read = |option: &str, path: &Path| {
+            std::fs::read(path)
+                .map_err(|e| Error::usage(format!("cannot read {option} {}: {e}", path.display())))
+        };
+        let client_tls = match (files.cert, files.key) {
+            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+                client_cert: read("--cert", cert)?,
+                client_key: read("--key", key)?,
+            }),
+            (None, None) => None,
+            _ => return Err(Error::usage("--cert and --key go together")),
+        };
+        let root_cert = files.cacert.map(|f| read("--cacert", f)).transpose()?;
+        if client_tls.is_some() || root_cert.is_some() {
+            self.tls = Some(redis::TlsCertificates {
+                client_tls,
+                root_cert,
+            });
+        }
+        Ok(self)
+    }
 }
 
 /// Parses one URL. `auth` is `REDISCLI_AUTH`, used when the URL has no password.
@@ -32,8 +80,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         .to_ascii_lowercase();
     let unsupported = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
     match scheme.as_str() {
-        "redis" | "unix" | "redis+unix" => {}
-        "rediss" => return unsupported("TLS (rediss://)"),
+        "redis" | "unix" | "redis+unix" | "rediss" => {}
         "redis+sentinel" | "rediss+sentinel" => return unsupported("Sentinel (redis+sentinel://)"),
         "redis+cluster" | "rediss+cluster" => {
             return unsupported("Redis Cluster (redis+cluster://)")
@@ -73,6 +120,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         info,
         display,
         timeout,
+        tls: None,
     })
 }
 

@@ -23,9 +23,17 @@ pub struct Standalone {
 impl Standalone {
     /// A backend for `spec`; does not connect yet.
     pub fn new(spec: ServerSpec) -> Result<Self> {
-        let client = Client::open(spec.info.clone()).map_err(|_| {
-            Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
-        })?;
+        let client = match &spec.tls {
+            Some(certs) => Client::build_with_tls(spec.info.clone(), certs.clone()).map_err(|e| {
+                Error::usage(format!(
+                    "cannot use the TLS certificates given: {}",
+                    e.detail().unwrap_or("not valid PEM")
+                ))
+            }),
+            None => Client::open(spec.info.clone()).map_err(|_| {
+                Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
+            }),
+        }?;
         Ok(Standalone { client, spec })
     }
 }

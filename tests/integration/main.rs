@@ -19,6 +19,7 @@
 //! - `generated`: completions and man page are up to date
 //! - `scripting`: acquire / renew / release, release --force
 //! - `status`: status and list
+//! - `tls`: rediss:// with certificates made by the test
 
 mod support;
 
@@ -39,3 +40,4 @@ mod several;
 mod signals;
 mod status;
 mod sweep;
+mod tls;
