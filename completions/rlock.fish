@@ -26,9 +26,9 @@ end
 
 complete -c rlock -n "__fish_rlock_needs_command" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_needs_command" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
@@ -51,9 +51,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed leas
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
@@ -71,9 +71,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
@@ -87,9 +87,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -l token -d 'The owne
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l ttl -d 'New lease length, from now' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
@@ -99,9 +99,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -s V -l version -d 'P
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The owner token `rlock acquire` printed: releases only that hold' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l force -d 'Remove every holder\'s hold, whatever holds the lock (operator break-glass)'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
@@ -111,9 +111,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -s h -l help -d 'Pr
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand status" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l json -d 'One JSON object per lock, one per line'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
@@ -122,9 +122,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -s h -l help -d 'Pri
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l json -d 'A JSON array of status objects'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
@@ -133,9 +133,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -s h -l help -d 'Print
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file to trust (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (for rediss://, not supported yet)' -r -F
-complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (for rediss://, not supported yet)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'

@@ -139,8 +139,8 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
     }
 }
 
-/// Whether COMMAND exits before `until` (false as well when the kernel has no
-/// pidfd to wait with). Leaves it unreaped, for [`wait`].
+/// Whether COMMAND exits before `until`, as seen in time (false as well when
+/// the kernel has no pidfd to wait with). Leaves it unreaped, for [`wait`].
 pub fn exits_before(child: &Running, until: Instant) -> bool {
     // SAFETY: pidfd_open has no memory-safety preconditions.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
@@ -157,7 +157,9 @@ pub fn exits_before(child: &Running, until: Instant) -> bool {
         };
         // SAFETY: one valid pollfd.
         match unsafe { libc::poll(&mut poll, 1, ms) } {
-            n if n > 0 => break true,
+            // Seen only after the first renewal was due (rlock itself was
+            // stopped): let the watchdog judge the lease.
+            n if n > 0 => break Instant::now() <= until,
             0 if left.is_zero() => break false,
             0 => {}
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}

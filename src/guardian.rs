@@ -2,7 +2,7 @@
 //!
 //! `PR_SET_PDEATHSIG` kills only COMMAND itself when rlock is SIGKILLed; what
 //! COMMAND started (a shell's children, a pipeline) would run on without the
-//! lock. The guardian is a tiny child process of rlock that blocks reading a pipe
+//! lock. The guardian is a tiny forked child of rlock that blocks reading a pipe
 //! whose only writer is rlock: when rlock dies the kernel closes that end, the
 //! read returns end-of-file, and the guardian SIGKILLs COMMAND's group. When rlock
 //! ends normally it writes a byte first, and the guardian exits without killing.
@@ -18,8 +18,12 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    /// Starts the guardian. Call from the main thread, before spawning COMMAND
-    /// and before any signal handler is installed.
+    /// Forks the guardian. Call from the main thread before spawning COMMAND,
+    /// and before any other thread exists: a single-threaded fork is cheaper.
+    ///
+    /// A fork, not a clone sharing rlock's memory: the kernel's OOM killer (and,
+    /// before Linux 5.16, a core dump) takes every process sharing the memory
+    /// of the one it kills, and the guardian must outlive exactly that.
     pub fn start() -> io::Result<Self> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for the two descriptors pipe2 writes.
@@ -27,17 +31,22 @@ impl Guardian {
             return Err(io::Error::last_os_error());
         }
         let (reader, writer) = (fds[0], fds[1]);
-        let pid = match clone_guard(reader, writer) {
-            Ok(pid) => pid,
-            Err(err) => {
-                // SAFETY: both fds are ours.
-                unsafe {
-                    libc::close(reader);
-                    libc::close(writer);
-                }
-                return Err(err);
+        // SAFETY: the child runs only async-signal-safe calls (close, setpgid,
+        // sigprocmask, read, killpg, _exit) and never returns from this function.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: both fds are ours.
+            unsafe {
+                libc::close(reader);
+                libc::close(writer);
             }
-        };
+            return Err(err);
+        }
+        if pid == 0 {
+            // SAFETY: see above; the guardian ends with _exit.
+            unsafe { guard(reader, writer) }
+        }
         // SAFETY: the parent keeps only the write end.
         unsafe { libc::close(reader) };
         Ok(Guardian { pid, writer })
@@ -91,49 +100,7 @@ impl Drop for Guardian {
     }
 }
 
-/// The guardian's stack. It shares rlock's memory, so the stack is a mapping
-/// of its own that is never unmapped (the guardian may outlive rlock).
-const STACK: usize = 64 * 1024;
-
-/// Starts the guardian as a process that shares rlock's memory instead of a
-/// copy of it (`fork` would copy rlock's page tables, and every page rlock
-/// then writes). It touches nothing of rlock's but the two descriptors it is
-/// given; its system calls fail (and write errno) only once rlock is gone.
-fn clone_guard(reader: libc::c_int, writer: libc::c_int) -> io::Result<libc::pid_t> {
-    let stack = crate::spawn::Stack::new(STACK)?;
-    // SAFETY: all signals are blocked in this thread across the clone (and stay
-    // blocked in the guardian), so no handler of rlock's ever runs on the
-    // guardian's stack; the guardian gets only the two descriptors.
-    let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let fds = ((reader as u32 as usize) << 32 | writer as u32 as usize) as *mut libc::c_void;
-        let pid = libc::clone(
-            guardian_main,
-            stack.top(),
-            libc::CLONE_VM | libc::SIGCHLD,
-            fds,
-        );
-        let err = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(err);
-        }
-        pid
-    };
-    stack.keep();
-    Ok(pid)
-}
-
-extern "C" fn guardian_main(fds: *mut libc::c_void) -> libc::c_int {
-    let fds = fds as usize;
-    // SAFETY: see clone_guard; guard ends with _exit.
-    unsafe { guard((fds >> 32) as libc::c_int, fds as u32 as libc::c_int) }
-}
-
-/// The guardian's whole life.
+/// The guardian's whole life, in the forked child.
 unsafe fn guard(reader: libc::c_int, writer: libc::c_int) -> ! {
     libc::close(writer);
     // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
@@ -142,10 +109,12 @@ unsafe fn guard(reader: libc::c_int, writer: libc::c_int) -> ! {
         libc::syscall(libc::SYS_close_range, 0u32, (reader - 1) as u32, 0u32);
     }
     libc::syscall(libc::SYS_close_range, (reader + 1) as u32, u32::MAX, 0u32);
-    // Out of rlock's process group, and deaf to every signal (blocked since
-    // the clone): a Ctrl-C or a `kill -TERM -PGID` aimed at rlock must not take
-    // the guardian down with it.
+    // Out of rlock's process group and deaf to its signals: a Ctrl-C or a
+    // `kill -TERM -PGID` aimed at rlock must not take the guardian down with it.
     libc::setpgid(0, 0);
+    let mut all: libc::sigset_t = std::mem::zeroed();
+    libc::sigfillset(&mut all);
+    libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
     let mut pgid_bytes = [0u8; 4];
     if read_full(reader, &mut pgid_bytes) < 4 {
         libc::_exit(0);

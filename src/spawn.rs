@@ -177,14 +177,14 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
 /// A stack for a child started with `clone`: an anonymous mapping whose lowest
 /// page is inaccessible, so an overflow faults instead of writing into rlock's
 /// memory.
-pub(crate) struct Stack {
+struct Stack {
     base: *mut libc::c_void,
     len: usize,
 }
 
 impl Stack {
     /// `size` usable bytes above a guard page.
-    pub(crate) fn new(size: usize) -> io::Result<Stack> {
+    fn new(size: usize) -> io::Result<Stack> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = size + page;
@@ -211,14 +211,8 @@ impl Stack {
     }
 
     /// Where the stack starts (it grows down), 16-byte aligned.
-    pub(crate) fn top(&self) -> *mut libc::c_void {
+    fn top(&self) -> *mut libc::c_void {
         ((self.base as usize + self.len) & !15) as *mut libc::c_void
-    }
-
-    /// Keeps the mapping for good: for a child that may outlive this process's
-    /// use of it (the guardian).
-    pub(crate) fn keep(self) {
-        std::mem::forget(self);
     }
 }
 

@@ -300,14 +300,29 @@ pub fn acquire(
                         start.elapsed().as_secs_f64() * 1000.0
                     )
                 });
+                // Handed over no earlier than this round's request, which
+                // registered us (the lease ends when that registration would).
+                let mut acquired_at = round;
+                if round.elapsed() >= wanted.ttl / 3 {
+                    // Read late (a long block, a stall): renew before COMMAND
+                    // starts rather than start it on a lease nearly gone.
+                    let sent = Instant::now();
+                    match session.renew(keys, wanted.token, wanted.ttl, wanted.ttl / 3) {
+                        Ok(true) => acquired_at = sent,
+                        // It lapsed before we read it: queue again.
+                        Ok(false) => continue,
+                        Err(err) => {
+                            let _ = session.leave(keys, wanted.token);
+                            return Err(fail(session, &mut registered, err));
+                        }
+                    }
+                }
                 let hold = Hold {
                     token: wanted.token.clone(),
                     fence,
                     count: 1,
                 };
-                // Handed over no earlier than this round's request, which
-                // registered us (the lease ends when that registration would).
-                return Ok((vec![hold], round));
+                return Ok((vec![hold], acquired_at));
             }
             // Whatever else woke us (a wake-up, a lapsed lease, an interrupt),
             // the next turn of the loop looks at the locks and at the

@@ -156,11 +156,14 @@ local function admit(token, spec)
         return
     end
     local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
-    local fence = hold(token, math.max(1, math.min(tonumber(ttl), registered_until - NOW)), h)
+    local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
+    local fence = hold(token, lease, h)
     drop_waiter(token)
+    -- The message lives no longer than the hold it announces: a hold that
+    -- lapses with no script running leaves no handoff to be read later.
     local list = wake_list(token)
     redis.call('RPUSH', list, 'g' .. fence)
-    redis.call('PEXPIRE', list, tonumber(ttl))
+    redis.call('PEXPIRE', list, lease)
 end
 
 -- Wakes (or admits) the waiters that can acquire now, and no others (no

@@ -27,7 +27,14 @@ fn wrong_password_is_unavailable_and_never_echoed() {
 
 #[test]
 fn options_not_yet_supported_are_refused_clearly() {
-    let out = output(bare().args(["--url", "rediss://127.0.0.1:1", "run", "x", "--", "true"]));
+    let out = output(bare().args([
+        "--url",
+        "redis+sentinel://127.0.0.1:1/mymaster",
+        "run",
+        "x",
+        "--",
+        "true",
+    ]));
     let err = assert_fails(&out, 2);
     assert!(err.contains("not supported yet"), "{err}");
     let _ = stderr;

@@ -224,3 +224,35 @@ fn a_handed_over_lease_ends_when_the_waiters_registration_would_have() {
         "a dead waiter would keep the lock {left} ms"
     );
 }
+
+#[test]
+fn a_handoff_message_does_not_outlive_the_hold_it_announces() {
+    let redis = RedisServer::start();
+    let [a, b, c] = ['a', 'b', 'c'].map(token);
+    // ttl 1000 ms, registration 1000 ms (rlock registers for its ttl).
+    let req = |who: &str| {
+        script(
+            &redis,
+            "acquire",
+            NAME,
+            who,
+            &["", "1000", "host", "1", "cmd", "1000", "x", "1", "0", "1"],
+        )
+    };
+    assert!(matches!(req(&a), Value::Array(ref i) if i[0] == Value::Int(1)));
+    assert!(matches!(req(&b), Value::Array(ref i) if i[0] == Value::Int(0)));
+    // a releases 500 ms after b registered: b's lease ends with its
+    // registration, about 500 ms from then.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    script(&redis, "release", NAME, &a, &[]);
+    assert!(holds(&redis, &b));
+    // b does not read its list in time; its hold lapses, no script runs.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(!holds(&redis, &b), "b's hold has expired");
+    assert!(matches!(req(&c), Value::Array(ref i) if i[0] == Value::Int(1)));
+    let stale = list(&redis, &b);
+    assert!(
+        stale.is_empty(),
+        "c holds the lock, and b's BLPOP would read {stale:?}"
+    );
+}
