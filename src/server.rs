@@ -26,6 +26,20 @@ pub struct ServerSpec {
     /// Trust and client certificate for `rediss://` (`--cacert`, `--cert`,
     /// `--key`); None: the system's trust store, no client certificate.
     pub tls: Option<redis::TlsCertificates>,
+    /// `redis+sentinel://`: the master is found through these sentinels at each
+    /// connection (`info` then holds only the master's credentials and db).
+    pub sentinel: Option<SentinelSpec>,
+}
+
+/// A master known by name to a set of Sentinels.
+#[derive(Clone)]
+pub struct SentinelSpec {
+    /// The master's name (`SENTINEL get-master-addr-by-name`).
+    pub master: String,
+    /// The sentinels, `host:port`.
+    pub sentinels: Vec<String>,
+    /// `rediss+sentinel://`: sentinels and master speak TLS.
+    pub tls: bool,
 }
 
 /// `--cacert`, `--cert`, `--key` as given.
@@ -39,6 +53,7 @@ impl ServerSpec {
     /// Whether this is a TLS connection (`rediss://`).
     pub fn is_tls(&self) -> bool {
         matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
+            || self.sentinel.as_ref().is_some_and(|s| s.tls)
     }
 
     /// For a `rediss://` server, loads the files given (PEM). A plain server
@@ -81,7 +96,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
     let unsupported = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
     match scheme.as_str() {
         "redis" | "unix" | "redis+unix" | "rediss" => {}
-        "redis+sentinel" | "rediss+sentinel" => return unsupported("Sentinel (redis+sentinel://)"),
+        "redis+sentinel" | "rediss+sentinel" => return parse_sentinel(url, &scheme, auth, timeout),
         "redis+cluster" | "rediss+cluster" => {
             return unsupported("Redis Cluster (redis+cluster://)")
         }
@@ -121,17 +136,87 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         display,
         timeout,
         tls: None,
+        sentinel: None,
     })
+}
+
+/// `redis+sentinel://[user:password@]host:port[,host:port…]/<master-name>[/db]`.
+fn parse_sentinel(
+    url: &str,
+    scheme: &str,
+    auth: Option<&str>,
+    timeout: Duration,
+) -> Result<ServerSpec> {
+    let form = || {
+        Error::usage(format!(
+            "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]/MASTER[/db]"
+        ))
+    };
+    let rest = url.split_once("://").ok_or_else(form)?.1;
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, rest),
+    };
+    let (hosts, path) = rest.split_once('/').ok_or_else(form)?;
+    let (master, db) = match path.split_once('/') {
+        Some((m, d)) => (m, Some(d)),
+        None => (path, None),
+    };
+    let sentinels: Vec<String> = hosts
+        .split(',')
+        .map(|h| {
+            if h.rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            {
+                h.to_owned()
+            } else {
+                format!("{h}:26379")
+            }
+        })
+        .collect();
+    if master.is_empty() || sentinels.iter().any(|h| h.starts_with(':')) {
+        return Err(form());
+    }
+    let tls = scheme.starts_with("rediss");
+    // The master's credentials and db, on a placeholder address.
+    let template = format!(
+        "{}://{}127.0.0.1:1/{}",
+        if tls { "rediss" } else { "redis" },
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
+        db.unwrap_or("0")
+    );
+    let mut spec = parse_url(&template, auth, timeout).map_err(|_| form())?;
+    spec.display = format!("{master} (via sentinel {})", sentinels.join(","));
+    spec.sentinel = Some(SentinelSpec {
+        master: master.to_owned(),
+        sentinels,
+        tls,
+    });
+    Ok(spec)
 }
 
 /// Picks the URL list: `--url` (or `RLOCK_URL`, handled by clap), then
 /// `REDIS_URL`, then the default.
 pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
-    let given: Vec<String> = given
-        .iter()
-        .map(|u| u.trim().to_owned())
-        .filter(|u| !u.is_empty())
-        .collect();
+    // The list is split at commas, and so are the host lists of Sentinel and
+    // Cluster URLs: a piece without a scheme continues the URL before it.
+    let mut joined: Vec<String> = Vec::new();
+    for piece in given.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
+        match joined.last_mut() {
+            Some(url)
+                if !piece.contains("://")
+                    && url
+                        .split("://")
+                        .next()
+                        .is_some_and(|scheme| scheme.contains('+')) =>
+            {
+                url.push(',');
+                url.push_str(piece);
+            }
+            _ => joined.push(piece.to_owned()),
+        }
+    }
+    let given = joined;
     if !given.is_empty() {
         return given;
     }
@@ -144,6 +229,23 @@ pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentinel_host_lists_survive_the_comma_split() {
+        let given: Vec<String> = [
+            "redis+sentinel://a:1",
+            "b:2",
+            "c:3/m",
+            "redis://x",
+            "redis://y",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            choose_urls(&given, None),
+            ["redis+sentinel://a:1,b:2,c:3/m", "redis://x", "redis://y"]
+        );
+    }
 
     const T: Duration = Duration::from_secs(2);
 

@@ -1,6 +1,7 @@
 //! One Redis server (`redis://host:port`).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, ErrorKind, RedisError, Value};
 
@@ -14,27 +15,107 @@ use crate::script;
 use crate::server::ServerSpec;
 use crate::token::{Fence, Token};
 
-/// Locks on a single Redis server.
+/// Locks on a single Redis server: a fixed one, or the master a set of
+/// Sentinels names at each connection.
 pub struct Standalone {
-    client: Client,
+    source: Arc<Source>,
     spec: ServerSpec,
+}
+
+/// Where connections go.
+enum Source {
+    Fixed(Client),
+    /// Asked anew at every connection, so a failover is followed.
+    Sentinel(ServerSpec),
+}
+
+fn client_for(info: redis::ConnectionInfo, tls: &Option<redis::TlsCertificates>) -> Result<Client> {
+    match tls {
+        Some(certs) => Client::build_with_tls(info, certs.clone()).map_err(|e| {
+            Error::usage(format!(
+                "cannot use the TLS certificates given: {}",
+                e.detail().unwrap_or("not valid PEM")
+            ))
+        }),
+        None => Client::open(info).map_err(|_| {
+            Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
+        }),
+    }
+}
+
+impl Source {
+    fn client(&self, limit: Duration) -> redis::RedisResult<Client> {
+        match self {
+            Source::Fixed(client) => Ok(client.clone()),
+            Source::Sentinel(spec) => master_client(spec, limit),
+        }
+    }
+}
+
+/// Asks the sentinels, in order, where the master is, and opens a client for it
+/// with the URL's credentials, db and TLS settings.
+fn master_client(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Client> {
+    let sentinel = spec
+        .sentinel
+        .as_ref()
+        .expect("a Sentinel source has sentinels");
+    let scheme = if sentinel.tls { "rediss" } else { "redis" };
+    let as_client = |url: String| {
+        let info = redis::IntoConnectionInfo::into_connection_info(url.as_str())?;
+        let info = info.set_redis_settings(spec.info.redis_settings().clone());
+        client_for(info, &spec.tls)
+            .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
+    };
+    let mut last = None;
+    for address in &sentinel.sentinels {
+        let url = format!("{scheme}://{address}");
+        let asked =
+            redis::IntoConnectionInfo::into_connection_info(url.as_str()).and_then(|info| {
+                // Sentinels are asked without the master's credentials.
+                let client = match &spec.tls {
+                    Some(certs) => Client::build_with_tls(info, certs.clone())?,
+                    None => Client::open(info)?,
+                };
+                let mut con = client.get_connection_with_timeout(limit)?;
+                con.set_read_timeout(Some(limit))?;
+                redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(&sentinel.master)
+                    .query::<Option<(String, u16)>>(&mut con)
+            });
+        match asked {
+            Ok(Some((host, port))) => {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                };
+                return as_client(format!("{scheme}://{host}:{port}"));
+            }
+            Ok(None) => {
+                last = Some(RedisError::from((
+                    ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+                    "no such master",
+                    format!("no sentinel knows a master named {}", sentinel.master),
+                )))
+            }
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Io, "no sentinel"))))
 }
 
 impl Standalone {
     /// A backend for `spec`; does not connect yet.
     pub fn new(spec: ServerSpec) -> Result<Self> {
-        let client = match &spec.tls {
-            Some(certs) => Client::build_with_tls(spec.info.clone(), certs.clone()).map_err(|e| {
-                Error::usage(format!(
-                    "cannot use the TLS certificates given: {}",
-                    e.detail().unwrap_or("not valid PEM")
-                ))
-            }),
-            None => Client::open(spec.info.clone()).map_err(|_| {
-                Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
-            }),
-        }?;
-        Ok(Standalone { client, spec })
+        let source = match &spec.sentinel {
+            Some(_) => Source::Sentinel(spec.clone()),
+            None => Source::Fixed(client_for(spec.info.clone(), &spec.tls)?),
+        };
+        Ok(Standalone {
+            source: Arc::new(source),
+            spec,
+        })
     }
 }
 
@@ -45,7 +126,7 @@ impl Backend for Standalone {
 
     fn connect(&self) -> Result<Box<dyn Session>> {
         let mut session = StandaloneSession {
-            client: self.client.clone(),
+            source: Arc::clone(&self.source),
             spec: self.spec.clone(),
             con: None,
             sub: None,
@@ -58,7 +139,7 @@ impl Backend for Standalone {
 }
 
 struct StandaloneSession {
-    client: Client,
+    source: Arc<Source>,
     spec: ServerSpec,
     /// Dropped after any I/O error (a reply may be pending) and reopened lazily.
     con: Option<Connection>,
@@ -78,7 +159,11 @@ impl StandaloneSession {
         let limit = limit.max(Duration::from_millis(1));
         let con = match &mut self.con {
             Some(con) => con,
-            empty => empty.insert(self.client.get_connection_with_timeout(limit)?),
+            empty => empty.insert(
+                self.source
+                    .client(limit)?
+                    .get_connection_with_timeout(limit)?,
+            ),
         };
         let set = con
             .set_read_timeout(Some(limit))
@@ -98,9 +183,11 @@ impl StandaloneSession {
         }
     }
 
-    /// Runs `op` within `limit`. A socket call with a timeout fails with EINTR
-    /// when the process is stopped and continued (signal(7)); an `idempotent`
-    /// call is then tried again on a fresh connection.
+    /// Runs `op`, each try within `limit`. A socket call with a timeout fails
+    /// with EINTR when the process is stopped and continued (signal(7)); an
+    /// `idempotent` call is then tried again on a fresh connection. Behind
+    /// Sentinel, an idempotent call also rides out a failover: it asks the
+    /// sentinels for the master again for up to [`FAILOVER_WINDOW`].
     fn call<T>(
         &mut self,
         keys: &LockKeys,
@@ -108,6 +195,23 @@ impl StandaloneSession {
         idempotent: bool,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        let window = match *self.source {
+            Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
+            Source::Fixed(_) => limit,
+        };
+        self.call_within(keys, limit, window, idempotent, op)
+    }
+
+    /// [`call`](Self::call), giving up after `window` in all.
+    fn call_within<T>(
+        &mut self,
+        keys: &LockKeys,
+        limit: Duration,
+        window: Duration,
+        idempotent: bool,
+        op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + window;
         let mut retries = 0;
         loop {
             match self.con(limit).and_then(&op) {
@@ -115,6 +219,15 @@ impl StandaloneSession {
                 Err(err) if idempotent && retries < INTERRUPTED_RETRIES && interrupted(&err) => {
                     self.con = None;
                     retries += 1;
+                }
+                Err(err)
+                    if idempotent
+                        && matches!(*self.source, Source::Sentinel(_))
+                        && failing_over(&err)
+                        && Instant::now() + FAILOVER_PAUSE < deadline =>
+                {
+                    self.con = None;
+                    std::thread::sleep(FAILOVER_PAUSE);
                 }
                 Err(err) => return Err(self.fail(keys, err, limit)),
             }
@@ -132,7 +245,7 @@ impl StandaloneSession {
                     .to_owned(),
             };
         }
-        if !matches!(err.kind(), ErrorKind::Server(_)) {
+        if !matches!(err.kind(), ErrorKind::Server(_)) || failing_over(&err) {
             self.con = None;
         }
         if let Some(cause) = acl_denial(&err, keys) {
@@ -162,8 +275,9 @@ impl StandaloneSession {
         self.sub = None;
         let limit = self.timeout();
         let opened = self
-            .client
-            .get_connection_with_timeout(limit)
+            .source
+            .client(limit)
+            .and_then(|client| client.get_connection_with_timeout(limit))
             .and_then(|mut con| {
                 con.set_read_timeout(Some(limit))?;
                 con.set_write_timeout(Some(limit))?;
@@ -333,6 +447,13 @@ impl Session for StandaloneSession {
                 self.con = None;
                 Ok(Wake::TimedOut)
             }
+            // Behind Sentinel, a failover ends the block (the old master drops
+            // its blocked clients): look again, at the new master.
+            Err(err) if matches!(*self.source, Source::Sentinel(_)) && failing_over(&err) => {
+                self.con = None;
+                std::thread::sleep(FAILOVER_PAUSE.min(timeout));
+                Ok(Wake::TimedOut)
+            }
             Err(err) => Err(self.fail(keys, err, limit)),
         }
     }
@@ -387,7 +508,7 @@ impl Session for StandaloneSession {
         let limit = limit.min(self.timeout());
         if keys.redisson.is_some() {
             let field = token.redisson_field();
-            let held: i64 = self.call(keys, limit, true, |con| {
+            let held: i64 = self.call_within(keys, limit, limit, true, |con| {
                 script::REDISSON_RENEW
                     .key(&keys.lock)
                     .arg(millis(ttl))
@@ -396,7 +517,7 @@ impl Session for StandaloneSession {
             })?;
             return Ok(held == 1);
         }
-        let held: i64 = self.call(keys, limit, true, |con| {
+        let held: i64 = self.call_within(keys, limit, limit, true, |con| {
             with_keys(&script::RENEW, keys, token)
                 .arg(token.as_str())
                 .arg(millis(ttl))
@@ -553,6 +674,24 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
 }
 
 /// True for a call cut short by EINTR.
+/// How long a call behind Sentinel keeps asking for the master during a
+/// failover before it gives up (exit 69).
+const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
+/// Pause between two tries during a failover.
+const FAILOVER_PAUSE: Duration = Duration::from_millis(100);
+
+/// An error a failover causes: the master went away, was demoted (writes
+/// refused, blocked clients dropped) or is still loading.
+fn failing_over(err: &RedisError) -> bool {
+    matches!(
+        err.code(),
+        Some("READONLY" | "UNBLOCKED" | "LOADING" | "MASTERDOWN")
+    ) || err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
+}
+
 fn interrupted(err: &RedisError) -> bool {
     std::error::Error::source(err)
         .and_then(|s| s.downcast_ref::<std::io::Error>())

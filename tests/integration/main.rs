@@ -10,6 +10,7 @@
 //! - `acl`: ACL users: the documented rules, and what a user lacking one sees
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `sweep`: the table of every bad input: status, one line, a bound, no write
+//! - `sentinel`: a primary, a replica and three sentinels; a failover
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
@@ -36,6 +37,7 @@ mod redlock;
 mod replicas;
 mod run;
 mod scripting;
+mod sentinel;
 mod several;
 mod signals;
 mod status;

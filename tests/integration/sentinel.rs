@@ -1,0 +1,215 @@
+//! Sentinel (`redis+sentinel://`): a primary, a replica and three sentinels on
+//! 127.0.0.1. rlock finds the master through the sentinels, and follows a
+//! `SENTINEL FAILOVER`: a holder keeps its lock on the new master (or reports
+//! it lost, exit 70), a waiter keeps waiting and runs after it, and two
+//! COMMANDs never run at once unless the first one's loss was reported.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::expect_within;
+use crate::support::process::Proc;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, bare, code, output, sh, show, spawn};
+use crate::support::scratch::Scratch;
+
+struct Sentinels {
+    procs: Vec<Proc>,
+    ports: Vec<u16>,
+    _dir: Scratch,
+}
+
+impl Sentinels {
+    /// Three sentinels watching `primary` as "mymaster" (quorum 2).
+    fn start(primary: &RedisServer) -> Self {
+        let dir = Scratch::new();
+        let mut procs = Vec::new();
+        let mut ports = Vec::new();
+        for i in 0..3 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let conf = dir.file(&format!("sentinel-{i}.conf"));
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndir {}\n\
+                     sentinel monitor mymaster 127.0.0.1 {} 2\n\
+                     sentinel down-after-milliseconds mymaster 1000\n\
+                     sentinel failover-timeout mymaster 5000\n",
+                    dir.path().display(),
+                    primary.port
+                ),
+            )
+            .unwrap();
+            let child = Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed");
+            procs.push(Proc::new(child));
+            ports.push(port);
+        }
+        let sentinels = Sentinels {
+            procs,
+            ports,
+            _dir: dir,
+        };
+        expect_within(rlock::LIMIT, "the sentinels to know the replica", || {
+            sentinels.ports.iter().all(|&p| {
+                sentinel_cmd(p, &["SENTINEL", "replicas", "mymaster"])
+                    .is_some_and(|v| matches!(v, redis::Value::Array(ref a) if !a.is_empty()))
+            })
+        });
+        sentinels
+    }
+
+    fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis+sentinel://{}/mymaster", hosts.join(","))
+    }
+
+    fn master_port(&self) -> Option<u16> {
+        match sentinel_cmd(
+            self.ports[0],
+            &["SENTINEL", "get-master-addr-by-name", "mymaster"],
+        )? {
+            redis::Value::Array(a) => redis::from_redis_value::<u16>(a.get(1)?.clone()).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Sentinels {
+    fn drop(&mut self) {
+        for proc in &mut self.procs {
+            proc.kill();
+        }
+    }
+}
+
+fn sentinel_cmd(port: u16, args: &[&str]) -> Option<redis::Value> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()?;
+    con.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut con).ok()
+}
+
+fn topology() -> (RedisServer, RedisServer, Sentinels) {
+    let primary = RedisServer::start();
+    let port = primary.port.to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    expect_within(rlock::LIMIT, "the replica to sync", || {
+        let info: String = primary.cmd(&["INFO", "replication"]);
+        info.contains("connected_slaves:1") && info.contains("state=online")
+    });
+    let sentinels = Sentinels::start(&primary);
+    (primary, replica, sentinels)
+}
+
+#[test]
+fn the_master_is_found_through_the_sentinels() {
+    let (primary, _replica, sentinels) = topology();
+    let dir = Scratch::new();
+    let file = dir.file("fence");
+    let out = output(
+        bare()
+            .args(["--url", &sentinels.url(), "run", "via-sentinel", "--"])
+            .args(sh(&format!("echo $RLOCK_FENCE > {file}"))),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(dir.read("fence").trim(), "1");
+    assert_eq!(
+        primary.cmd::<String>(&["GET", "rlock:{via-sentinel}:fence"]),
+        "1"
+    );
+    let out = output(bare().args([
+        "--url",
+        &sentinels.url().replace("mymaster", "nosuch"),
+        "run",
+        "x",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 69, "{}", show(&out));
+}
+
+#[test]
+fn a_failover_is_followed_by_the_holder_and_the_waiter() {
+    let (primary, replica, sentinels) = topology();
+    let dir = Scratch::new();
+    let log = dir.file("log");
+    let job = |tag: &str, secs: &str| {
+        format!(
+            "s=$(date +%s%3N); touch {held}; sleep {secs}; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+            held = dir.file(&format!("{tag}.held")),
+        )
+    };
+    let url = sentinels.url();
+    let holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "3s", "fo", "--"])
+            .args(sh(&job("holder", "4"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("holder.held")).exists()
+    });
+    let waiter = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "3s", "fo", "--"])
+            .args(sh(&job("waiter", "0.1"))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        primary.cmd::<i64>(&["ZCARD", "rlock:{fo}:waiters"]) == 1
+    });
+    // The lock's keys are on the replica before it is promoted.
+    expect_within(rlock::LIMIT, "the lock to reach the replica", || {
+        replica.cmd::<i64>(&["EXISTS", "rlock:{fo}"]) == 1
+    });
+    expect_within(rlock::LIMIT, "the failover to start", || {
+        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+    });
+    expect_within(rlock::LIMIT, "the replica to be the master", || {
+        sentinels.master_port() == Some(replica.port)
+    });
+    let holder = holder.output_within(rlock::LIMIT);
+    let waiter = waiter.output_within(rlock::LIMIT);
+    let held = code(&holder);
+    assert!(held == 0 || held == 70, "holder: {}", show(&holder));
+    assert_eq!(
+        code(&waiter),
+        0,
+        "the waiter kept waiting: {}",
+        show(&waiter)
+    );
+    let lines = dir.lines("log");
+    let span = |tag: &str| -> Option<(u128, u128)> {
+        let l = lines.iter().find(|l| l.starts_with(tag))?;
+        let f: Vec<&str> = l.split_whitespace().collect();
+        Some((f[1].parse().unwrap(), f[2].parse().unwrap()))
+    };
+    let w = span("waiter").expect("the waiter ran");
+    if held == 0 {
+        let h = span("holder").expect("the holder finished");
+        assert!(
+            h.1 <= w.0,
+            "the waiter ran while the holder held: {h:?} {w:?}"
+        );
+    }
+}
