@@ -29,6 +29,10 @@ pub struct ServerSpec {
     /// `redis+sentinel://`: the master is found through these sentinels at each
     /// connection (`info` then holds only the master's credentials and db).
     pub sentinel: Option<SentinelSpec>,
+    /// `redis+cluster://`: seed nodes, `host:port`; the node of each lock's
+    /// slot is found by following MOVED and ASK (`info` then holds only the
+    /// credentials).
+    pub cluster: Option<Vec<String>>,
 }
 
 /// A master known by name to a set of Sentinels.
@@ -97,9 +101,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
     match scheme.as_str() {
         "redis" | "unix" | "redis+unix" | "rediss" => {}
         "redis+sentinel" | "rediss+sentinel" => return parse_sentinel(url, &scheme, auth, timeout),
-        "redis+cluster" | "rediss+cluster" => {
-            return unsupported("Redis Cluster (redis+cluster://)")
-        }
+        "redis+cluster" | "rediss+cluster" => return parse_cluster(url, &scheme, auth, timeout),
         "file" => return unsupported("the local file: backend"),
         _ => {
             return Err(Error::usage(
@@ -137,7 +139,46 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         timeout,
         tls: None,
         sentinel: None,
+        cluster: None,
     })
+}
+
+/// `redis+cluster://[user:password@]host:port[,host:port…]`.
+fn parse_cluster(
+    url: &str,
+    scheme: &str,
+    auth: Option<&str>,
+    timeout: Duration,
+) -> Result<ServerSpec> {
+    let form = || {
+        Error::usage(format!(
+            "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]"
+        ))
+    };
+    let rest = url.split_once("://").ok_or_else(form)?.1;
+    let (userinfo, hosts) = match rest.rsplit_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, rest),
+    };
+    let hosts = hosts.trim_end_matches('/');
+    let seeds: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+    let valid = |h: &String| {
+        h.rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+    };
+    if seeds.is_empty() || !seeds.iter().all(valid) {
+        return Err(form());
+    }
+    let tls = scheme.starts_with("rediss");
+    let template = format!(
+        "{}://{}127.0.0.1:1",
+        if tls { "rediss" } else { "redis" },
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
+    );
+    let mut spec = parse_url(&template, auth, timeout).map_err(|_| form())?;
+    spec.display = format!("cluster (seeds {})", seeds.join(","));
+    spec.cluster = Some(seeds);
+    Ok(spec)
 }
 
 /// `redis+sentinel://[user:password@]host:port[,host:port…]/<master-name>[/db]`.

@@ -27,6 +27,8 @@ enum Source {
     Fixed(Client),
     /// Asked anew at every connection, so a failover is followed.
     Sentinel(ServerSpec),
+    /// Cluster seeds; each session follows MOVED to its lock's node.
+    Cluster(ServerSpec),
 }
 
 fn client_for(info: redis::ConnectionInfo, tls: &Option<redis::TlsCertificates>) -> Result<Client> {
@@ -48,8 +50,32 @@ impl Source {
         match self {
             Source::Fixed(client) => Ok(client.clone()),
             Source::Sentinel(spec) => master_client(spec, limit),
+            Source::Cluster(spec) => node_client(spec, &spec.cluster.as_ref().expect("seeds")[0]),
         }
     }
+}
+
+/// The first cluster seed that accepts a connection.
+fn first_seed(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<(String, Connection)> {
+    let mut last = None;
+    for seed in spec.cluster.as_ref().expect("seeds") {
+        match node_client(spec, seed).and_then(|c| c.get_connection_with_timeout(limit)) {
+            Ok(con) => return Ok((seed.clone(), con)),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Io, "no seed"))))
+}
+
+/// A client for cluster node `addr` (`host:port`) with the URL's credentials
+/// and TLS settings.
+fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<Client> {
+    let scheme = if spec.is_tls() { "rediss" } else { "redis" };
+    let info =
+        redis::IntoConnectionInfo::into_connection_info(format!("{scheme}://{addr}").as_str())?;
+    let info = info.set_redis_settings(spec.info.redis_settings().clone());
+    client_for(info, &spec.tls)
+        .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
 }
 
 /// Asks the sentinels, in order, where the master is, and opens a client for it
@@ -108,9 +134,12 @@ fn master_client(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Clien
 impl Standalone {
     /// A backend for `spec`; does not connect yet.
     pub fn new(spec: ServerSpec) -> Result<Self> {
-        let source = match &spec.sentinel {
-            Some(_) => Source::Sentinel(spec.clone()),
-            None => Source::Fixed(client_for(spec.info.clone(), &spec.tls)?),
+        let source = if spec.sentinel.is_some() {
+            Source::Sentinel(spec.clone())
+        } else if spec.cluster.is_some() {
+            Source::Cluster(spec.clone())
+        } else {
+            Source::Fixed(client_for(spec.info.clone(), &spec.tls)?)
         };
         Ok(Standalone {
             source: Arc::new(source),
@@ -130,6 +159,7 @@ impl Backend for Standalone {
             spec: self.spec.clone(),
             con: None,
             sub: None,
+            node: None,
         };
         if let Err(err) = session.con(self.spec.timeout) {
             return Err(session.unavailable(&err, self.spec.timeout));
@@ -148,7 +178,13 @@ struct StandaloneSession {
     /// name), opened before an attempt so no unlock message between the
     /// attempt and the wait is missed.
     sub: Option<(String, Connection)>,
+    /// Cluster: the node this session talks to (`host:port`), learnt from
+    /// MOVED; None: the first seed that answers.
+    node: Option<String>,
 }
+
+/// Most MOVED or ASK redirections one call follows.
+const MAX_REDIRECTS: usize = 5;
 
 /// How often a call interrupted by a stop and continue is tried again.
 const INTERRUPTED_RETRIES: usize = 2;
@@ -157,14 +193,21 @@ impl StandaloneSession {
     /// The connection, opened within `limit` if needed, with replies bounded by `limit`.
     fn con(&mut self, limit: Duration) -> redis::RedisResult<&mut Connection> {
         let limit = limit.max(Duration::from_millis(1));
-        let con = match &mut self.con {
-            Some(con) => con,
-            empty => empty.insert(
-                self.source
-                    .client(limit)?
-                    .get_connection_with_timeout(limit)?,
-            ),
-        };
+        if self.con.is_none() {
+            let opened = match (&*self.source, &self.node) {
+                (Source::Cluster(spec), Some(node)) => {
+                    node_client(spec, node)?.get_connection_with_timeout(limit)?
+                }
+                (Source::Cluster(spec), None) => {
+                    let (seed, con) = first_seed(spec, limit)?;
+                    self.node = Some(seed);
+                    con
+                }
+                (source, _) => source.client(limit)?.get_connection_with_timeout(limit)?,
+            };
+            self.con = Some(opened);
+        }
+        let con = self.con.as_mut().expect("connection is open");
         let set = con
             .set_read_timeout(Some(limit))
             .and_then(|()| con.set_write_timeout(Some(limit)));
@@ -173,6 +216,47 @@ impl StandaloneSession {
             return Err(err);
         }
         Ok(self.con.as_mut().expect("connection is open"))
+    }
+
+    /// Names of the locks on this session's server whose keys match (SCAN).
+    fn scan_names(&mut self, prefix: &str, pattern: &str, names: &mut Vec<String>) -> Result<()> {
+        let head = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}:")
+        };
+        let glob = format!("{head}{{{pattern}}}*");
+        let probe = LockKeys::new(prefix, "*");
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) =
+                self.call(&probe, self.timeout(), true, |con| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&glob)
+                        .arg("COUNT")
+                        .arg(500)
+                        .query(con)
+                })?;
+            for key in batch {
+                // The lock hash exists while held; the waiters set while waited for.
+                let rest = &key[head.len()..];
+                let name = rest
+                    .strip_suffix('}')
+                    .or_else(|| rest.strip_suffix("}:waiters"))
+                    .and_then(|n| n.strip_prefix('{'));
+                if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
+                    if !names.iter().any(|n: &String| n == name) {
+                        names.push(name.to_owned());
+                    }
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                return Ok(());
+            }
+        }
     }
 
     fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
@@ -197,7 +281,7 @@ impl StandaloneSession {
     ) -> Result<T> {
         let window = match *self.source {
             Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
-            Source::Fixed(_) => limit,
+            Source::Fixed(_) | Source::Cluster(_) => limit,
         };
         self.call_within(keys, limit, window, idempotent, op)
     }
@@ -213,6 +297,7 @@ impl StandaloneSession {
     ) -> Result<T> {
         let deadline = Instant::now() + window;
         let mut retries = 0;
+        let mut redirects = 0;
         loop {
             match self.con(limit).and_then(&op) {
                 Ok(value) => return Ok(value),
@@ -227,6 +312,43 @@ impl StandaloneSession {
                         && Instant::now() + FAILOVER_PAUSE < deadline =>
                 {
                     self.con = None;
+                    std::thread::sleep(FAILOVER_PAUSE);
+                }
+                // Cluster: the lock's slot is on another node. MOVED: go there
+                // from now on; ASK (the slot is being moved and our keys are
+                // already there): this one command there, after ASKING. Neither
+                // ran the command, so even a release may be sent again.
+                Err(err) if redirects < MAX_REDIRECTS && err.redirect_node().is_some() => {
+                    redirects += 1;
+                    let addr = err
+                        .redirect_node()
+                        .map(|(a, _)| a.to_owned())
+                        .unwrap_or_default();
+                    if err.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask) {
+                        let Source::Cluster(spec) = &*self.source else {
+                            return Err(self.fail(keys, err, limit));
+                        };
+                        let asked = node_client(spec, &addr)
+                            .and_then(|c| c.get_connection_with_timeout(limit))
+                            .and_then(|mut con| {
+                                con.set_read_timeout(Some(limit))?;
+                                redis::cmd("ASKING").query::<()>(&mut con)?;
+                                op(&mut con)
+                            });
+                        match asked {
+                            Ok(value) => return Ok(value),
+                            Err(err) if err.redirect_node().is_some() => continue,
+                            Err(err) => return Err(self.fail(keys, err, limit)),
+                        }
+                    }
+                    self.node = Some(addr);
+                    self.con = None;
+                }
+                // Cluster: the keys are split between two nodes mid-migration.
+                Err(err)
+                    if err.code() == Some("TRYAGAIN")
+                        && Instant::now() + FAILOVER_PAUSE < deadline =>
+                {
                     std::thread::sleep(FAILOVER_PAUSE);
                 }
                 Err(err) => return Err(self.fail(keys, err, limit)),
@@ -447,6 +569,14 @@ impl Session for StandaloneSession {
                 self.con = None;
                 Ok(Wake::TimedOut)
             }
+            // Cluster: the slot moved; the next attempt follows it.
+            Err(err) if err.redirect_node().is_some() => {
+                if let Some((addr, _)) = err.redirect_node() {
+                    self.node = Some(addr.to_owned());
+                }
+                self.con = None;
+                Ok(Wake::TimedOut)
+            }
             // Behind Sentinel, a failover ends the block (the old master drops
             // its blocked clients): look again, at the new master.
             Err(err) if matches!(*self.source, Source::Sentinel(_)) && failing_over(&err) => {
@@ -600,44 +730,50 @@ impl Session for StandaloneSession {
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let head = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}:")
-        };
-        let glob = format!("{head}{{{pattern}}}*");
         let probe = LockKeys::new(prefix, "*");
         let mut names = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<String>) =
-                self.call(&probe, self.timeout(), true, |con| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&glob)
-                        .arg("COUNT")
-                        .arg(500)
-                        .query(con)
-                })?;
-            for key in batch {
-                // The lock hash exists while held; the waiters set while waited for.
-                let rest = &key[head.len()..];
-                let name = rest
-                    .strip_suffix('}')
-                    .or_else(|| rest.strip_suffix("}:waiters"))
-                    .and_then(|n| n.strip_prefix('{'));
-                if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
-                    if !names.iter().any(|n: &String| n == name) {
-                        names.push(name.to_owned());
-                    }
-                }
-            }
-            cursor = next;
-            if cursor == 0 {
-                break;
+        if !matches!(*self.source, Source::Cluster(_)) {
+            self.scan_names(prefix, pattern, &mut names)?;
+            names.sort();
+            return Ok(names);
+        }
+        // Cluster: every master holds some of the slots.
+        let slots: Vec<Value> = self.call(&probe, self.timeout(), true, |con| {
+            redis::cmd("CLUSTER").arg("SLOTS").query(con)
+        })?;
+        let mut masters: Vec<String> = Vec::new();
+        for range in &slots {
+            let Value::Array(fields) = range else {
+                continue;
+            };
+            let Some(Value::Array(master)) = fields.get(2) else {
+                continue;
+            };
+            let (Some(host), Some(port)) = (
+                master.first().and_then(as_string),
+                master.get(1).and_then(as_int),
+            ) else {
+                continue;
+            };
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            let addr = format!("{host}:{port}");
+            if !masters.contains(&addr) {
+                masters.push(addr);
             }
         }
+        let home = self.node.take();
+        for master in masters {
+            self.node = Some(master);
+            self.con = None;
+            let scanned = self.scan_names(prefix, pattern, &mut names);
+            self.con = None;
+            scanned?;
+        }
+        self.node = home;
         names.sort();
         Ok(names)
     }

@@ -29,7 +29,7 @@ fn wrong_password_is_unavailable_and_never_echoed() {
 fn options_not_yet_supported_are_refused_clearly() {
     let out = output(bare().args([
         "--url",
-        "redis+cluster://127.0.0.1:1",
+        "file:/tmp/rlock-locks",
         "run",
         "x",
         "--",

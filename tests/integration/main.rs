@@ -4,6 +4,7 @@
 //! in the module of the behaviour it checks:
 //! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
+//! - `cluster`: three masters; locks in every slot, a slot moved under a holder
 //! - `chaos`: contending runs under a loop of injected faults
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
@@ -27,6 +28,7 @@ mod support;
 mod acl;
 mod bad_input;
 mod chaos;
+mod cluster;
 mod faults;
 mod generated;
 mod handoff;

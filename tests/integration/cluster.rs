@@ -1,0 +1,157 @@
+//! Redis Cluster (`redis+cluster://`): three masters made with `redis-cli
+//! --cluster create`. Locks in different slots all work (every script touches
+//! one slot), and a held lock's slot can be moved to another master under a
+//! holder and a waiter: MOVED and ASK are followed, the holder keeps renewing,
+//! the waiter gets the lock after it.
+
+use std::process::Command;
+
+use crate::support::expect_within;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, bare, code, output, sh, show, spawn, stdout};
+use crate::support::scratch::Scratch;
+
+fn cluster() -> Vec<RedisServer> {
+    let nodes: Vec<RedisServer> = (0..3)
+        .map(|_| {
+            RedisServer::start_with(&[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ])
+        })
+        .collect();
+    let mut create = Command::new("redis-cli");
+    create.arg("--cluster").arg("create");
+    for node in &nodes {
+        create.arg(format!("127.0.0.1:{}", node.port));
+    }
+    let out = create
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli must be installed");
+    assert!(out.status.success(), "cluster create: {out:?}");
+    expect_within(rlock::LIMIT, "the cluster to be ok", || {
+        nodes.iter().all(|n| {
+            let info: String = n.cmd(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok")
+        })
+    });
+    nodes
+}
+
+fn url(nodes: &[RedisServer]) -> String {
+    format!(
+        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+        nodes[0].port, nodes[1].port
+    )
+}
+
+/// The node serving `slot`.
+fn owner(nodes: &[RedisServer], slot: i64) -> usize {
+    nodes
+        .iter()
+        .position(|n| n.cmd::<i64>(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]) > 0)
+        .expect("some node has the lock's keys")
+}
+
+#[test]
+fn locks_in_every_slot_work() {
+    let nodes = cluster();
+    let url = url(&nodes);
+    let names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    for name in names {
+        let out = output(
+            bare()
+                .args(["--url", &url, "run", name, "--"])
+                .args(sh("echo $RLOCK_FENCE")),
+        );
+        assert_eq!(code(&out), 0, "{name}: {}", show(&out));
+        assert_eq!(stdout(&out).trim(), "1", "{name}");
+    }
+    // The names are spread over the three masters.
+    let slots: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", &format!("rlock:{{{n}}}:fence")]);
+            owner(&nodes, slot)
+        })
+        .collect();
+    assert!(
+        slots.iter().any(|&o| o != slots[0]),
+        "names on one node only: {slots:?}"
+    );
+    let out = output(bare().args([
+        "--url", &url, "run", "--shared", "alpha", "bravo", "charlie", "--", "true",
+    ]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(bare().args(["--url", &url, "run", "--limit", "2", "delta", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
+#[test]
+fn a_held_lock_follows_its_slot_to_another_master() {
+    let nodes = cluster();
+    let url = url(&nodes);
+    let dir = Scratch::new();
+    let log = dir.file("log");
+    let job = |tag: &str, secs: &str| {
+        format!(
+            "s=$(date +%s%3N); touch {held}; sleep {secs}; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+            held = dir.file(&format!("{tag}.held")),
+        )
+    };
+    let holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "1500ms", "moving", "--"])
+            .args(sh(&job("holder", "3"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("holder.held")).exists()
+    });
+    let waiter = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "1500ms", "moving", "--"])
+            .args(sh(&job("waiter", "0.1"))),
+    );
+    let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{moving}"]);
+    let from = owner(&nodes, slot);
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        nodes[from].cmd::<i64>(&["ZCARD", "rlock:{moving}:waiters"]) == 1
+    });
+    let to = (from + 1) % 3;
+    let id = |n: usize| nodes[n].cmd::<String>(&["CLUSTER", "MYID"]);
+    let (from_id, to_id, slot) = (id(from), id(to), slot.to_string());
+    nodes[to].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+    nodes[from].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    let keys: Vec<String> = nodes[from].cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+    let port = nodes[to].port.to_string();
+    let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+    migrate.extend(keys.iter().map(String::as_str));
+    nodes[from].cmd::<String>(&migrate);
+    for node in &nodes {
+        node.cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    }
+    let holder = holder.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&holder),
+        0,
+        "the holder renewed on the new master: {}",
+        show(&holder)
+    );
+    let waiter = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&waiter), 0, "{}", show(&waiter));
+    let lines = dir.lines("log");
+    let span = |tag: &str| -> (u128, u128) {
+        let l = lines.iter().find(|l| l.starts_with(tag)).expect(tag);
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f[1].parse().unwrap(), f[2].parse().unwrap())
+    };
+    let (h, w) = (span("holder"), span("waiter"));
+    assert!(
+        h.1 <= w.0,
+        "the waiter ran while the holder held: {h:?} {w:?}"
+    );
+    assert!(nodes[to].cmd::<i64>(&["EXISTS", "rlock:{moving}:fence"]) == 1);
+}
