@@ -27,14 +27,7 @@ fn wrong_password_is_unavailable_and_never_echoed() {
 
 #[test]
 fn options_not_yet_supported_are_refused_clearly() {
-    let out = output(bare().args([
-        "--url",
-        "file:/tmp/rlock-locks",
-        "run",
-        "x",
-        "--",
-        "true",
-    ]));
+    let out = output(bare().args(["--url", "file:/tmp/rlock-locks", "run", "x", "--", "true"]));
     let err = assert_fails(&out, 2);
     assert!(err.contains("not supported yet"), "{err}");
     let _ = stderr;

@@ -213,3 +213,47 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
         );
     }
 }
+
+#[test]
+fn a_lock_the_new_master_never_got_is_reported_lost() {
+    let (_primary, replica, sentinels) = topology();
+    let dir = Scratch::new();
+    let ticks = dir.file("ticks");
+    let holder = spawn(
+        bare()
+            .args([
+                "--url",
+                &sentinels.url(),
+                "run",
+                "--ttl",
+                "1500ms",
+                "lost",
+                "--",
+            ])
+            .args(sh(&format!(
+                "while :; do echo t >> {ticks}; sleep 0.05; done"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the lock on the replica", || {
+        replica.cmd::<i64>(&["EXISTS", "rlock:{lost}"]) == 1
+    });
+    // The replica loses the lock, as if the write had not reached it before
+    // the failover.
+    replica.cmd::<String>(&["CONFIG", "SET", "replica-read-only", "no"]);
+    replica.cmd::<i64>(&[
+        "DEL",
+        "rlock:{lost}",
+        "rlock:{lost}:leases",
+        "rlock:{lost}:holders",
+    ]);
+    expect_within(rlock::LIMIT, "the failover to start", || {
+        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+    });
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no longer ours"),
+        "{}",
+        show(&out)
+    );
+}
