@@ -143,6 +143,33 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
     })
 }
 
+/// Sentinel and Cluster URLs: the part after the scheme split into the
+/// user info (credentials) and the rest (hosts, path).
+fn split_userinfo(url: &str) -> Option<(Option<&str>, &str)> {
+    let rest = url.split_once("://")?.1;
+    Some(match rest.rsplit_once('@') {
+        Some((userinfo, rest)) => (Some(userinfo), rest),
+        None => (None, rest),
+    })
+}
+
+/// The spec of a server found later (by sentinels, or by MOVED): the URL's
+/// credentials and db, TLS or not, on a placeholder address.
+fn found_later(
+    tls: bool,
+    userinfo: Option<&str>,
+    db: &str,
+    auth: Option<&str>,
+    timeout: Duration,
+) -> Result<ServerSpec> {
+    let template = format!(
+        "{}://{}127.0.0.1:1/{db}",
+        if tls { "rediss" } else { "redis" },
+        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
+    );
+    parse_url(&template, auth, timeout)
+}
+
 /// `redis+cluster://[user:password@]host:port[,host:port…]`.
 fn parse_cluster(
     url: &str,
@@ -155,11 +182,7 @@ fn parse_cluster(
             "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]"
         ))
     };
-    let rest = url.split_once("://").ok_or_else(form)?.1;
-    let (userinfo, hosts) = match rest.rsplit_once('@') {
-        Some((u, r)) => (Some(u), r),
-        None => (None, rest),
-    };
+    let (userinfo, hosts) = split_userinfo(url).ok_or_else(form)?;
     let hosts = hosts.trim_end_matches('/');
     let seeds: Vec<String> = hosts.split(',').map(str::to_owned).collect();
     let valid = |h: &String| {
@@ -170,12 +193,7 @@ fn parse_cluster(
         return Err(form());
     }
     let tls = scheme.starts_with("rediss");
-    let template = format!(
-        "{}://{}127.0.0.1:1",
-        if tls { "rediss" } else { "redis" },
-        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
-    );
-    let mut spec = parse_url(&template, auth, timeout).map_err(|_| form())?;
+    let mut spec = found_later(tls, userinfo, "0", auth, timeout).map_err(|_| form())?;
     spec.display = format!("cluster (seeds {})", seeds.join(","));
     spec.cluster = Some(seeds);
     Ok(spec)
@@ -193,11 +211,7 @@ fn parse_sentinel(
             "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]/MASTER[/db]"
         ))
     };
-    let rest = url.split_once("://").ok_or_else(form)?.1;
-    let (userinfo, rest) = match rest.rsplit_once('@') {
-        Some((u, r)) => (Some(u), r),
-        None => (None, rest),
-    };
+    let (userinfo, rest) = split_userinfo(url).ok_or_else(form)?;
     let (hosts, path) = rest.split_once('/').ok_or_else(form)?;
     let (master, db) = match path.split_once('/') {
         Some((m, d)) => (m, Some(d)),
@@ -219,14 +233,8 @@ fn parse_sentinel(
         return Err(form());
     }
     let tls = scheme.starts_with("rediss");
-    // The master's credentials and db, on a placeholder address.
-    let template = format!(
-        "{}://{}127.0.0.1:1/{}",
-        if tls { "rediss" } else { "redis" },
-        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
-        db.unwrap_or("0")
-    );
-    let mut spec = parse_url(&template, auth, timeout).map_err(|_| form())?;
+    let mut spec =
+        found_later(tls, userinfo, db.unwrap_or("0"), auth, timeout).map_err(|_| form())?;
     spec.display = format!("{master} (via sentinel {})", sentinels.join(","));
     spec.sentinel = Some(SentinelSpec {
         master: master.to_owned(),

@@ -7,6 +7,7 @@
 use std::process::Command;
 
 use crate::support::expect_within;
+use crate::support::holder::{span, timed_job};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
@@ -95,17 +96,10 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     let nodes = cluster();
     let url = url(&nodes);
     let dir = Scratch::new();
-    let log = dir.file("log");
-    let job = |tag: &str, secs: &str| {
-        format!(
-            "s=$(date +%s%3N); touch {held}; sleep {secs}; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
-            held = dir.file(&format!("{tag}.held")),
-        )
-    };
     let holder = spawn(
         bare()
             .args(["--url", &url, "run", "--ttl", "1500ms", "moving", "--"])
-            .args(sh(&job("holder", "3"))),
+            .args(sh(&timed_job(&dir, "holder", "3"))),
     );
     expect_within(rlock::LIMIT, "the holder to hold", || {
         std::path::Path::new(&dir.file("holder.held")).exists()
@@ -113,7 +107,7 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     let waiter = spawn(
         bare()
             .args(["--url", &url, "run", "--ttl", "1500ms", "moving", "--"])
-            .args(sh(&job("waiter", "0.1"))),
+            .args(sh(&timed_job(&dir, "waiter", "0.1"))),
     );
     let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{moving}"]);
     let from = owner(&nodes, slot);
@@ -142,13 +136,10 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     );
     let waiter = waiter.output_within(rlock::LIMIT);
     assert_eq!(code(&waiter), 0, "{}", show(&waiter));
-    let lines = dir.lines("log");
-    let span = |tag: &str| -> (u128, u128) {
-        let l = lines.iter().find(|l| l.starts_with(tag)).expect(tag);
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f[1].parse().unwrap(), f[2].parse().unwrap())
-    };
-    let (h, w) = (span("holder"), span("waiter"));
+    let (h, w) = (
+        span(&dir, "holder").expect("holder"),
+        span(&dir, "waiter").expect("waiter"),
+    );
     assert!(
         h.1 <= w.0,
         "the waiter ran while the holder held: {h:?} {w:?}"

@@ -8,21 +8,9 @@ use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, assert_fails, code, output, rlock, sh, show};
 use crate::support::scratch::Scratch;
 
-/// A primary and one replica in sync with it.
-fn primary_and_replica() -> (RedisServer, RedisServer) {
-    let primary = RedisServer::start();
-    let port = primary.port.to_string();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    expect_within(rlock::LIMIT, "the replica to sync", || {
-        let info: String = primary.cmd(&["INFO", "replication"]);
-        info.contains("connected_slaves:1") && info.contains("state=online")
-    });
-    (primary, replica)
-}
-
 #[test]
 fn an_acquisition_counts_once_the_replicas_have_it() {
-    let (primary, replica) = primary_and_replica();
+    let (primary, replica) = RedisServer::with_replica();
     let dir = Scratch::new();
     let script = format!("echo $RLOCK_FENCE > {}", dir.file("fence"));
     let out = output(
@@ -42,7 +30,7 @@ fn an_acquisition_counts_once_the_replicas_have_it() {
 
 #[test]
 fn missing_replicas_mean_no_acquisition_and_exit_69() {
-    let (primary, replica) = primary_and_replica();
+    let (primary, replica) = RedisServer::with_replica();
     let dir = Scratch::new();
     let ran = dir.file("ran");
     // More replicas than there are.

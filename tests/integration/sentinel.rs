@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::expect_within;
+use crate::support::holder::{span, timed_job};
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn};
@@ -112,13 +113,7 @@ fn sentinel_cmd(port: u16, args: &[&str]) -> Option<redis::Value> {
 }
 
 fn topology() -> (RedisServer, RedisServer, Sentinels) {
-    let primary = RedisServer::start();
-    let port = primary.port.to_string();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    expect_within(rlock::LIMIT, "the replica to sync", || {
-        let info: String = primary.cmd(&["INFO", "replication"]);
-        info.contains("connected_slaves:1") && info.contains("state=online")
-    });
+    let (primary, replica) = RedisServer::with_replica();
     let sentinels = Sentinels::start(&primary);
     (primary, replica, sentinels)
 }
@@ -154,18 +149,11 @@ fn the_master_is_found_through_the_sentinels() {
 fn a_failover_is_followed_by_the_holder_and_the_waiter() {
     let (primary, replica, sentinels) = topology();
     let dir = Scratch::new();
-    let log = dir.file("log");
-    let job = |tag: &str, secs: &str| {
-        format!(
-            "s=$(date +%s%3N); touch {held}; sleep {secs}; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
-            held = dir.file(&format!("{tag}.held")),
-        )
-    };
     let url = sentinels.url();
     let holder = spawn(
         bare()
             .args(["--url", &url, "run", "--ttl", "3s", "fo", "--"])
-            .args(sh(&job("holder", "4"))),
+            .args(sh(&timed_job(&dir, "holder", "4"))),
     );
     expect_within(rlock::LIMIT, "the holder to hold", || {
         std::path::Path::new(&dir.file("holder.held")).exists()
@@ -173,7 +161,7 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
     let waiter = spawn(
         bare()
             .args(["--url", &url, "run", "--ttl", "3s", "fo", "--"])
-            .args(sh(&job("waiter", "0.1"))),
+            .args(sh(&timed_job(&dir, "waiter", "0.1"))),
     );
     expect_within(rlock::LIMIT, "the waiter to queue", || {
         primary.cmd::<i64>(&["ZCARD", "rlock:{fo}:waiters"]) == 1
@@ -198,15 +186,9 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
         "the waiter kept waiting: {}",
         show(&waiter)
     );
-    let lines = dir.lines("log");
-    let span = |tag: &str| -> Option<(u128, u128)> {
-        let l = lines.iter().find(|l| l.starts_with(tag))?;
-        let f: Vec<&str> = l.split_whitespace().collect();
-        Some((f[1].parse().unwrap(), f[2].parse().unwrap()))
-    };
-    let w = span("waiter").expect("the waiter ran");
+    let w = span(&dir, "waiter").expect("the waiter ran");
     if held == 0 {
-        let h = span("holder").expect("the holder finished");
+        let h = span(&dir, "holder").expect("the holder finished");
         assert!(
             h.1 <= w.0,
             "the waiter ran while the holder held: {h:?} {w:?}"

@@ -41,3 +41,21 @@ pub fn hold(redis: &RedisServer, dir: &Scratch, name: &str) -> Proc {
 pub fn release(dir: &Scratch, tag: &str) {
     std::fs::write(dir.file(&format!("{tag}.release")), "").unwrap();
 }
+
+/// A COMMAND that marks `dir/TAG.held` when it starts, sleeps `secs`, then logs
+/// "TAG start-ms end-ms" to `dir/log`.
+pub fn timed_job(dir: &Scratch, tag: &str, secs: &str) -> String {
+    format!(
+        "s=$(date +%s%3N); touch {held}; sleep {secs}; echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+        held = dir.file(&format!("{tag}.held")),
+        log = dir.file("log"),
+    )
+}
+
+/// When the [`timed_job`] tagged `tag` ran (start, end in ms), if it finished.
+pub fn span(dir: &Scratch, tag: &str) -> Option<(u128, u128)> {
+    let lines = dir.lines("log");
+    let line = lines.iter().find(|l| l.starts_with(&format!("{tag} ")))?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    Some((f[1].parse().ok()?, f[2].parse().ok()?))
+}

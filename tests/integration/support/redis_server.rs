@@ -59,6 +59,18 @@ impl RedisServer {
         panic!("could not find a free port for redis-server");
     }
 
+    /// A primary and a replica in sync with it.
+    pub fn with_replica() -> (Self, Self) {
+        let primary = Self::start();
+        let port = primary.port.to_string();
+        let replica = Self::start_with(&["--replicaof", "127.0.0.1", &port]);
+        super::expect_within(super::rlock::LIMIT, "the replica to sync", || {
+            let info: String = primary.cmd(&["INFO", "replication"]);
+            info.contains("connected_slaves:1") && info.contains("state=online")
+        });
+        (primary, replica)
+    }
+
     /// SIGKILLs the server and starts it again on the same port and directory
     /// (with `--appendonly yes` among the extra arguments, data survives).
     pub fn restart(&mut self) {
