@@ -28,6 +28,14 @@ pub fn backend(global: &Global) -> Result<Arc<dyn Backend>> {
     if specs.len() == 1 {
         return Ok(Arc::new(Standalone::new(specs.remove(0))?));
     }
+    if specs
+        .iter()
+        .any(|s| s.sentinel.is_some() || s.cluster.is_some())
+    {
+        return Err(Error::usage(
+            "a Redlock quorum (several --url) needs independent redis:// or rediss:// masters, not Sentinel or Cluster URLs",
+        ));
+    }
     let mut seen: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
     seen.sort();
     if seen.windows(2).any(|w| w[0] == w[1]) {

@@ -263,10 +263,20 @@ fn child_env(
 /// Options that cannot go together: refuse them clearly instead of silently
 /// running with other semantics.
 pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()> {
-    if lock.redisson && global.urls.len() > 1 {
-        return Err(Error::usage(
-            "--redisson locks one server as Redisson does; it cannot be combined with several --url",
-        ));
+    // (Sentinel and Cluster host lists are one URL each.)
+    if crate::server::choose_urls(&global.urls, None).len() > 1 {
+        if lock.redisson {
+            return Err(Error::usage(
+                "--redisson locks one server as Redisson does; it cannot be combined with several --url",
+            ));
+        }
+        // Each server counts only its own holders and queue: different
+        // majorities could admit more than N, or order a queue differently.
+        if lock.limit.is_some_and(|n| n > 1) || lock.fair {
+            return Err(Error::usage(
+                "--limit above 1 and --fair need one server: a Redlock quorum (several --url) cannot count holders or order a queue across servers",
+            ));
+        }
     }
     if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
         return Err(Error::usage(

@@ -52,6 +52,9 @@ impl Redlock {
     }
 }
 
+/// A hold on the server of that index.
+type ServerHold = (usize, Hold);
+
 fn quorum(n: usize) -> usize {
     n / 2 + 1
 }
@@ -103,11 +106,27 @@ impl RedlockSession {
     }
 
     /// Runs `op` on every server, reconnecting to those without a session.
-    fn each<T>(&mut self, mut op: impl FnMut(&mut dyn Session) -> Result<T>) -> Vec<Result<T>> {
+    fn each<T>(&mut self, op: impl FnMut(&mut dyn Session) -> Result<T>) -> Vec<Result<T>> {
+        self.each_until(None, true, op)
+    }
+
+    /// [`each`](Self::each), reconnecting (when `reconnect`) only within what
+    /// is left until `deadline`.
+    fn each_until<T>(
+        &mut self,
+        deadline: Option<Instant>,
+        reconnect: bool,
+        mut op: impl FnMut(&mut dyn Session) -> Result<T>,
+    ) -> Vec<Result<T>> {
         let mut results = Vec::with_capacity(self.servers.len());
         for (server, slot) in self.servers.iter().zip(self.sessions.iter_mut()) {
-            if slot.is_none() {
-                *slot = server.connect().ok();
+            if slot.is_none() && reconnect {
+                let left = deadline.map_or(PER_SERVER, |d| {
+                    d.saturating_duration_since(Instant::now()).min(PER_SERVER)
+                });
+                if !left.is_zero() {
+                    *slot = server.connect_within(left).ok();
+                }
             }
             let result = match slot {
                 Some(session) => op(session.as_mut()),
@@ -123,6 +142,25 @@ impl RedlockSession {
             results.push(result);
         }
         results
+    }
+
+    /// Releases holds taken in a round that does not count.
+    fn give_back(&mut self, keys: &LockKeys, holds: &[ServerHold]) {
+        for (i, hold) in holds {
+            if let Some(session) = self.sessions[*i].as_mut() {
+                let _ = session.release(keys, &hold.token);
+            }
+        }
+    }
+
+    /// On servers that did not answer, drops a hold or registration the
+    /// attempt may still have made there (the fresh token holds nothing else).
+    fn forget(&mut self, req: &AcquireRequest<'_>, servers: &[usize]) {
+        for &i in servers {
+            if let Some(session) = self.sessions[i].as_mut() {
+                let _ = session.leave(req.keys, req.token);
+            }
+        }
     }
 
     fn no_quorum(&self, lock: Option<&str>, answered: usize, failures: &[Error]) -> Error {
@@ -167,64 +205,93 @@ impl Session for RedlockSession {
             grant: false,
         };
         let results = self.each(|s| s.acquire(&single));
-        let mut holds: Vec<(usize, Hold)> = Vec::new();
+        let mut holds: Vec<ServerHold> = Vec::new();
         let mut taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)> = Vec::new();
         let mut incompatible = None;
+        let mut foreign = None;
+        let mut failed: Vec<usize> = Vec::new();
         let mut failures = Vec::new();
         for (i, result) in results.into_iter().enumerate() {
             match result {
                 Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
                 Ok(Attempt::Taken { pttl, holder }) => taken.push((i, pttl, holder)),
                 Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
-                Err(Error::ForeignKey { lock, cause }) => {
-                    return Err(Error::ForeignKey { lock, cause });
+                Err(err @ Error::ForeignKey { .. }) => foreign = Some(err),
+                Err(err) => {
+                    failed.push(i);
+                    failures.push(err);
                 }
-                Err(err) => failures.push(err),
             }
         }
+        // A nested run re-enters with an enclosing run's token where that run
+        // holds, and would take fresh holds elsewhere: only the token a quorum
+        // knows counts; the other holds are given back.
+        let quorum = self.quorum();
+        let winner = holds
+            .iter()
+            .map(|(_, h)| &h.token)
+            .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
+            .cloned();
+        // Half the lease at least must be left for COMMAND and the first renewal.
         let margin = crate::watchdog::drift(req.ttl);
-        let valid = start.elapsed() + margin < req.ttl;
-        if holds.len() >= self.quorum() && valid && incompatible.is_none() {
-            let fence = holds.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
-            let count = holds.iter().map(|(_, h)| h.count).min().unwrap_or(1);
-            let token = holds[0].1.token.clone();
-            for &(i, _) in &holds {
+        let valid = start.elapsed() + margin < req.ttl / 2;
+        if let (Some(token), true, None, None) = (&winner, valid, &incompatible, &foreign) {
+            let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) =
+                holds.into_iter().partition(|(_, h)| &h.token == token);
+            self.give_back(req.keys, &others);
+            let fence = ours.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
+            let count = ours.iter().map(|(_, h)| h.count).min().unwrap_or(1);
+            // Lift the counters of a quorum to the largest fence, so that any
+            // later quorum, which shares a server with this one, goes higher.
+            let mut raised = 0;
+            for &(i, _) in &ours {
                 if let Some(session) = self.sessions[i].as_mut() {
-                    // Best effort: a server that misses it only weakens the
-                    // ordering of fences if it also ends up in the next quorum.
-                    let _ = session.raise_fence(req.keys, Fence(fence));
+                    if session.raise_fence(req.keys, Fence(fence)).is_ok() {
+                        raised += 1;
+                    }
                 }
             }
-            // Where the lock was taken, this attempt queued us: leave.
-            for &(i, _, _) in &taken {
-                if let Some(session) = self.sessions[i].as_mut() {
-                    let _ = session.leave(req.keys, req.token);
+            if raised >= quorum {
+                for &(i, _, _) in &taken {
+                    // This attempt queued us where the lock was taken: leave.
+                    if let Some(session) = self.sessions[i].as_mut() {
+                        let _ = session.leave(req.keys, req.token);
+                    }
                 }
+                self.waiting_on = None;
+                return Ok(Attempt::Acquired(Hold {
+                    token: token.clone(),
+                    fence: Fence(fence),
+                    count,
+                }));
             }
+            self.give_back(req.keys, &ours);
+            self.forget(req, &failed);
             self.waiting_on = None;
-            return Ok(Attempt::Acquired(Hold {
-                token,
-                fence: Fence(fence),
-                count,
-            }));
+            return Ok(Attempt::Taken {
+                pttl: Some(retry_delay()),
+                holder: None,
+            });
         }
-        for (i, hold) in &holds {
-            if let Some(session) = self.sessions[*i].as_mut() {
-                let _ = session.release(req.keys, &hold.token);
-            }
+        self.give_back(req.keys, &holds);
+        // A server that did not answer may still run the attempt: take back
+        // what it may have given (best effort; it expires within the ttl).
+        self.forget(req, &failed);
+        if let Some(err) = foreign {
+            return Err(err);
         }
         if let Some(held) = incompatible {
             return Ok(Attempt::Incompatible { held });
         }
-        let answered = holds.len() + taken.len();
-        if answered < self.quorum() {
+        let answered = self.servers.len() - failed.len();
+        if answered < quorum {
             return Err(self.no_quorum(Some(&req.keys.name), answered, &failures));
         }
         self.waiting_on = taken.first().map(|(i, _, _)| *i);
         let holder = taken.iter().find_map(|(_, _, h)| h.clone());
         // Held on a quorum: wait for its release (or lease). Split between
         // contenders, or too slow to be valid: try again soon, out of step.
-        let pttl = if taken.len() >= self.quorum() {
+        let pttl = if taken.len() >= quorum {
             taken.iter().filter_map(|(_, p, _)| *p).min()
         } else {
             Some(retry_delay())
@@ -279,9 +346,12 @@ impl Session for RedlockSession {
         limit: Duration,
     ) -> Result<bool> {
         let deadline = Instant::now() + limit;
-        let results = self.each(|s| {
+        let results = self.each_until(Some(deadline), true, |s| {
             let left = deadline.saturating_duration_since(Instant::now());
-            s.renew(keys, token, ttl, left.max(Duration::from_millis(1)))
+            if left.is_zero() {
+                return Err(Error::Internal("no time left to renew".into()));
+            }
+            s.renew(keys, token, ttl, left)
         });
         let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
         let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
@@ -318,11 +388,17 @@ impl Session for RedlockSession {
     }
 
     fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
-        let results = self.each(|s| s.confirm_replicas(keys, replicas, limit));
-        Ok(results
+        // Only the connections that wrote the holds can vouch for them.
+        let results = self.each_until(None, false, |s| s.confirm_replicas(keys, replicas, limit));
+        let confirmed: Vec<u32> = results.into_iter().filter_map(|r| r.ok()).collect();
+        let enough = confirmed.iter().filter(|&&n| n >= replicas).count();
+        if enough >= self.quorum() {
+            return Ok(replicas);
+        }
+        Ok(confirmed
             .into_iter()
-            .map(|r| r.unwrap_or(0))
-            .min()
+            .filter(|&n| n < replicas)
+            .max()
             .unwrap_or(0))
     }
 

@@ -154,6 +154,14 @@ impl Backend for Standalone {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
+        self.connect_within(self.spec.timeout)
+    }
+}
+
+impl Standalone {
+    /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
+    /// by what is left of a renewal's deadline).
+    pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
         let mut session = StandaloneSession {
             source: Arc::clone(&self.source),
             spec: self.spec.clone(),
@@ -161,8 +169,8 @@ impl Backend for Standalone {
             sub: None,
             node: None,
         };
-        if let Err(err) = session.con(self.spec.timeout) {
-            return Err(session.unavailable(&err, self.spec.timeout));
+        if let Err(err) = session.con(limit) {
+            return Err(session.unavailable(&err, limit));
         }
         Ok(Box::new(session))
     }
@@ -196,7 +204,17 @@ impl StandaloneSession {
         if self.con.is_none() {
             let opened = match (&*self.source, &self.node) {
                 (Source::Cluster(spec), Some(node)) => {
-                    node_client(spec, node)?.get_connection_with_timeout(limit)?
+                    match node_client(spec, node).and_then(|c| c.get_connection_with_timeout(limit))
+                    {
+                        Ok(con) => con,
+                        // The node is gone (a failover): ask the seeds again;
+                        // MOVED leads to the slot's new master.
+                        Err(_) => {
+                            let (seed, con) = first_seed(spec, limit)?;
+                            self.node = Some(seed);
+                            con
+                        }
+                    }
                 }
                 (Source::Cluster(spec), None) => {
                     let (seed, con) = first_seed(spec, limit)?;
@@ -678,9 +696,15 @@ impl Session for StandaloneSession {
     }
 
     fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
+        // WAIT counts the replicas that have this connection's writes: on a
+        // connection opened since the acquire it would prove nothing.
+        if self.con.is_none() {
+            return Ok(0);
+        }
         let ms = millis(limit);
         // WAIT itself may take `limit`: allow for its reply on top.
-        let confirmed: i64 = self.call(keys, limit + self.timeout(), true, |con| {
+        let window = limit + self.timeout();
+        let confirmed: i64 = self.call_within(keys, window, window, false, |con| {
             redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
         })?;
         Ok(u32::try_from(confirmed).unwrap_or(0))

@@ -27,6 +27,7 @@ const RULES: &[&str] = &[
     "+time",
     "+type",
     "+get",
+    "+set",
     "+incr",
     "+exists",
     "+del",

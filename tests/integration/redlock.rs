@@ -162,3 +162,199 @@ fn runs_exclude_each_other_and_fences_increase_while_the_quorum_changes() {
         servers.iter().all(|s| s.lock_keys("rl").is_empty())
     });
 }
+
+/// A key of another type on one server: exit 69, and the holds taken on the
+/// others are given back.
+#[test]
+fn a_foreign_key_on_one_server_leaves_no_hold_on_the_others() {
+    let servers = three();
+    let all: Vec<&RedisServer> = servers.iter().collect();
+    servers[1].cmd::<String>(&["SET", "rlock:{fk}", "not-a-lock"]);
+    let out = output(quorum(&all).args(["run", "--ttl", "60s", "fk", "--", "true"]));
+    assert_eq!(code(&out), 69, "{}", show(&out));
+    assert_eq!(
+        servers[0].lock_keys("fk"),
+        Vec::<String>::new(),
+        "a hold was left on server 0 after exit 69: {}",
+        show(&out)
+    );
+}
+
+/// A nested run when the parent's quorum left one server out: it re-enters
+/// with the parent's token where a quorum knows it, and nothing is left.
+#[test]
+fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
+    let servers = three();
+    let dir = Scratch::new();
+    let all: Vec<&RedisServer> = servers.iter().collect();
+    // The parent takes the lock while server 0 does not answer.
+    servers[0].freeze();
+    let go = dir.file("go");
+    let inner_out = dir.file("inner");
+    let urls: Vec<String> = servers
+        .iter()
+        .map(|s| format!("--url {}", s.url()))
+        .collect();
+    let script = format!(
+        "while [ ! -e {go} ]; do sleep 0.05; done; \
+         {bin} {urls} run --ttl 1500ms nest -- sleep 1.5; echo $? > {inner_out}",
+        bin = env!("CARGO_BIN_EXE_rlock"),
+        urls = urls.join(" "),
+    );
+    let parent = spawn(
+        quorum(&all)
+            .args(["run", "--ttl", "1500ms", "nest", "--"])
+            .args(sh(&script)),
+    );
+    expect_within(
+        rlock::LIMIT,
+        "the parent to hold on servers 1 and 2",
+        || {
+            servers[1..]
+                .iter()
+                .all(|s| s.cmd::<i64>(&["EXISTS", "rlock:{nest}"]) == 1)
+        },
+    );
+    servers[0].thaw();
+    std::fs::write(&go, "").unwrap();
+    let out = parent.output_within(Duration::from_secs(30));
+    let inner_status = dir.read("inner");
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(inner_status.trim(), "0", "nested run: {}", show(&out));
+    for (i, s) in servers.iter().enumerate() {
+        assert_eq!(
+            s.lock_keys("nest"),
+            Vec::<String>::new(),
+            "left on server {i}"
+        );
+    }
+}
+
+/// The README's ACL rules include SET, which lifting the fences needs; with a
+/// server whose counter is ahead, fences still increase when the quorum changes.
+#[test]
+fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
+    let servers = three();
+    let rules = [
+        "resetkeys",
+        "~rlock:*",
+        "resetchannels",
+        "-@all",
+        "+ping",
+        "+auth",
+        "+hello",
+        "+evalsha",
+        "+eval",
+        "+script|load",
+        "+blpop",
+        "+rpush",
+        "+pexpire",
+        "+multi",
+        "+exec",
+        "+wait",
+        "+scan",
+        "+time",
+        "+type",
+        "+get",
+        "+set",
+        "+incr",
+        "+exists",
+        "+del",
+        "+llen",
+        "+pttl",
+        "+hget",
+        "+hset",
+        "+hdel",
+        "+hkeys",
+        "+hexists",
+        "+hincrby",
+        "+hlen",
+        "+zadd",
+        "+zrem",
+        "+zscore",
+        "+zrange",
+        "+zrangebyscore",
+        "+zcount",
+    ];
+    let mut urls = Vec::new();
+    for s in &servers {
+        let mut args = vec!["ACL", "SETUSER", "locker", "on", ">pw"];
+        args.extend_from_slice(&rules);
+        s.cmd::<String>(&args);
+        urls.push(format!("redis://locker:pw@127.0.0.1:{}", s.port));
+    }
+    // Server 0 has handed out more fences before (its history differs).
+    servers[0].cmd::<String>(&["SET", "rlock:{f}:fence", "10"]);
+    let dir = Scratch::new();
+    let fence = |dir: &Scratch| {
+        let mut cmd = bare();
+        for u in &urls {
+            cmd.arg("--url").arg(u);
+        }
+        let file = dir.file("fence");
+        let out = output(
+            cmd.args(["run", "f", "--"])
+                .args(sh(&format!("echo $RLOCK_FENCE > {file}"))),
+        );
+        assert_eq!(code(&out), 0, "{}", show(&out));
+        dir.read("fence").trim().parse::<u64>().unwrap()
+    };
+    let first = fence(&dir);
+    servers[0].freeze();
+    let second = fence(&dir);
+    servers[0].thaw();
+    assert!(second > first, "fence went from {first} to {second}");
+}
+
+/// With three of five password-protected servers stalled, reconnecting during
+/// a renewal is bounded by the lease left: COMMAND stops within the lease.
+#[test]
+fn renewals_stay_within_the_lease_when_reconnecting_to_stalled_servers() {
+    // A password (or a db) makes each new connection wait for a reply.
+    let servers: Vec<RedisServer> = (0..5)
+        .map(|_| RedisServer::start_with(&["--requirepass", "pw"]))
+        .collect();
+    let dir = Scratch::new();
+    let ticks = dir.file("ticks");
+    let mut cmd = bare();
+    for s in &servers {
+        cmd.arg("--url")
+            .arg(format!("redis://:pw@127.0.0.1:{}", s.port));
+    }
+    let holder = spawn(
+        cmd.args(["run", "--ttl", "3s", "--kill-after", "1s", "rl", "--"])
+            .args(sh(&format!(
+                "while :; do date +%s%3N >> {ticks}; sleep 0.02; done"
+            ))),
+    );
+    crate::support::expect_within(Duration::from_secs(10), "COMMAND to run", || {
+        !dir.read("ticks").is_empty()
+    });
+    let stopped = crate::support::now_ms();
+    for s in &servers[2..] {
+        s.freeze();
+    }
+    let out = holder.output_within(Duration::from_secs(30));
+    for s in &servers[2..] {
+        s.thaw();
+    }
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    let last: u128 = dir.lines("ticks").last().unwrap().trim().parse().unwrap();
+    // No renewal after `stopped` reached a quorum: the lease ends by stopped + 3 s.
+    assert!(
+        last <= stopped + 3000,
+        "COMMAND worked {} ms after the last possible confirmation, past the 3 s lease",
+        last - stopped
+    );
+}
+
+#[test]
+fn semaphores_and_fair_queues_need_one_server() {
+    let servers = three();
+    let all: Vec<&RedisServer> = servers.iter().collect();
+    for opts in [&["--limit", "2"][..], &["--fair"]] {
+        let out = output(quorum(&all).arg("run").args(opts).args(["x", "--", "true"]));
+        let err = assert_fails(&out, 2);
+        assert!(err.contains("need one server"), "{err}");
+    }
+}
