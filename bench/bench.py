@@ -40,12 +40,14 @@ NAIVE = (
 
 TOOLS = {
     "rlock": [RLOCK, "--url", f"redis://127.0.0.1:{REDIS_PORT}", "run", "bench", "--"],
+    "rlock-local": [RLOCK, "--url", f"file:{WORK}/rlock-local", "run", "bench", "--"],
     "flock": ["flock", f"{WORK}/flock.lock"],
     "etcd": ["etcdctl", f"--endpoints=127.0.0.1:{ETCD_PORT}", "lock", "bench", "--"],
     "naive": ["sh", "-c", NAIVE, "sh"],
 }
 LABELS = {
     "rlock": "rlock",
+    "rlock-local": "rlock `file:`",
     "flock": "flock",
     "etcd": "`etcdctl lock`",
     "naive": "`SET NX` + sleep 10 ms",

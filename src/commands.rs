@@ -21,6 +21,11 @@ use crate::wait::{self, Wanted};
 pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
     refuse_conflicts(global, &args.lock)?;
+    if crate::server::local_dir(&global.urls).is_some() {
+        return Err(Error::usage(
+            "rlock acquire is not supported by file: locks: the kernel keeps a file lock only while a process holds it open; use rlock run",
+        ));
+    }
     if let Some(pid) = args.while_pid {
         // SAFETY: kill with signal 0 only checks that the process exists.
         if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, Redlock, Standalone};
+use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::Global;
 use crate::error::{Error, Result};
 use crate::server;
@@ -12,6 +12,14 @@ use crate::server;
 pub fn backend(global: &Global) -> Result<Arc<dyn Backend>> {
     crate::name::validate_prefix(&global.prefix)?;
     let urls = server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+    if let Some(dir) = server::local_dir(&global.urls) {
+        if urls.len() > 1 {
+            return Err(Error::usage(
+                "file: locks this host only; it cannot be combined with other --url",
+            ));
+        }
+        return Ok(Arc::new(Local::new(&dir)?));
+    }
     let auth = std::env::var("REDISCLI_AUTH").ok();
     let tls = server::TlsFiles {
         cacert: global.cacert.as_deref(),

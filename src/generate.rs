@@ -69,7 +69,7 @@ Password, used when the URL has none. Never printed.
 Key namespace (default rlock).
 .TP
 \fBRLOCK_CACERT\fR, \fBRLOCK_CERT\fR, \fBRLOCK_KEY\fR
-TLS files (TLS is not supported yet).
+TLS files (PEM) for rediss:// servers: CA to trust, client certificate and key.
 .PP
 COMMAND gets \fBRLOCK_NAME\fR (the name(s)), \fBRLOCK_TOKEN\fR (its owner token: a
 capability, do not log it), \fBRLOCK_FENCE\fR (fencing token: strictly increases with every

@@ -263,6 +263,24 @@ fn child_env(
 /// Options that cannot go together: refuse them clearly instead of silently
 /// running with other semantics.
 pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()> {
+    if crate::server::local_dir(&global.urls).is_some() {
+        let refuse = |what: &str| {
+            Err(Error::usage(format!(
+                "{what} has no meaning for file: locks (this host only)"
+            )))
+        };
+        if lock.min_replicas > 0 {
+            return refuse("--min-replicas");
+        }
+        if lock.redisson {
+            return refuse("--redisson");
+        }
+        if lock.fair {
+            return Err(Error::usage(
+                "--fair is not supported by file: locks: the kernel keeps no queue",
+            ));
+        }
+    }
     // (Sentinel and Cluster host lists are one URL each.)
     if crate::server::choose_urls(&global.urls, None).len() > 1 {
         if lock.redisson {

@@ -97,12 +97,16 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         .split_once(':')
         .map_or("", |(s, _)| s)
         .to_ascii_lowercase();
-    let unsupported = |what: &str| Err(Error::usage(format!("{what} is not supported yet")));
     match scheme.as_str() {
         "redis" | "unix" | "redis+unix" | "rediss" => {}
         "redis+sentinel" | "rediss+sentinel" => return parse_sentinel(url, &scheme, auth, timeout),
         "redis+cluster" | "rediss+cluster" => return parse_cluster(url, &scheme, auth, timeout),
-        "file" => return unsupported("the local file: backend"),
+        // Handled before parsing (crate::connect); here only beside other URLs.
+        "file" => {
+            return Err(Error::usage(
+                "file: locks this host only; it cannot be combined with other --url",
+            ))
+        }
         _ => {
             return Err(Error::usage(
                 "invalid --url: expected redis://[user:password@]host[:port][/db]",
@@ -242,6 +246,15 @@ fn parse_sentinel(
         tls,
     });
     Ok(spec)
+}
+
+/// The directory of a `file:DIR` URL list (the local backend), if that is
+/// what the options ask for.
+pub fn local_dir(given: &[String]) -> Option<String> {
+    let urls = choose_urls(given, std::env::var("REDIS_URL").ok());
+    urls.iter()
+        .find_map(|u| u.strip_prefix("file:"))
+        .map(str::to_owned)
 }
 
 /// Picks the URL list: `--url` (or `RLOCK_URL`, handled by clap), then

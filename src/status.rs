@@ -117,19 +117,27 @@ fn table(states: &[(String, LockStatus)]) -> String {
                 "" => "?".to_owned(),
                 text => report::sanitize(text),
             };
+            let lease = match h.ttl_ms {
+                NO_LEASE => "kept by the kernel (this host only)".to_owned(),
+                ms => format!(
+                    "lease left {}",
+                    humantime::format_duration(Duration::from_secs(ms / 1000))
+                ),
+            };
             let _ = writeln!(
                 out,
-                "  pid {} on {} ({}) held for {}, lease left {}",
+                "  pid {} on {} ({}) held for {held}, {lease}",
                 unknown(&h.pid),
                 unknown(&h.host),
                 report::quote(&h.command),
-                held,
-                humantime::format_duration(Duration::from_secs(h.ttl_ms / 1000))
             );
         }
     }
     out
 }
+
+/// `ttl_ms` of a hold with no lease (file: locks, kept by the kernel).
+pub const NO_LEASE: u64 = u64::MAX;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -161,7 +169,10 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
                 pid,
                 json_string(&h.command),
                 since,
-                h.ttl_ms
+                match h.ttl_ms {
+                    NO_LEASE => "null".to_owned(),
+                    ms => ms.to_string(),
+                }
             )
         })
         .collect();

@@ -5,11 +5,13 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
+mod local;
 mod redlock;
 mod standalone;
 
 use std::time::Duration;
 
+pub use local::Local;
 pub use redlock::Redlock;
 pub use standalone::Standalone;
 

@@ -3,7 +3,7 @@
 //! values that must still work.
 
 use crate::support::redis_server::RedisServer;
-use crate::support::rlock::{assert_fails, bare, code, output, rlock, show, stderr};
+use crate::support::rlock::{assert_fails, bare, code, output, rlock, show};
 
 #[test]
 fn wrong_password_is_unavailable_and_never_echoed() {
@@ -23,14 +23,6 @@ fn wrong_password_is_unavailable_and_never_echoed() {
             .args(["run", "x", "--", "true"]),
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
-}
-
-#[test]
-fn options_not_yet_supported_are_refused_clearly() {
-    let out = output(bare().args(["--url", "file:/tmp/rlock-locks", "run", "x", "--", "true"]));
-    let err = assert_fails(&out, 2);
-    assert!(err.contains("not supported yet"), "{err}");
-    let _ = stderr;
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
 //! - `cluster`: three masters; locks in every slot, a slot moved under a holder
 //! - `chaos`: contending runs under a loop of injected faults
+//! - `local`: the file: backend (this host only, kernel file locks)
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `acl`: ACL users: the documented rules, and what a user lacking one sees
@@ -33,6 +34,7 @@ mod faults;
 mod generated;
 mod handoff;
 mod kinds;
+mod local;
 mod model;
 mod redisson;
 mod redlock;

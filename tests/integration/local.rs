@@ -1,0 +1,230 @@
+//! The `file:DIR` backend: the same runs as with Redis, on this host only,
+//! through the kernel's file locks; no server at all.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use crate::support::expect_within;
+use crate::support::process::signal;
+use crate::support::rlock::{self, assert_fails, bare, code, output, sh, show, spawn, stdout};
+use crate::support::scratch::Scratch;
+
+fn local(dir: &Scratch) -> std::process::Command {
+    let mut cmd = bare();
+    cmd.arg("--url").arg(format!("file:{}", dir.file("locks")));
+    cmd
+}
+
+/// Intervals "start end fence" logged by the jobs, sorted by start.
+fn intervals(dir: &Scratch) -> Vec<(u128, u128, u64)> {
+    let mut v: Vec<(u128, u128, u64)> = dir
+        .lines("log")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn job(dir: &Scratch, secs: &str) -> String {
+    format!(
+        "s=$(date +%s%N); sleep {secs}; echo \"$s $(date +%s%N) ${{RLOCK_FENCE:-0}}\" >> {}",
+        dir.file("log")
+    )
+}
+
+#[test]
+fn runs_exclude_each_other_with_increasing_fences_and_no_server() {
+    let dir = Scratch::new();
+    let runs: Vec<_> = (0..6)
+        .map(|_| {
+            spawn(
+                local(&dir)
+                    .args(["run", "x", "--"])
+                    .args(sh(&job(&dir, "0.05"))),
+            )
+        })
+        .collect();
+    for run in runs {
+        let out = run.output_within(rlock::LIMIT);
+        assert_eq!(code(&out), 0, "{}", show(&out));
+    }
+    let iv = intervals(&dir);
+    assert_eq!(iv.len(), 6);
+    for pair in iv.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlap: {pair:?}");
+        assert!(pair[0].2 < pair[1].2, "fences: {pair:?}");
+    }
+    let mode = std::fs::metadata(dir.file("locks"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "the lock directory is private");
+}
+
+#[test]
+fn a_taken_lock_gives_the_conflict_status_and_names_the_holder() {
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let holder = spawn(
+        local(&dir)
+            .args(["run", "x", "--"])
+            .args(sh(&format!("touch {held}; sleep 3"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&held).exists()
+    });
+    let out = output(local(&dir).args(["run", "-n", "x", "--", "true"]));
+    let err = assert_fails(&out, 75);
+    assert!(err.contains(&format!("pid {}", holder.pid)), "{err}");
+    let out = output(local(&dir).args(["run", "-n", "-E", "3", "x", "--", "true"]));
+    assert_eq!(code(&out), 3, "{}", show(&out));
+    let start = Instant::now();
+    let out = output(local(&dir).args(["run", "--wait", "300ms", "x", "--", "true"]));
+    assert_fails(&out, 75);
+    assert!(start.elapsed() < Duration::from_secs(2));
+    let out = output(local(&dir).args(["status", "x"]));
+    assert!(stdout(&out).contains("this host only"), "{}", show(&out));
+    let out = output(local(&dir).args(["release", "--force", "x"]));
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("cannot break"), "{err}");
+    // The holder dies: the kernel frees the lock at once.
+    signal(holder.pid, libc::SIGKILL);
+    expect_within(Duration::from_secs(5), "the lock to be free", || {
+        code(&output(local(&dir).args(["run", "-n", "x", "--", "true"]))) == 0
+    });
+}
+
+#[test]
+fn shared_holders_overlap_and_a_semaphore_admits_its_limit() {
+    let dir = Scratch::new();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            spawn(
+                local(&dir)
+                    .args(["run", "--shared", "s", "--"])
+                    .args(sh(&job(&dir, "0.4"))),
+            )
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
+    }
+    let iv = intervals(&dir);
+    assert!(iv[0].1 > iv[2].0, "shared holders ran at once: {iv:?}");
+    let dir = Scratch::new();
+    let runs: Vec<_> = (0..6)
+        .map(|_| {
+            spawn(
+                local(&dir)
+                    .args(["run", "--limit", "3", "m", "--"])
+                    .args(sh(&job(&dir, "0.3"))),
+            )
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
+    }
+    let iv = intervals(&dir);
+    let most = iv
+        .iter()
+        .map(|a| iv.iter().filter(|b| b.0 <= a.0 && a.0 < b.1).count())
+        .max()
+        .unwrap();
+    assert_eq!(
+        most, 3,
+        "at most and at some point exactly 3 at once: {iv:?}"
+    );
+}
+
+#[test]
+fn several_names_reentry_and_any_name_work() {
+    let dir = Scratch::new();
+    let runs: Vec<_> = (0..4)
+        .map(|i| {
+            let names = if i % 2 == 0 { ["a", "b"] } else { ["b", "a"] };
+            spawn(
+                local(&dir)
+                    .arg("run")
+                    .args(names)
+                    .arg("--")
+                    .args(sh(&job(&dir, "0.05"))),
+            )
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
+    }
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = format!("file:{}", dir.file("locks"));
+    let out = output(local(&dir).args(["run", "outer", "--"]).args(sh(&format!(
+        "{bin} --url {url} run -n outer -- echo re-entered"
+    ))));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).contains("re-entered"));
+    for name in ["../escape", "..", "caf\u{e9}", "100%", "a.b"] {
+        let out = output(local(&dir).args(["run", name, "--", "true"]));
+        assert_eq!(code(&out), 0, "{name}: {}", show(&out));
+    }
+    assert!(!std::path::Path::new(&dir.file("escape.lock")).exists());
+    for entry in std::fs::read_dir(dir.file("locks")).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!file.starts_with('.') && !file.contains('/'), "{file}");
+    }
+}
+
+#[test]
+fn options_without_meaning_here_are_refused_and_a_waiter_can_be_interrupted() {
+    let dir = Scratch::new();
+    for (args, says) in [
+        (&["acquire", "x"][..], "use rlock run"),
+        (&["run", "--fair", "x", "--", "true"], "no queue"),
+        (
+            &["run", "--min-replicas", "1", "x", "--", "true"],
+            "--min-replicas",
+        ),
+    ] {
+        let out = output(local(&dir).args(args));
+        let err = assert_fails(&out, 2);
+        assert!(err.contains(says), "{err}");
+    }
+    let out = output(
+        local(&dir)
+            .args(["--url", "redis://127.0.0.1:1"])
+            .args(["run", "x", "--", "true"]),
+    );
+    assert_fails(&out, 2);
+    let held = dir.file("held");
+    let _holder = spawn(
+        local(&dir)
+            .args(["run", "i", "--"])
+            .args(sh(&format!("touch {held}; sleep 10"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&held).exists()
+    });
+    let waiter = spawn(local(&dir).args(["run", "i", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        std::fs::read_dir(dir.file("locks"))
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("i.w."))
+    });
+    signal(waiter.pid, libc::SIGINT);
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 130, "{}", show(&out));
+    assert!(
+        !std::fs::read_dir(dir.file("locks")).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("i.w.")),
+        "no waiter left"
+    );
+}
