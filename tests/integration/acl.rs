@@ -6,7 +6,7 @@ use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{assert_fails, bare, code, output, sh, show, stdout};
 
 /// The README's rules for a user of rlock's own locks (prefix rlock).
-const RULES: &[&str] = &[
+pub(crate) const RULES: &[&str] = &[
     "resetkeys",
     "~rlock:*",
     "resetchannels",

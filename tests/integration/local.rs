@@ -56,12 +56,7 @@ fn runs_exclude_each_other_with_increasing_fences_and_no_server() {
         let out = run.output_within(rlock::LIMIT);
         assert_eq!(code(&out), 0, "{}", show(&out));
     }
-    let iv = intervals(&dir);
-    assert_eq!(iv.len(), 6);
-    for pair in iv.windows(2) {
-        assert!(pair[0].1 <= pair[1].0, "overlap: {pair:?}");
-        assert!(pair[0].2 < pair[1].2, "fences: {pair:?}");
-    }
+    crate::support::assert_exclusive_with_fences(&dir, "log", 6);
     let mode = std::fs::metadata(dir.file("locks"))
         .unwrap()
         .permissions()

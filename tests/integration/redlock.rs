@@ -125,24 +125,7 @@ fn runs_exclude_each_other_and_fences_increase_while_the_quorum_changes() {
         let out = run.output_within(rlock::LIMIT);
         assert_eq!(code(&out), 0, "{}", show(&out));
     }
-    let mut intervals: Vec<(u128, u128, u64)> = dir
-        .lines("log")
-        .iter()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (
-                f[0].parse().unwrap(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
-        })
-        .collect();
-    intervals.sort();
-    assert_eq!(intervals.len(), 4);
-    for pair in intervals.windows(2) {
-        assert!(pair[0].1 <= pair[1].0, "overlap: {pair:?}");
-        assert!(pair[0].2 < pair[1].2, "fences: {pair:?}");
-    }
+    let intervals = crate::support::assert_exclusive_with_fences(&dir, "log", 4);
     // Each run now has another server stopped: every quorum shares a server
     // with the one before, and the fences go on increasing.
     let mut last = intervals.last().unwrap().2;
@@ -235,51 +218,11 @@ fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
 #[test]
 fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
     let servers = three();
-    let rules = [
-        "resetkeys",
-        "~rlock:*",
-        "resetchannels",
-        "-@all",
-        "+ping",
-        "+auth",
-        "+hello",
-        "+evalsha",
-        "+eval",
-        "+script|load",
-        "+blpop",
-        "+rpush",
-        "+pexpire",
-        "+multi",
-        "+exec",
-        "+wait",
-        "+scan",
-        "+time",
-        "+type",
-        "+get",
-        "+set",
-        "+incr",
-        "+exists",
-        "+del",
-        "+llen",
-        "+pttl",
-        "+hget",
-        "+hset",
-        "+hdel",
-        "+hkeys",
-        "+hexists",
-        "+hincrby",
-        "+hlen",
-        "+zadd",
-        "+zrem",
-        "+zscore",
-        "+zrange",
-        "+zrangebyscore",
-        "+zcount",
-    ];
+    let rules = crate::acl::RULES;
     let mut urls = Vec::new();
     for s in &servers {
         let mut args = vec!["ACL", "SETUSER", "locker", "on", ">pw"];
-        args.extend_from_slice(&rules);
+        args.extend_from_slice(rules);
         s.cmd::<String>(&args);
         urls.push(format!("redis://locker:pw@127.0.0.1:{}", s.port));
     }

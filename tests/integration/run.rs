@@ -89,27 +89,7 @@ fn concurrent_runs_exclude_each_other() {
         assert!(run.wait_within(rlock::LIMIT).success());
     }
     assert_eq!(dir.read("counter").trim(), "8");
-    let mut intervals: Vec<(u128, u128, u64)> = dir
-        .lines("intervals")
-        .iter()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (
-                f[0].parse().unwrap(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(intervals.len(), 8);
-    intervals.sort();
-    for pair in intervals.windows(2) {
-        assert!(pair[0].1 <= pair[1].0, "overlapping holds: {pair:?}");
-        assert!(
-            pair[0].2 < pair[1].2,
-            "fences increase with start time: {pair:?}"
-        );
-    }
+    crate::support::assert_exclusive_with_fences(&dir, "intervals", 8);
     assert_eq!(redis.lock_keys("counter"), Vec::<String>::new());
 }
 

@@ -39,3 +39,35 @@ pub fn now_ms() -> u128 {
         .unwrap()
         .as_millis()
 }
+
+/// Lines "start end fence" that jobs appended to `dir/file`, sorted by start;
+/// asserts there are `count` of them, that none overlaps the next, and that
+/// fences increase with start time.
+pub fn assert_exclusive_with_fences(
+    dir: &scratch::Scratch,
+    file: &str,
+    count: usize,
+) -> Vec<(u128, u128, u64)> {
+    let mut intervals: Vec<(u128, u128, u64)> = dir
+        .lines(file)
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    intervals.sort();
+    assert_eq!(intervals.len(), count, "{intervals:?}");
+    for pair in intervals.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlapping holds: {pair:?}");
+        assert!(
+            pair[0].2 < pair[1].2,
+            "fences increase with start time: {pair:?}"
+        );
+    }
+    intervals
+}
