@@ -15,24 +15,6 @@ fn local(dir: &Scratch) -> std::process::Command {
     cmd
 }
 
-/// Intervals "start end fence" logged by the jobs, sorted by start.
-fn intervals(dir: &Scratch) -> Vec<(u128, u128, u64)> {
-    let mut v: Vec<(u128, u128, u64)> = dir
-        .lines("log")
-        .iter()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (
-                f[0].parse().unwrap(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 fn job(dir: &Scratch, secs: &str) -> String {
     format!(
         "s=$(date +%s%N); sleep {secs}; echo \"$s $(date +%s%N) ${{RLOCK_FENCE:-0}}\" >> {}",
@@ -112,7 +94,7 @@ fn shared_holders_overlap_and_a_semaphore_admits_its_limit() {
     for run in runs {
         assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
     }
-    let iv = intervals(&dir);
+    let iv = crate::support::fenced_intervals(&dir, "log");
     assert!(iv[0].1 > iv[2].0, "shared holders ran at once: {iv:?}");
     let dir = Scratch::new();
     let runs: Vec<_> = (0..6)
@@ -127,7 +109,7 @@ fn shared_holders_overlap_and_a_semaphore_admits_its_limit() {
     for run in runs {
         assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
     }
-    let iv = intervals(&dir);
+    let iv = crate::support::fenced_intervals(&dir, "log");
     let most = iv
         .iter()
         .map(|a| iv.iter().filter(|b| b.0 <= a.0 && a.0 < b.1).count())

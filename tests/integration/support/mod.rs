@@ -40,14 +40,8 @@ pub fn now_ms() -> u128 {
         .as_millis()
 }
 
-/// Lines "start end fence" that jobs appended to `dir/file`, sorted by start;
-/// asserts there are `count` of them, that none overlaps the next, and that
-/// fences increase with start time.
-pub fn assert_exclusive_with_fences(
-    dir: &scratch::Scratch,
-    file: &str,
-    count: usize,
-) -> Vec<(u128, u128, u64)> {
+/// Lines "start end fence" that jobs appended to `dir/file`, sorted by start.
+pub fn fenced_intervals(dir: &scratch::Scratch, file: &str) -> Vec<(u128, u128, u64)> {
     let mut intervals: Vec<(u128, u128, u64)> = dir
         .lines(file)
         .iter()
@@ -61,6 +55,17 @@ pub fn assert_exclusive_with_fences(
         })
         .collect();
     intervals.sort();
+    intervals
+}
+
+/// [`fenced_intervals`], asserting there are `count`, that none overlaps the
+/// next, and that fences increase with start time.
+pub fn assert_exclusive_with_fences(
+    dir: &scratch::Scratch,
+    file: &str,
+    count: usize,
+) -> Vec<(u128, u128, u64)> {
+    let intervals = fenced_intervals(dir, file);
     assert_eq!(intervals.len(), count, "{intervals:?}");
     for pair in intervals.windows(2) {
         assert!(pair[0].1 <= pair[1].0, "overlapping holds: {pair:?}");
