@@ -150,6 +150,23 @@ fn try_flock(file: &File, exclusive: bool) -> io::Result<bool> {
     }
 }
 
+/// Whether someone holds a lock on the file at `path` (a live holder keeps
+/// LOCK_EX on its own details file; a stale file is unlocked). Unlike a pid,
+/// this cannot be fooled by a reused pid or another pid namespace.
+fn held_by_someone(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(file) => !try_flock(&file, false).unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+/// Lets COMMAND inherit `file`, so the kernel lock lasts as long as COMMAND or
+/// anything it started still holds it (as with flock(1)), not only rlock.
+fn inheritable(file: &File) {
+    // SAFETY: F_SETFD on a valid descriptor of ours.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0) };
+}
+
 /// A holder's details, one `key=value` per line.
 struct Details {
     pid: i32,
@@ -256,13 +273,11 @@ impl LocalSession {
         self.tagged(name, "h")
             .into_iter()
             .filter_map(|path| {
-                let details = Details::parse(&fs::read_to_string(&path).ok()?)?;
-                if alive(details.pid) {
-                    Some(details)
-                } else {
+                if !held_by_someone(&path) {
                     let _ = fs::remove_file(&path);
-                    None
+                    return None;
                 }
+                Details::parse(&fs::read_to_string(&path).ok()?)
             })
             .collect()
     }
@@ -312,15 +327,15 @@ impl Session for LocalSession {
         // Re-entry: an enclosing run (our ancestor) holds it.
         for inherited in req.inherited {
             let path = self.path(name, &format!("h.{}", inherited.as_str()));
+            if !held_by_someone(&path) {
+                continue;
+            }
             let Some(details) = fs::read_to_string(&path)
                 .ok()
                 .and_then(|t| Details::parse(&t))
             else {
                 continue;
             };
-            if !alive(details.pid) {
-                continue;
-            }
             if details.kind != "x" && details.kind != kind_code(req.kind) {
                 let held = if details.kind == "s" { "s" } else { "m" };
                 return Ok(Attempt::Incompatible { held: held.into() });
@@ -361,7 +376,21 @@ impl Session for LocalSession {
         };
         self.holders(name);
         let path = self.path(name, &format!("h.{}", req.token.as_str()));
-        fs::write(&path, details.render()).map_err(|e| self.fail(name, e))?;
+        let mut files = files;
+        let written = self.open(&path).and_then(|mut file| {
+            // Locked before it says anything: never seen unlocked while live.
+            if !try_flock(&file, true)? {
+                return Err(io::Error::other(
+                    "the holder file is locked by another process",
+                ));
+            }
+            file.write_all(details.render().as_bytes())?;
+            Ok(file)
+        });
+        files.push(written.map_err(|e| self.fail(name, e))?);
+        for file in &files {
+            inheritable(file);
+        }
         let _ = fs::remove_file(&waiter);
         self.held.insert(
             name.clone(),

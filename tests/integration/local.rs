@@ -205,3 +205,46 @@ fn options_without_meaning_here_are_refused_and_a_waiter_can_be_interrupted() {
         "no waiter left"
     );
 }
+
+#[test]
+fn a_stale_holder_file_is_never_reentered_even_with_a_live_pid() {
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let _real = spawn(
+        local(&dir)
+            .args(["run", "x", "--"])
+            .args(sh(&format!("touch {held}; sleep 5"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&held).exists()
+    });
+    // What a SIGKILLed holder leaves behind once its pid is reused (pid 1 lives).
+    let token = "0123456789abcdef0123456789abcdef";
+    std::fs::write(
+        format!("{}/x.h.{token}", dir.file("locks")),
+        "pid=1\nhost=h\nsince=0\nkind=x\nfence=1\ncommand=gone",
+    )
+    .unwrap();
+    let out = output(
+        local(&dir)
+            .env("RLOCK_TOKENS", token)
+            .args(["run", "-n", "x", "--", "true"]),
+    );
+    assert_fails(&out, 75);
+}
+
+#[test]
+fn the_lock_lasts_while_anything_of_command_still_runs() {
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = format!("file:{}", dir.file("locks"));
+    let inner = dir.file("inner");
+    // A nested run that leaves COMMAND's group (setsid) outlives the outer run.
+    let out = output(local(&dir).args(["run", "a", "--"]).args(sh(&format!(
+        "setsid {bin} --url {url} run a -- sh -c 'touch {inner}; sleep 3' >/dev/null 2>&1 & \
+         while [ ! -e {inner} ]; do sleep 0.05; done"
+    ))));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(local(&dir).args(["run", "-n", "a", "--", "true"]));
+    assert_fails(&out, 75);
+}
