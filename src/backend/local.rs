@@ -167,6 +167,46 @@ fn inheritable(file: &File) {
     unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0) };
 }
 
+/// Longest wait for the gate, which holders keep only while they decide.
+const GATE: Duration = Duration::from_millis(200);
+
+/// LOCK_EX on `file`, trying until `within` has passed.
+fn lock_within(file: &File, within: Duration) -> io::Result<bool> {
+    let until = Instant::now() + within;
+    loop {
+        if try_flock(file, true)? {
+            return Ok(true);
+        }
+        if Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether a request of `kind` may join the live holders (the rule the Redis
+/// scripts apply): one exclusive holder; or shared holders only; or semaphore
+/// holders fewer than the smallest limit among them and the newcomer.
+fn compatible(holders: &[Details], kind: Kind) -> bool {
+    if holders.is_empty() {
+        return true;
+    }
+    match kind {
+        Kind::Exclusive => false,
+        Kind::Shared => holders.iter().all(|d| d.kind == "s"),
+        Kind::Semaphore(n) => {
+            let limits: Option<Vec<u32>> = holders
+                .iter()
+                .map(|d| d.kind.strip_prefix('m')?.parse().ok())
+                .collect();
+            limits.is_some_and(|limits| {
+                let cap = limits.into_iter().min().unwrap_or(n).min(n);
+                holders.len() < cap as usize
+            })
+        }
+    }
+}
+
 /// A holder's details, one `key=value` per line.
 struct Details {
     pid: i32,
@@ -355,7 +395,20 @@ impl Session for LocalSession {
             }));
         }
         let waiter = self.path(name, &format!("w.{}", req.token.as_str()));
-        let Some(files) = self.take(name, req.kind).map_err(|e| self.fail(name, e))? else {
+        // Kinds and limits are decided from the live holders' details under a
+        // short gate lock (the kernel's locks alone cannot keep shared and
+        // semaphore holders apart, nor hold semaphores to the smallest limit).
+        let gate = self
+            .open(&self.path(name, "gate"))
+            .and_then(|gate| Ok(lock_within(&gate, GATE)?.then_some(gate)))
+            .map_err(|e| self.fail(name, e))?;
+        let admitted = gate.is_some() && compatible(&self.holders(name), req.kind);
+        let taken = if admitted {
+            self.take(name, req.kind).map_err(|e| self.fail(name, e))?
+        } else {
+            None
+        };
+        let Some(files) = taken else {
             if req.register.is_some() {
                 let _ = fs::write(&waiter, std::process::id().to_string());
             }

@@ -248,3 +248,37 @@ fn the_lock_lasts_while_anything_of_command_still_runs() {
     let out = output(local(&dir).args(["run", "-n", "a", "--", "true"]));
     assert_fails(&out, 75);
 }
+
+/// A holder of `name` (with `args`) whose COMMAND touches `flag`, then sleeps.
+fn holding(dir: &Scratch, args: &[&str], flag: &str) -> crate::support::process::Proc {
+    let flag = dir.file(flag);
+    let proc = spawn(
+        local(dir)
+            .arg("run")
+            .args(args)
+            .arg("--")
+            .args(sh(&format!("touch {flag}; sleep 5"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&flag).exists()
+    });
+    proc
+}
+
+#[test]
+fn kinds_never_mix_and_semaphores_keep_to_the_smallest_limit() {
+    let dir = Scratch::new();
+    let _reader = holding(&dir, &["--shared", "k"], "r");
+    let out = output(local(&dir).args(["run", "-n", "--limit", "2", "k", "--", "true"]));
+    assert_fails(&out, 75);
+    let dir = Scratch::new();
+    let _sem = holding(&dir, &["--limit", "2", "k"], "m");
+    let out = output(local(&dir).args(["run", "-n", "--shared", "k", "--", "true"]));
+    assert_fails(&out, 75);
+    let dir = Scratch::new();
+    let _a = holding(&dir, &["--limit", "2", "m"], "a");
+    let _b = holding(&dir, &["--limit", "2", "m"], "b");
+    // Two holders that each allow 2: a third never gets in, whatever its own N.
+    let out = output(local(&dir).args(["run", "-n", "--limit", "3", "m", "--", "true"]));
+    assert_fails(&out, 75);
+}
