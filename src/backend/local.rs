@@ -427,7 +427,6 @@ impl Session for LocalSession {
             kind: kind_code(req.kind),
             fence,
         };
-        self.holders(name);
         let path = self.path(name, &format!("h.{}", req.token.as_str()));
         let mut files = files;
         let written = self.open(&path).and_then(|mut file| {

@@ -388,14 +388,20 @@ impl StandaloneSession {
         if !matches!(err.kind(), ErrorKind::Server(_)) || failing_over(&err) {
             self.con = None;
         }
-        if let Some(cause) = acl_denial(&err, keys) {
-            return Error::Unavailable {
+        self.unavailable_for(keys, &err, limit)
+    }
+
+    /// The server refused or failed us on lock `keys`: an ACL refusal names
+    /// what the user lacks, anything else says what went wrong.
+    fn unavailable_for(&self, keys: &LockKeys, err: &RedisError, limit: Duration) -> Error {
+        match acl_denial(err, keys) {
+            Some(cause) => Error::Unavailable {
                 lock: Some(keys.name.clone()),
                 server: self.spec.display.clone(),
                 cause,
-            };
+            },
+            None => self.unavailable(err, limit).for_lock(&keys.name),
         }
-        self.unavailable(&err, limit).for_lock(&keys.name)
     }
 
     fn timeout(&self) -> Duration {
@@ -437,14 +443,7 @@ impl StandaloneSession {
                 self.sub = Some((keys.name.clone(), con));
                 Ok(())
             }
-            Err(err) => Err(match acl_denial(&err, keys) {
-                Some(cause) => Error::Unavailable {
-                    lock: Some(keys.name.clone()),
-                    server: self.spec.display.clone(),
-                    cause,
-                },
-                None => self.unavailable(&err, limit).for_lock(&keys.name),
-            }),
+            Err(err) => Err(self.unavailable_for(keys, &err, limit)),
         }
     }
 
