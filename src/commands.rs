@@ -21,9 +21,10 @@ use crate::wait::{self, Wanted};
 pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
     refuse_conflicts(global, &args.lock)?;
-    if crate::server::local_dir(&global.urls).is_some() {
+    let local = crate::server::local_dir(&global.urls).is_some();
+    if local && args.while_pid.is_none() {
         return Err(Error::usage(
-            "rlock acquire is not supported by file: locks: the kernel keeps a file lock only while a process holds it open; use rlock run",
+            "rlock acquire needs --while-pid with file: locks: the kernel keeps a file lock only while a process holds it open (or use rlock run)",
         ));
     }
     if let Some(pid) = args.while_pid {
@@ -57,6 +58,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         pid: caller.to_string(),
         command: "(rlock acquire)".into(),
         held_for: Duration::ZERO,
+        detached: true,
     };
     let mut wanted = Wanted::new(
         &keys,
@@ -72,7 +74,15 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
     shared.set(Phase::Finished);
     if let Some(pid) = args.while_pid {
-        if let Err(err) = start_while_pid(global, args, pid, &holds[0].token) {
+        let fds = session.handover(&keys[0]);
+        // A file: re-entry holds nothing of its own: the enclosing run keeps it.
+        let keeper_needed = !local || !fds.is_empty();
+        let started = if keeper_needed {
+            start_while_pid(global, args, pid, &holds[0].token, &fds)
+        } else {
+            Ok(())
+        };
+        if let Err(err) = started {
             let _ = session.release(&keys[0], &holds[0].token);
             return Err(Error::Internal(format!(
                 "{}: cannot start the --while-pid watchdog: {err}",
@@ -172,6 +182,7 @@ fn start_while_pid(
     args: &AcquireArgs,
     pid: u32,
     token: &Token,
+    fds: &[std::os::fd::RawFd],
 ) -> std::io::Result<()> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
@@ -188,6 +199,13 @@ fn start_while_pid(
         .env("RLOCK_URL", urls.join(","))
         .env("RLOCK_PREFIX", &global.prefix)
         .env("RLOCK_KEEP_TOKEN", token.as_str())
+        .env(
+            "RLOCK_KEEP_FDS",
+            fds.iter()
+                .map(|fd| fd.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -213,6 +231,15 @@ pub fn while_pid(global: &Global, args: &crate::cli::WhilePidArgs) -> Result<Exi
         .ok()
         .and_then(|t| Token::parse(&t))
         .ok_or_else(|| Error::usage("__while-pid is internal to rlock acquire --while-pid"))?;
+    if let Some(dir) = crate::server::local_dir(&global.urls) {
+        let fds: Vec<std::os::fd::RawFd> = std::env::var("RLOCK_KEEP_FDS")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|fd| fd.parse().ok())
+            .collect();
+        crate::backend::keep_while(&dir, &args.name, &token, args.pid, &fds)?;
+        return Ok(Exit::Success);
+    }
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect()?;

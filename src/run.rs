@@ -415,6 +415,7 @@ fn holder_info(command: &[OsString]) -> HolderInfo {
         pid: std::process::id().to_string(),
         command: line,
         held_for: Duration::ZERO,
+        detached: false,
     }
 }
 

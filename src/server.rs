@@ -265,12 +265,15 @@ pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
     let mut joined: Vec<String> = Vec::new();
     for piece in given.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
         match joined.last_mut() {
+            // (A DIR with a comma in it continues its file: URL likewise.)
             Some(url)
                 if !piece.contains("://")
-                    && url
-                        .split("://")
-                        .next()
-                        .is_some_and(|scheme| scheme.contains('+')) =>
+                    && !piece.starts_with("file:")
+                    && (url.starts_with("file:")
+                        || url
+                            .split("://")
+                            .next()
+                            .is_some_and(|scheme| scheme.contains('+'))) =>
             {
                 url.push(',');
                 url.push_str(piece);
@@ -307,6 +310,8 @@ mod tests {
             choose_urls(&given, None),
             ["redis+sentinel://a:1,b:2,c:3/m", "redis://x", "redis://y"]
         );
+        let given: Vec<String> = ["file:/tmp/a", "b", "redis://x"].map(String::from).to_vec();
+        assert_eq!(choose_urls(&given, None), ["file:/tmp/a,b", "redis://x"]);
     }
 
     const T: Duration = Duration::from_secs(2);

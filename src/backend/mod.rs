@@ -11,7 +11,7 @@ mod standalone;
 
 use std::time::Duration;
 
-pub use local::Local;
+pub use local::{keep_while, Local};
 pub use redlock::Redlock;
 pub use standalone::Standalone;
 
@@ -30,6 +30,8 @@ pub struct HolderInfo {
     pub command: String,
     /// How long it has held the lock (server clock).
     pub held_for: Duration,
+    /// Held for a script by a `--while-pid` keeper (`rlock acquire`), not by a run.
+    pub detached: bool,
 }
 
 /// The kind of hold asked for.
@@ -195,4 +197,9 @@ pub trait Session: Send {
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
+    /// Descriptors another process must keep open for this session's hold on
+    /// the lock to last (`file:` locks live in open files; none for Redis).
+    fn handover(&self, _keys: &LockKeys) -> Vec<std::os::fd::RawFd> {
+        Vec::new()
+    }
 }

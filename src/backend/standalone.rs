@@ -980,6 +980,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
                     pid: as_string(&h[1])?,
                     command: as_string(&h[2])?,
                     held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
+                    detached: false,
                 }),
                 _ => None,
             };

@@ -282,3 +282,82 @@ fn kinds_never_mix_and_semaphores_keep_to_the_smallest_limit() {
     let out = output(local(&dir).args(["run", "-n", "--limit", "3", "m", "--", "true"]));
     assert_fails(&out, 75);
 }
+
+/// A run of `args` whose COMMAND touches `flag`, then lasts while `go` exists.
+fn holding_until(
+    dir: &Scratch,
+    args: &[&str],
+    flag: &str,
+    go: &str,
+) -> crate::support::process::Proc {
+    let (flag, go) = (dir.file(flag), dir.file(go));
+    std::fs::write(&go, "").unwrap();
+    let proc = spawn(local(dir).arg("run").args(args).arg("--").args(sh(&format!(
+        "touch {flag}; while [ -e {go} ]; do sleep 0.02; done"
+    ))));
+    expect_within(rlock::LIMIT, "the holder", || {
+        std::path::Path::new(&flag).exists()
+    });
+    proc
+}
+
+fn waiting(dir: &Scratch, name: &str) -> String {
+    let out = output(local(dir).args(["status", "--json", name]));
+    let json = stdout(&out);
+    let at = json.find("\"waiting\":").expect("waiting in status");
+    json[at + 10..].split([',', '}']).next().unwrap().to_owned()
+}
+
+#[test]
+fn a_waiting_writer_goes_before_new_readers_and_a_killed_waiter_is_not_counted() {
+    let dir = Scratch::new();
+    let reader = holding_until(&dir, &["--shared", "w"], "r", "go");
+    let writer = spawn(local(&dir).args(["run", "w", "--", "echo", "writer"]));
+    expect_within(rlock::LIMIT, "the writer to wait", || {
+        waiting(&dir, "w") == "1"
+    });
+    // Readers would keep the lock shared for ever: a new one waits its turn.
+    let out = output(local(&dir).args(["run", "-n", "--shared", "w", "--", "true"]));
+    assert_fails(&out, 75);
+    std::fs::remove_file(dir.file("go")).unwrap();
+    assert_eq!(code(&reader.output_within(rlock::LIMIT)), 0);
+    let out = writer.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).contains("writer"));
+
+    let _reader = holding_until(&dir, &["--shared", "k"], "k", "go-k");
+    let mut killed = spawn(local(&dir).args(["run", "k", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter", || waiting(&dir, "k") == "1");
+    killed.signal(libc::SIGKILL);
+    killed.wait_within(rlock::LIMIT);
+    assert_eq!(waiting(&dir, "k"), "0");
+    // Nor does it hold back a reader.
+    let out = output(local(&dir).args(["run", "-n", "--shared", "k", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    std::fs::remove_file(dir.file("go-k")).unwrap();
+}
+
+#[test]
+fn long_names_work_and_no_lock_file_is_opened_through_a_symlink() {
+    let dir = Scratch::new();
+    let names = [
+        "%".repeat(200),
+        format!("{}&", "%".repeat(199)),
+        "\u{e9}".repeat(100),
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let _holder = holding_until(&dir, &[name], &format!("h{i}"), "go");
+        let out = output(local(&dir).args(["list", "--json"]));
+        assert!(stdout(&out).contains(name.as_str()), "{}", show(&out));
+        assert_fails(
+            &output(local(&dir).args(["run", "-n", name, "--", "true"])),
+            75,
+        );
+        std::fs::remove_file(dir.file("go")).unwrap();
+    }
+    let outside = dir.file("outside");
+    std::os::unix::fs::symlink(&outside, format!("{}/s.lock", dir.file("locks"))).unwrap();
+    let out = output(local(&dir).args(["run", "s", "--", "echo", "ran"]));
+    assert_fails(&out, 69);
+    assert!(!std::path::Path::new(&outside).exists());
+}

@@ -7,6 +7,7 @@
 //! - `cluster`: three masters; locks in every slot, a slot moved under a holder
 //! - `chaos`: contending runs under a loop of injected faults
 //! - `local`: the file: backend (this host only, kernel file locks)
+//! - `local_scripts`: acquire --while-pid / renew / release with file:
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `acl`: ACL users: the documented rules, and what a user lacking one sees
@@ -35,6 +36,7 @@ mod generated;
 mod handoff;
 mod kinds;
 mod local;
+mod local_scripts;
 mod model;
 mod redisson;
 mod redlock;

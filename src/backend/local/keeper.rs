@@ -1,0 +1,136 @@
+//! The `--while-pid` keeper of a `file:` lock: `rlock acquire` hands its open
+//! lock files to this background process, which keeps them (and so the
+//! kernel's locks) until PID exits or `rlock release` asks it to let go.
+
+use std::fs::{self, File};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use super::files::Paths;
+use crate::error::{Error, Result};
+use crate::token::Token;
+
+/// Keeps the lock files `fds` (the holder record last) open until `pid`
+/// exits or a release marker `E.r.TOKEN` appears; then closes them, the
+/// record last, and removes the record.
+pub fn keep_while(dir: &str, name: &str, token: &Token, pid: u32, fds: &[RawFd]) -> Result<()> {
+    let held: Vec<File> = fds
+        .iter()
+        .map(|&fd| {
+            // SAFETY: F_GETFD only reads the flags of a descriptor number.
+            if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+                return Err(Error::Internal(format!(
+                    "{name}: lock file descriptor {fd} was not handed over"
+                )));
+            }
+            // SAFETY: the descriptor is open and was handed to this process
+            // alone to own (rlock acquire exits after starting it).
+            Ok(unsafe { File::from_raw_fd(fd) })
+        })
+        .collect::<Result<_>>()?;
+    let paths = Paths::new(super::absolute_dir(dir)?);
+    let record = paths.of(name, &format!("h.{}", token.as_str()));
+    let marker = paths.of(name, &format!("r.{}", token.as_str()));
+    let watch = DirWatch::new(paths.dir());
+    let exit = PidWatch::new(pid);
+    loop {
+        // Looked at after the watch is set up, so no marker is missed.
+        if marker.exists() || exit.gone() {
+            break;
+        }
+        let mut fds = Vec::new();
+        fds.extend(exit.fd().map(pollin));
+        fds.extend(watch.fd().map(pollin));
+        // Without a pidfd or inotify, look again each second.
+        let timeout = if fds.len() == 2 { -1 } else { 1000 };
+        // SAFETY: a valid array of pollfd of the given length.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        watch.drain();
+    }
+    // The locks go before the record: an unlocked record means a free lock.
+    for file in held {
+        drop(file);
+    }
+    let _ = fs::remove_file(&record);
+    let _ = fs::remove_file(&marker);
+    Ok(())
+}
+
+fn pollin(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// Files appearing in the lock directory (inotify), when the kernel allows.
+struct DirWatch(Option<File>);
+
+impl DirWatch {
+    fn new(dir: &std::path::Path) -> Self {
+        let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+            return DirWatch(None);
+        };
+        // SAFETY: plain system calls; the descriptor is owned by the File.
+        unsafe {
+            let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
+            if fd < 0 {
+                return DirWatch(None);
+            }
+            let file = File::from_raw_fd(fd);
+            let mask = libc::IN_CREATE | libc::IN_MOVED_TO;
+            if libc::inotify_add_watch(fd, path.as_ptr(), mask) < 0 {
+                return DirWatch(None);
+            }
+            DirWatch(Some(file))
+        }
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        use std::os::fd::AsRawFd;
+        self.0.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    fn drain(&self) {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        if let Some(mut file) = self.0.as_ref() {
+            while matches!(file.read(&mut buf), Ok(n) if n > 0) {}
+        }
+    }
+}
+
+/// The exit of `pid` (a pidfd), when the kernel allows.
+struct PidWatch {
+    pid: u32,
+    fd: Option<File>,
+}
+
+impl PidWatch {
+    fn new(pid: u32) -> Self {
+        // SAFETY: pidfd_open has no memory-safety preconditions.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        let fd = (fd >= 0).then(|| {
+            // SAFETY: a fresh descriptor, owned by the File from here on.
+            unsafe { File::from_raw_fd(fd as RawFd) }
+        });
+        PidWatch { pid, fd }
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        use std::os::fd::AsRawFd;
+        self.fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    fn gone(&self) -> bool {
+        if let Some(fd) = self.fd() {
+            let mut p = pollin(fd);
+            // SAFETY: one valid pollfd; a zero timeout does not block.
+            return unsafe { libc::poll(&mut p, 1, 0) } > 0;
+        }
+        // SAFETY: signal 0 only checks that the process exists.
+        let missing = unsafe { libc::kill(self.pid as libc::pid_t, 0) } != 0;
+        missing && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+}

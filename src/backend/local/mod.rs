@@ -1,0 +1,667 @@
+//! The `file:DIR` backend: locks on this host only, held with the kernel's
+//! `flock` on files in DIR, so no server is needed and the kernel frees a lock
+//! the moment its holder dies.
+//!
+//! For lock NAME (its file-name stem E, see [`files::stem`]) DIR holds:
+//! `E.lock` (exclusive: LOCK_EX; shared: LOCK_SH; semaphore holders: LOCK_SH),
+//! `E.slotI` (semaphore slot I: LOCK_EX), `E.gate` (held for a moment while a
+//! request is decided), `E.fence` (the fencing counter), `E.h.TOKEN` (a
+//! holder's record, locked while it lives), `E.w.TOKEN` (a waiter's record,
+//! locked while it waits), `E.i.TOKEN` (an interrupt for a waiter),
+//! `E.r.TOKEN` (a release asked of a `--while-pid` keeper) and, for a name
+//! too long to spell out, `E.name`. Unlocked records are stale and removed.
+//! There is no queue: waiters look again every few milliseconds.
+
+mod files;
+mod keeper;
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use files::{field, held_by_someone, open, try_flock, Paths, Record};
+pub use keeper::keep_while;
+
+use super::{
+    AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
+    Wake,
+};
+use crate::error::{Error, Result};
+use crate::name::LockKeys;
+use crate::token::{Fence, Token};
+
+/// How often a waiter looks again.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Longest wait for the gate, which requests keep only while they decide.
+const GATE: Duration = Duration::from_millis(200);
+
+/// Locks in a directory of this host.
+pub struct Local {
+    paths: Paths,
+    display: String,
+}
+
+impl Local {
+    /// The backend for `file:DIR`; creates DIR (mode 0700) when missing.
+    pub fn new(dir: &str) -> Result<Self> {
+        let dir = absolute_dir(dir)?;
+        let display = format!("this host only ({})", dir.display());
+        Ok(Local {
+            paths: Paths::new(dir),
+            display,
+        })
+    }
+}
+
+/// DIR as an absolute path (the same for nested runs and the `--while-pid`
+/// keeper, whatever their working directory), created mode 0700 when missing.
+pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_empty() {
+        return Err(Error::usage("invalid --url: expected file:DIR"));
+    }
+    let dir = std::path::absolute(dir)
+        .map_err(|e| Error::usage(format!("invalid --url file:{dir}: {e}")))?;
+    if !dir.is_dir() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| {
+                Error::usage(format!(
+                    "cannot create the lock directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
+    }
+    Ok(dir)
+}
+
+impl Backend for Local {
+    fn server(&self) -> &str {
+        &self.display
+    }
+
+    fn connect(&self) -> Result<Box<dyn Session>> {
+        Ok(Box::new(LocalSession {
+            paths: self.paths.clone(),
+            display: self.display.clone(),
+            held: HashMap::new(),
+            waiting: HashMap::new(),
+        }))
+    }
+}
+
+/// A hold of this process: the open files whose locks it is (the record
+/// last), or none for a re-entry into a lock an enclosing run holds.
+struct Held {
+    token: Token,
+    files: Vec<File>,
+    fence: u64,
+}
+
+/// This process's waiter record for one lock, locked while it waits.
+struct Waiting {
+    _file: File,
+    since: u128,
+}
+
+struct LocalSession {
+    paths: Paths,
+    display: String,
+    held: HashMap<String, Held>,
+    waiting: HashMap<String, Waiting>,
+}
+
+/// A holder's record.
+struct Details {
+    pid: String,
+    host: String,
+    command: String,
+    since: u64,
+    kind: String,
+    fence: u64,
+    /// Held by an `rlock acquire --while-pid` keeper, which lets go when asked.
+    keeper: bool,
+}
+
+impl Details {
+    fn render(&self) -> String {
+        Record::new()
+            .with("pid", &self.pid)
+            .with("host", &self.host)
+            .with("since", self.since)
+            .with("kind", &self.kind)
+            .with("fence", self.fence)
+            .with("keeper", u8::from(self.keeper))
+            .with("command", &self.command)
+            .render()
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let get = |key| field(text, key, "command");
+        Some(Details {
+            pid: get("pid")?,
+            host: get("host")?,
+            since: get("since")?.parse().ok()?,
+            kind: get("kind")?,
+            fence: get("fence")?.parse().ok()?,
+            keeper: get("keeper").as_deref() == Some("1"),
+            command: get("command")?,
+        })
+    }
+
+    fn read(path: &Path) -> Option<Self> {
+        Details::parse(&fs::read_to_string(path).ok()?)
+    }
+
+    fn info(&self) -> HolderInfo {
+        HolderInfo {
+            host: self.host.clone(),
+            pid: self.pid.clone(),
+            command: self.command.clone(),
+            held_for: Duration::from_millis(files::now_ms().saturating_sub(self.since)),
+            detached: self.keeper,
+        }
+    }
+}
+
+fn kind_code(kind: Kind) -> String {
+    match kind {
+        Kind::Exclusive => "x".into(),
+        Kind::Shared => "s".into(),
+        Kind::Semaphore(n) => format!("m{n}"),
+    }
+}
+
+/// Whether a request of `kind` may join the live holders (the rule the Redis
+/// scripts apply): one exclusive holder; or shared holders only; or semaphore
+/// holders fewer than the smallest limit among them and the newcomer.
+fn compatible(holders: &[Details], kind: Kind) -> bool {
+    if holders.is_empty() {
+        return true;
+    }
+    match kind {
+        Kind::Exclusive => false,
+        Kind::Shared => holders.iter().all(|d| d.kind == "s"),
+        Kind::Semaphore(n) => {
+            let limits: Option<Vec<u32>> = holders
+                .iter()
+                .map(|d| d.kind.strip_prefix('m')?.parse().ok())
+                .collect();
+            limits.is_some_and(|limits| {
+                let cap = limits.into_iter().min().unwrap_or(n).min(n);
+                holders.len() < cap as usize
+            })
+        }
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// How long `release` waits for a `--while-pid` keeper to let go.
+const KEEPER_WAIT: Duration = Duration::from_secs(5);
+
+impl LocalSession {
+    fn path(&self, name: &str, suffix: &str) -> PathBuf {
+        self.paths.of(name, suffix)
+    }
+
+    fn record(&self, name: &str, tag: &str, token: &Token) -> PathBuf {
+        self.path(name, &format!("{tag}.{}", token.as_str()))
+    }
+
+    fn fail(&self, name: &str, err: io::Error) -> Error {
+        Error::Unavailable {
+            lock: Some(name.to_owned()),
+            server: self.display.clone(),
+            cause: err.to_string(),
+        }
+    }
+
+    /// Takes the kernel locks `kind` needs, without waiting.
+    fn take(&self, name: &str, kind: Kind) -> io::Result<Option<Vec<File>>> {
+        let main = open(&self.path(name, "lock"))?;
+        match kind {
+            Kind::Exclusive => Ok(try_flock(&main, true)?.then(|| vec![main])),
+            Kind::Shared => Ok(try_flock(&main, false)?.then(|| vec![main])),
+            Kind::Semaphore(n) => {
+                if !try_flock(&main, false)? {
+                    return Ok(None);
+                }
+                for slot in 0..n {
+                    let file = open(&self.path(name, &format!("slot{slot}")))?;
+                    if try_flock(&file, true)? {
+                        return Ok(Some(vec![main, file]));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The next fence. Only a request holding the gate counts, so the
+    /// counter needs no lock of its own; it is replaced in one step.
+    fn next_fence(&self, name: &str) -> io::Result<u64> {
+        let fence = self.fence(name) + 1;
+        files::replace(&self.path(name, "fence"), &fence.to_string())?;
+        Ok(fence)
+    }
+
+    fn fence(&self, name: &str) -> u64 {
+        fs::read_to_string(self.path(name, "fence"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Live records tagged `tag` as (token, text); stale ones are removed.
+    fn live(&self, name: &str, tag: &str) -> Vec<(String, String)> {
+        self.paths
+            .tagged(name, tag)
+            .into_iter()
+            .filter_map(|(path, token)| {
+                if !held_by_someone(&path) {
+                    let _ = fs::remove_file(&path);
+                    return None;
+                }
+                Some((token, fs::read_to_string(&path).ok()?))
+            })
+            .collect()
+    }
+
+    fn holders(&self, name: &str) -> Vec<Details> {
+        self.live(name, "h")
+            .iter()
+            .filter_map(|(_, text)| Details::parse(text))
+            .collect()
+    }
+
+    /// Writer preference, as the Redis scripts have it: a shared request
+    /// never goes before an exclusive or semaphore request already waiting.
+    fn queue_allows(&self, name: &str, kind: Kind, token: &Token) -> bool {
+        if kind != Kind::Shared {
+            return true;
+        }
+        let mine = self.waiting.get(name).map_or(u128::MAX, |w| w.since);
+        self.live(name, "w").iter().all(|(other, text)| {
+            other == token.as_str()
+                || field(text, "kind", "kind").as_deref() == Some("s")
+                || field(text, "since", "kind")
+                    .and_then(|s| s.parse::<u128>().ok())
+                    .is_none_or(|since| since >= mine)
+        })
+    }
+
+    /// Records this process as waiting for `name` (once per wait; the first
+    /// registration's time keeps its place).
+    fn register(&mut self, name: &str, token: &Token, kind: Kind) -> io::Result<()> {
+        if self.waiting.contains_key(name) {
+            return Ok(());
+        }
+        let since = now_ns();
+        let mut file = open(&self.record(name, "w", token))?;
+        if !try_flock(&file, true)? {
+            return Err(io::Error::other(
+                "the waiter record is locked by another process",
+            ));
+        }
+        file.set_len(0)?;
+        let text = Record::new()
+            .with("pid", std::process::id())
+            .with("since", since)
+            .with("kind", kind_code(kind).chars().next().unwrap_or('x'))
+            .render();
+        file.write_all(text.as_bytes())?;
+        self.waiting
+            .insert(name.to_owned(), Waiting { _file: file, since });
+        Ok(())
+    }
+
+    fn unregister(&mut self, name: &str, token: &Token) {
+        if self.waiting.remove(name).is_some() {
+            let _ = fs::remove_file(self.record(name, "w", token));
+        }
+    }
+
+    /// Re-entry: an enclosing run (our ancestor) holds the lock.
+    fn reenter(&mut self, req: &AcquireRequest<'_>) -> Option<Attempt> {
+        let name = &req.keys.name;
+        for inherited in req.inherited {
+            let path = self.record(name, "h", inherited);
+            if !held_by_someone(&path) {
+                continue;
+            }
+            let Some(details) = Details::read(&path) else {
+                continue;
+            };
+            if details.kind != "x" && details.kind != kind_code(req.kind) {
+                let held = if details.kind == "s" { "s" } else { "m" };
+                return Some(Attempt::Incompatible { held: held.into() });
+            }
+            self.held.insert(
+                name.clone(),
+                Held {
+                    token: inherited.clone(),
+                    files: Vec::new(),
+                    fence: details.fence,
+                },
+            );
+            return Some(Attempt::Acquired(Hold {
+                token: inherited.clone(),
+                fence: Fence(details.fence),
+                count: 2,
+            }));
+        }
+        None
+    }
+
+    /// Writes the holder record, locked before it says anything, so it is
+    /// never seen unlocked while its holder lives.
+    fn write_details(&self, path: &Path, details: &Details) -> io::Result<File> {
+        let mut file = open(path)?;
+        if !try_flock(&file, true)? {
+            return Err(io::Error::other(
+                "the holder record is locked by another process",
+            ));
+        }
+        file.set_len(0)?;
+        file.write_all(details.render().as_bytes())?;
+        Ok(file)
+    }
+
+    /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
+    fn release_kept(&self, name: &str, token: &Token) -> Result<()> {
+        let record = self.record(name, "h", token);
+        let marker = self.record(name, "r", token);
+        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
+        let until = Instant::now() + KEEPER_WAIT;
+        while held_by_someone(&record) {
+            if Instant::now() >= until {
+                let _ = fs::remove_file(&marker);
+                return Err(self.fail(
+                    name,
+                    io::Error::other(format!(
+                        "its --while-pid keeper did not let go within {}",
+                        humantime::format_duration(KEEPER_WAIT)
+                    )),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = fs::remove_file(&marker);
+        let _ = fs::remove_file(&record);
+        Ok(())
+    }
+}
+
+impl Session for LocalSession {
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+        let name = &req.keys.name;
+        if let Some(held) = self.held.get(name) {
+            return Ok(Attempt::Acquired(Hold {
+                token: held.token.clone(),
+                fence: Fence(held.fence),
+                count: 1,
+            }));
+        }
+        if let Some(attempt) = self.reenter(req) {
+            return Ok(attempt);
+        }
+        // Kinds, limits and writer preference are decided from the records
+        // under a short gate lock, as one Redis script decides them (the
+        // kernel's locks alone cannot keep shared and semaphore holders apart,
+        // nor hold semaphores to the smallest limit).
+        let gate = open(&self.path(name, "gate"))
+            .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
+            .map_err(|e| self.fail(name, e))?;
+        self.paths.remember(name);
+        let holders = self.holders(name);
+        let admitted = gate.is_some()
+            && compatible(&holders, req.kind)
+            && self.queue_allows(name, req.kind, req.token);
+        let taken = if admitted {
+            self.take(name, req.kind).map_err(|e| self.fail(name, e))?
+        } else {
+            None
+        };
+        let Some(mut files) = taken else {
+            if req.register.is_some() && gate.is_some() {
+                self.register(name, req.token, req.kind)
+                    .map_err(|e| self.fail(name, e))?;
+            }
+            return Ok(Attempt::Taken {
+                pttl: Some(POLL),
+                holder: holders.first().map(Details::info),
+            });
+        };
+        let fence = self.next_fence(name).map_err(|e| self.fail(name, e))?;
+        let details = Details {
+            pid: req.holder.pid.clone(),
+            host: req.holder.host.clone(),
+            command: req.holder.command.clone(),
+            since: files::now_ms(),
+            kind: kind_code(req.kind),
+            fence,
+            keeper: req.holder.detached,
+        };
+        let record = self
+            .write_details(&self.record(name, "h", req.token), &details)
+            .map_err(|e| self.fail(name, e))?;
+        files.push(record);
+        drop(gate);
+        for file in &files {
+            files::inheritable(file);
+        }
+        self.unregister(name, req.token);
+        self.held.insert(
+            name.clone(),
+            Held {
+                token: req.token.clone(),
+                files,
+                fence,
+            },
+        );
+        Ok(Attempt::Acquired(Hold {
+            token: req.token.clone(),
+            fence: Fence(fence),
+            count: 1,
+        }))
+    }
+
+    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+        let interrupt = self.record(&keys.name, "i", token);
+        let until = Instant::now() + timeout;
+        loop {
+            if fs::remove_file(&interrupt).is_ok() {
+                return Ok(Wake::Interrupted);
+            }
+            // Free for an exclusive hold means free for any.
+            if let Ok(main) = open(&self.path(&keys.name, "lock")) {
+                if try_flock(&main, true).unwrap_or(false) {
+                    return Ok(Wake::Released);
+                }
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Wake::TimedOut);
+            }
+            std::thread::sleep(left.min(POLL));
+        }
+    }
+
+    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        fs::write(self.record(&keys.name, "i", token), "").map_err(|e| self.fail(&keys.name, e))
+    }
+
+    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+        self.unregister(&keys.name, token);
+        for tag in ["w", "i"] {
+            let _ = fs::remove_file(self.record(&keys.name, tag, token));
+        }
+        Ok(())
+    }
+
+    fn renew(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        _ttl: Duration,
+        _limit: Duration,
+    ) -> Result<bool> {
+        // The kernel keeps the lock while the file is open: nothing expires.
+        match self.held.get(&keys.name) {
+            Some(held) => Ok(&held.token == token),
+            None => Ok(held_by_someone(&self.record(&keys.name, "h", token))),
+        }
+    }
+
+    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
+        let name = &keys.name;
+        match self.held.remove(name) {
+            Some(held) if &held.token == token => {
+                if held.files.is_empty() {
+                    // A re-entry: the enclosing run keeps its hold.
+                    return Ok(Some(1));
+                }
+                // The locks go before the record, so an unlocked record
+                // means the lock is free (or kept by what COMMAND left).
+                drop(held.files);
+                let record = self.record(name, "h", token);
+                if !held_by_someone(&record) {
+                    let _ = fs::remove_file(record);
+                }
+                return Ok(Some(0));
+            }
+            Some(other) => {
+                self.held.insert(name.clone(), other);
+                return Ok(None);
+            }
+            None => {}
+        }
+        // Another process holds it: only a --while-pid keeper can be asked.
+        let record = self.record(name, "h", token);
+        if !held_by_someone(&record) {
+            return Ok(None);
+        }
+        match Details::read(&record) {
+            Some(details) if details.keeper => {
+                self.release_kept(name, token)?;
+                Ok(Some(0))
+            }
+            // From inside the run that holds it (a script's nested acquire
+            // re-entered it): the run keeps its hold until COMMAND ends.
+            _ if crate::run::inherited_tokens().contains(token) => Ok(Some(1)),
+            details => Err(Error::usage(format!(
+                "{name}: this token is held by rlock run{}, which keeps a file: lock until its COMMAND ends; stop that process instead",
+                details.map_or(String::new(), |d| format!(" (pid {})", d.pid))
+            ))),
+        }
+    }
+
+    fn confirm_replicas(&mut self, _: &LockKeys, _: u32, _: Duration) -> Result<u32> {
+        Ok(0)
+    }
+
+    fn raise_fence(&mut self, _: &LockKeys, _: Fence) -> Result<()> {
+        Ok(())
+    }
+
+    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+        let name = &keys.name;
+        let holders: Vec<(Token, Details)> = self
+            .live(name, "h")
+            .iter()
+            .filter_map(|(token, text)| Some((Token::parse(token)?, Details::parse(text)?)))
+            .collect();
+        let runs: Vec<&str> = holders
+            .iter()
+            .filter(|(_, d)| !d.keeper)
+            .map(|(_, d)| d.pid.as_str())
+            .collect();
+        if !runs.is_empty() {
+            return Err(Error::usage(format!(
+                "{name}: release --force cannot break a lock the kernel keeps for a running rlock run on this host; stop its holder instead (pid {})",
+                runs.join(", ")
+            )));
+        }
+        for (token, _) in &holders {
+            self.release_kept(name, token)?;
+        }
+        Ok(holders.len() as u64)
+    }
+
+    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+        let holders = self.holders(&keys.name);
+        let kind = holders.first().map_or(String::new(), |d| {
+            d.kind.chars().next().map(String::from).unwrap_or_default()
+        });
+        let limit = holders
+            .iter()
+            .filter_map(|d| d.kind.strip_prefix('m')?.parse::<u64>().ok())
+            .min()
+            .unwrap_or(1);
+        Ok(LockStatus {
+            kind,
+            limit,
+            fence: self.fence(&keys.name),
+            waiting: self.live(&keys.name, "w").len() as u64,
+            holders: holders
+                .iter()
+                .map(|d| HolderStatus {
+                    host: d.host.clone(),
+                    pid: d.pid.clone(),
+                    command: d.command.clone(),
+                    since_ms: d.since,
+                    ttl_ms: crate::status::NO_LEASE,
+                })
+                .collect(),
+        })
+    }
+
+    fn list(&mut self, _prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        let entries = fs::read_dir(self.paths.dir()).map_err(|e| self.fail("*", e))?;
+        let mut names = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(file) = entry.file_name().into_string() else {
+                continue;
+            };
+            let Some((stem, rest)) = file.split_once('.') else {
+                continue;
+            };
+            if !(rest.starts_with("h.") || rest.starts_with("w.")) {
+                continue;
+            }
+            let Some(name) = self.paths.name_of(stem) else {
+                continue;
+            };
+            if glob_matches(pattern, &name)
+                && !names.contains(&name)
+                && !(self.live(&name, "h").is_empty() && self.live(&name, "w").is_empty())
+            {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn handover(&self, keys: &LockKeys) -> Vec<RawFd> {
+        self.held
+            .get(&keys.name)
+            .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    files::glob(pattern.as_bytes(), name.as_bytes())
+}

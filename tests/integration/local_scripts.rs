@@ -1,0 +1,136 @@
+//! `rlock acquire --while-pid`, `renew` and `release` with the file:DIR
+//! backend: a background keeper holds the lock files for the calling script.
+
+use std::path::Path;
+
+use crate::support::expect_within;
+use crate::support::process::Proc;
+use crate::support::rlock::{self, assert_fails, bare, code, output, sh, show, spawn, stdout};
+use crate::support::scratch::Scratch;
+
+fn local(dir: &Scratch) -> std::process::Command {
+    let mut cmd = bare();
+    cmd.arg("--url").arg(format!("file:{}", dir.file("locks")));
+    cmd
+}
+
+/// A stand-in for the calling shell: its pid is what --while-pid watches.
+fn caller() -> Proc {
+    Proc::new(
+        std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn acquire(dir: &Scratch, name: &str, pid: u32) -> String {
+    let out = output(local(dir).args(["acquire", name, "--while-pid", &pid.to_string()]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    stdout(&out).trim().to_owned()
+}
+
+fn free(dir: &Scratch, name: &str) -> bool {
+    code(&output(local(dir).args(["run", "-n", name, "--", "true"]))) == 0
+}
+
+/// Holder and release records of the lock directory.
+fn records(dir: &Scratch) -> Vec<String> {
+    std::fs::read_dir(dir.file("locks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains(".h.") || f.contains(".r."))
+        .collect()
+}
+
+#[test]
+fn acquire_while_pid_holds_until_released_forced_or_the_caller_exits() {
+    let dir = Scratch::new();
+    let mut shell = caller();
+    let token = acquire(&dir, "x", shell.pid);
+    let out = output(local(&dir).args(["run", "-n", "x", "--", "true"]));
+    assert!(assert_fails(&out, 75).contains("(rlock acquire)"));
+    let out = output(local(&dir).args(["status", "--json", "x"]));
+    assert!(stdout(&out).contains("\"held\":true"), "{}", show(&out));
+    let out = output(local(&dir).args(["renew", "x", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    let out = output(local(&dir).args(["release", "x", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(free(&dir, "x"), "free at once after release");
+    assert_fails(
+        &output(local(&dir).args(["release", "x", "--token", &token])),
+        1,
+    );
+    assert_fails(
+        &output(local(&dir).args(["renew", "x", "--token", &token])),
+        1,
+    );
+    assert!(records(&dir).is_empty(), "{:?}", records(&dir));
+
+    // The caller exits: the keeper lets go by itself.
+    let _token = acquire(&dir, "x", shell.pid);
+    assert!(!free(&dir, "x"));
+    shell.kill();
+    expect_within(rlock::LIMIT, "the lock to be freed", || free(&dir, "x"));
+    expect_within(rlock::LIMIT, "no record left", || records(&dir).is_empty());
+
+    // An operator's release --force asks the keeper to let go.
+    let shell = caller();
+    let _token = acquire(&dir, "x", shell.pid);
+    let out = output(local(&dir).args(["release", "--force", "x"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(free(&dir, "x"));
+    assert!(records(&dir).is_empty(), "{:?}", records(&dir));
+}
+
+#[test]
+fn a_script_inside_a_run_reenters_and_a_runs_hold_is_not_released_from_outside() {
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = format!("file:{}", dir.file("locks"));
+    let inside = dir.file("inside");
+    let go = dir.file("go");
+    std::fs::write(&go, "").unwrap();
+    let run = spawn(local(&dir).args(["run", "x", "--"]).args(sh(&format!(
+        "t=$({bin} --url {url} acquire x --while-pid $$) || exit 9; \
+         {bin} --url {url} release x --token $t; echo inner=$?; \
+         env -u RLOCK_TOKEN -u RLOCK_TOKENS {bin} --url {url} release x --token $RLOCK_TOKEN; echo outer=$?; \
+         touch {inside}; while [ -e {go} ]; do sleep 0.02; done"
+    ))));
+    expect_within(rlock::LIMIT, "the script", || Path::new(&inside).exists());
+    // The run still holds it, and cannot be forced out.
+    assert!(!free(&dir, "x"));
+    let err = assert_fails(&output(local(&dir).args(["release", "--force", "x"])), 2);
+    assert!(err.contains("pid"), "{err}");
+    std::fs::remove_file(&go).unwrap();
+    let out = run.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).contains("inner=0"), "{}", show(&out));
+    assert!(stdout(&out).contains("outer=2"), "{}", show(&out));
+    assert!(free(&dir, "x"));
+}
+
+#[test]
+fn acquire_without_while_pid_is_refused_and_a_relative_dir_works() {
+    let dir = Scratch::new();
+    let err = assert_fails(&output(local(&dir).args(["acquire", "x"])), 2);
+    assert!(err.contains("--while-pid"), "{err}");
+    // A relative DIR names the same directory for the keeper.
+    let shell = caller();
+    let relative = |args: &[&str]| {
+        output(
+            bare()
+                .current_dir(dir.path())
+                .args(["--url", "file:rel"])
+                .args(args),
+        )
+    };
+    let out = relative(&["acquire", "r", "--while-pid", &shell.pid.to_string()]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let token = stdout(&out).trim().to_owned();
+    assert_fails(&relative(&["run", "-n", "r", "--", "true"]), 75);
+    let out = relative(&["release", "r", "--token", &token]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(code(&relative(&["run", "-n", "r", "--", "true"])), 0);
+}
