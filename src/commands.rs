@@ -212,11 +212,34 @@ fn start_while_pid(
     if args.lock.redisson {
         cmd.arg("--redisson");
     }
-    // SAFETY: setsid is async-signal-safe; it detaches from the caller's
+    // Of the descriptors this process has, only the handed-over lock files
+    // may reach the keeper: any other (say the locks of an enclosing file:
+    // run, which COMMAND inherits) would live as long as the keeper.
+    let mut kept: Vec<u32> = fds
+        .iter()
+        .filter_map(|&fd| u32::try_from(fd).ok())
+        .collect();
+    kept.sort_unstable();
+    let mut others = Vec::new();
+    let mut first = 3u32;
+    for fd in kept.into_iter().filter(|&fd| fd >= 3) {
+        if fd > first {
+            others.push((first, fd - 1));
+        }
+        first = fd + 1;
+    }
+    others.push((first, u32::MAX));
+    // SAFETY: setsid and close_range are async-signal-safe system calls; the
+    // ranges were built before the fork. setsid detaches from the caller's
     // session and terminal so job control and hangups do not reach it.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::setsid();
+            for &(from, to) in &others {
+                // Marked close-on-exec rather than closed: the spawning code's
+                // own pipe must stay open until the exec.
+                libc::syscall(libc::SYS_close_range, from, to, libc::CLOSE_RANGE_CLOEXEC);
+            }
             Ok(())
         });
     }

@@ -134,3 +134,19 @@ fn acquire_without_while_pid_is_refused_and_a_relative_dir_works() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_eq!(code(&relative(&["run", "-n", "r", "--", "true"])), 0);
 }
+
+#[test]
+fn a_keeper_started_inside_a_run_keeps_only_its_own_lock() {
+    let dir = Scratch::new();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = format!("file:{}", dir.file("locks"));
+    let shell = caller();
+    // COMMAND inherits the run's lock on x; the keeper of y must not.
+    let out = output(local(&dir).args(["run", "x", "--"]).args(sh(&format!(
+        "{bin} --url {url} acquire y --while-pid {} >/dev/null",
+        shell.pid
+    ))));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(free(&dir, "x"), "x ended with its run");
+    assert!(!free(&dir, "y"), "y is kept while the caller lives");
+}
