@@ -68,7 +68,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-ex
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost. With file:DIR it is required: the watchdog keeps the lock files open' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F

@@ -43,6 +43,10 @@ pub struct Cli {
 pub struct Global {
     /// Redis server URL: redis://[user:password@]host[:port][/db].
     ///
+    /// Also rediss:// (TLS), unix:///path/to/socket,
+    /// redis+sentinel://host:port[,host:port...]/MASTER,
+    /// redis+cluster://host:port[,host:port...], and file:DIR for locks on
+    /// this host only, kept by the kernel in DIR (no server at all).
     /// Repeat it (or separate URLs with commas) for a Redlock quorum over
     /// independent servers. Without it, RLOCK_URL (comma-separated) is used,
     /// then REDIS_URL, then redis://127.0.0.1:6379. The password may also come
@@ -192,6 +196,7 @@ pub struct AcquireArgs {
     /// Keep the lock renewed while process PID lives, and release it when PID
     /// exits (a small background watchdog; e.g. --while-pid $$ for the calling
     /// shell). The watchdog also ends when the lock is released or lost.
+    /// With file:DIR it is required: the watchdog keeps the lock files open.
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub while_pid: Option<u32>,
 
