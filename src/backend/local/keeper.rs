@@ -4,9 +4,9 @@
 
 use std::fs::{self, File};
 use std::os::fd::{FromRawFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 
 use super::files::Paths;
+use super::watch::DirWatch;
 use crate::error::{Error, Result};
 use crate::token::Token;
 
@@ -31,7 +31,7 @@ pub fn keep_while(dir: &str, name: &str, token: &Token, pid: u32, fds: &[RawFd])
     let paths = Paths::new(super::absolute_dir(dir)?);
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
-    let watch = DirWatch::new(paths.dir());
+    let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
     let exit = PidWatch::new(pid);
     loop {
         // Looked at after the watch is set up, so no marker is missed.
@@ -40,12 +40,14 @@ pub fn keep_while(dir: &str, name: &str, token: &Token, pid: u32, fds: &[RawFd])
         }
         let mut fds = Vec::new();
         fds.extend(exit.fd().map(pollin));
-        fds.extend(watch.fd().map(pollin));
+        fds.extend(watch.as_ref().map(|w| pollin(w.fd())));
         // Without a pidfd or inotify, look again each second.
         let timeout = if fds.len() == 2 { -1 } else { 1000 };
         // SAFETY: a valid array of pollfd of the given length.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        watch.drain();
+        if let Some(watch) = &watch {
+            watch.drain();
+        }
     }
     // The locks go before the record: an unlocked record means a free lock.
     for file in held {
@@ -61,43 +63,6 @@ fn pollin(fd: RawFd) -> libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    }
-}
-
-/// Files appearing in the lock directory (inotify), when the kernel allows.
-struct DirWatch(Option<File>);
-
-impl DirWatch {
-    fn new(dir: &std::path::Path) -> Self {
-        let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-            return DirWatch(None);
-        };
-        // SAFETY: plain system calls; the descriptor is owned by the File.
-        unsafe {
-            let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
-            if fd < 0 {
-                return DirWatch(None);
-            }
-            let file = File::from_raw_fd(fd);
-            let mask = libc::IN_CREATE | libc::IN_MOVED_TO;
-            if libc::inotify_add_watch(fd, path.as_ptr(), mask) < 0 {
-                return DirWatch(None);
-            }
-            DirWatch(Some(file))
-        }
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        use std::os::fd::AsRawFd;
-        self.0.as_ref().map(AsRawFd::as_raw_fd)
-    }
-
-    fn drain(&self) {
-        use std::io::Read;
-        let mut buf = [0u8; 4096];
-        if let Some(mut file) = self.0.as_ref() {
-            while matches!(file.read(&mut buf), Ok(n) if n > 0) {}
-        }
     }
 }
 

@@ -10,10 +10,13 @@
 //! locked while it waits), `E.i.TOKEN` (an interrupt for a waiter),
 //! `E.r.TOKEN` (a release asked of a `--while-pid` keeper) and, for a name
 //! too long to spell out, `E.name`. Unlocked records are stale and removed.
-//! There is no queue: waiters look again every few milliseconds.
+//! There is no queue: waiters wake when a record of the lock leaves DIR
+//! (inotify), and look again every few milliseconds for a lock the kernel
+//! freed silently (a holder killed).
 
 mod files;
 mod keeper;
+mod watch;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -33,8 +36,12 @@ use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::token::{Fence, Token};
 
-/// How often a waiter looks again.
+/// How often a waiter looks whether the lock is free.
 const POLL: Duration = Duration::from_millis(5);
+
+/// How often a waiter that is woken by changes in DIR asks again anyway (for
+/// what changes silently: a semaphore holder or a waiter killed).
+const RETRY: Duration = Duration::from_millis(50);
 
 /// Longest wait for the gate, which requests keep only while they decide.
 const GATE: Duration = Duration::from_millis(200);
@@ -92,6 +99,7 @@ impl Backend for Local {
             display: self.display.clone(),
             held: HashMap::new(),
             waiting: HashMap::new(),
+            watch: None,
         }))
     }
 }
@@ -115,6 +123,8 @@ struct LocalSession {
     display: String,
     held: HashMap<String, Held>,
     waiting: HashMap<String, Waiting>,
+    /// Set up when this session first waits; None inside when inotify is refused.
+    watch: Option<Option<watch::DirWatch>>,
 }
 
 /// A holder's record.
@@ -378,6 +388,15 @@ impl LocalSession {
         Ok(file)
     }
 
+    /// Watches DIR from the first wait on (events queue from then on, so none
+    /// is missed between a look at the lock and the wait).
+    fn watch(&mut self) {
+        if self.watch.is_none() {
+            let mask = libc::IN_DELETE | libc::IN_CREATE | libc::IN_MOVED_TO;
+            self.watch = Some(watch::DirWatch::new(self.paths.dir(), mask));
+        }
+    }
+
     /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
     fn release_kept(&self, name: &str, token: &Token) -> Result<()> {
         let record = self.record(name, "h", token);
@@ -434,12 +453,16 @@ impl Session for LocalSession {
             None
         };
         let Some(mut files) = taken else {
-            if req.register.is_some() && gate.is_some() {
-                self.register(name, req.token, req.kind)
-                    .map_err(|e| self.fail(name, e))?;
+            if req.register.is_some() {
+                self.watch();
+                if gate.is_some() {
+                    self.register(name, req.token, req.kind)
+                        .map_err(|e| self.fail(name, e))?;
+                }
             }
+            let woken = matches!(self.watch, Some(Some(_)));
             return Ok(Attempt::Taken {
-                pttl: Some(POLL),
+                pttl: Some(if woken { RETRY } else { POLL }),
                 holder: holders.first().map(Details::info),
             });
         };
@@ -480,6 +503,9 @@ impl Session for LocalSession {
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
         let interrupt = self.record(&keys.name, "i", token);
         let until = Instant::now() + timeout;
+        self.watch();
+        let prefix = format!("{}.", files::stem(&keys.name));
+        let mine = format!("i.{}", token.as_str());
         loop {
             if fs::remove_file(&interrupt).is_ok() {
                 return Ok(Wake::Interrupted);
@@ -494,7 +520,25 @@ impl Session for LocalSession {
             if left.is_zero() {
                 return Ok(Wake::TimedOut);
             }
-            std::thread::sleep(left.min(POLL));
+            let Some(Some(watch)) = &self.watch else {
+                std::thread::sleep(left.min(POLL));
+                continue;
+            };
+            // A holder or waiter of this lock gone (a release, a waiter giving
+            // up), or an interrupt for us: time to ask again.
+            let changed = watch.wait(Some(left.min(POLL))).iter().any(|(mask, file)| {
+                let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+                    return false;
+                };
+                (mask & libc::IN_DELETE != 0 && (rest.starts_with("h.") || rest.starts_with("w.")))
+                    || rest == mine
+            });
+            if changed {
+                if fs::remove_file(&interrupt).is_ok() {
+                    return Ok(Wake::Interrupted);
+                }
+                return Ok(Wake::Released);
+            }
         }
     }
 

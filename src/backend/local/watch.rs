@@ -1,0 +1,112 @@
+//! Files appearing in or leaving the lock directory (inotify), so waiters and
+//! keepers wake when something happens instead of looking again and again.
+
+use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+use std::time::Duration;
+
+/// An inotify watch on one directory.
+pub struct DirWatch(File);
+
+/// One event: its mask (`IN_CREATE`, `IN_DELETE`, ...) and the file's name.
+pub type Event = (u32, OsString);
+
+impl DirWatch {
+    /// None when the kernel refuses (no inotify, or the user's instances are
+    /// used up): callers then look again on a timer.
+    pub fn new(dir: &Path, mask: u32) -> Option<Self> {
+        let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: plain system calls; the descriptor is owned by the File.
+        unsafe {
+            let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
+            if fd < 0 {
+                return None;
+            }
+            let file = File::from_raw_fd(fd);
+            if libc::inotify_add_watch(fd, path.as_ptr(), mask) < 0 {
+                return None;
+            }
+            Some(DirWatch(file))
+        }
+    }
+
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
+
+    /// Waits up to `timeout` (None: without end) for events; returns those
+    /// that came (none when the time passed).
+    pub fn wait(&self, timeout: Option<Duration>) -> Vec<Event> {
+        let mut fd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.map_or(-1, |t| {
+            libc::c_int::try_from(t.as_millis().max(1)).unwrap_or(libc::c_int::MAX)
+        });
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut fd, 1, ms) } <= 0 {
+            return Vec::new();
+        }
+        self.drain()
+    }
+
+    /// The events queued now, without waiting.
+    pub fn drain(&self) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = (&self.0).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            parse(&buf[..n], &mut events);
+        }
+        events
+    }
+}
+
+/// `struct inotify_event`s: wd, mask, cookie, len (4 bytes each), then `len`
+/// bytes of NUL-padded name.
+fn parse(mut bytes: &[u8], events: &mut Vec<Event>) {
+    const HEAD: usize = 16;
+    while bytes.len() >= HEAD {
+        let word = |at: usize| {
+            u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let (mask, len) = (word(4), word(12) as usize);
+        let Some(name) = bytes.get(HEAD..HEAD + len) else {
+            return;
+        };
+        let end = name.iter().position(|&b| b == 0).unwrap_or(len);
+        events.push((mask, OsString::from_vec(name[..end].to_vec())));
+        bytes = &bytes[HEAD + len..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sees_files_created_and_removed() {
+        let dir = std::env::temp_dir().join(format!("rlock-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let watch = DirWatch::new(&dir, libc::IN_CREATE | libc::IN_DELETE).unwrap();
+        assert!(watch.wait(Some(Duration::from_millis(1))).is_empty());
+        std::fs::write(dir.join("a.h.x"), "").unwrap();
+        std::fs::remove_file(dir.join("a.h.x")).unwrap();
+        let mut all = watch.wait(Some(Duration::from_secs(5)));
+        assert_eq!(all[0], (libc::IN_CREATE, OsString::from("a.h.x")));
+        let deleted = (libc::IN_DELETE, OsString::from("a.h.x"));
+        if !all.contains(&deleted) {
+            all.extend(watch.wait(Some(Duration::from_secs(5))));
+        }
+        assert!(all.contains(&deleted), "{all:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
