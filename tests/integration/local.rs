@@ -338,7 +338,7 @@ fn a_waiting_writer_goes_before_new_readers_and_a_killed_waiter_is_not_counted()
 }
 
 #[test]
-fn long_names_work_and_no_lock_file_is_opened_through_a_symlink() {
+fn long_names_work_and_no_lock_file_is_opened_through_a_symlink_or_in_an_open_dir() {
     let dir = Scratch::new();
     let names = [
         "%".repeat(200),
@@ -360,4 +360,21 @@ fn long_names_work_and_no_lock_file_is_opened_through_a_symlink() {
     let out = output(local(&dir).args(["run", "s", "--", "echo", "ran"]));
     assert_fails(&out, 69);
     assert!(!std::path::Path::new(&outside).exists());
+    // A directory where others may remove lock files from under their holders.
+    let open_dir = dir.file("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let url = format!("file:{open_dir}");
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "x", "--", "true"])),
+        2,
+    );
+    assert!(err.contains("sticky"), "{err}");
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    assert_eq!(
+        code(&output(
+            bare().args(["--url", &url, "run", "x", "--", "true"])
+        )),
+        0
+    );
 }

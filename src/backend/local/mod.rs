@@ -73,6 +73,19 @@ pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
     }
     let dir = std::path::absolute(dir)
         .map_err(|e| Error::usage(format!("invalid --url file:{dir}: {e}")))?;
+    if let Ok(meta) = fs::metadata(&dir) {
+        use std::os::unix::fs::MetadataExt;
+        // Whoever may remove or rename files in DIR could swap a lock file
+        // from under its holder; the sticky bit (as on /tmp) forbids that.
+        let mode = meta.mode();
+        if meta.is_dir() && mode & 0o022 != 0 && mode & 0o1000 == 0 {
+            return Err(Error::usage(format!(
+                "the lock directory {} is writable by other users (mode {:o}) without the sticky bit: they could remove lock files from under their holders; use a private directory",
+                dir.display(),
+                mode & 0o7777
+            )));
+        }
+    }
     if !dir.is_dir() {
         fs::DirBuilder::new()
             .recursive(true)
