@@ -27,6 +27,7 @@ pub mod status;
 pub mod token;
 pub mod wait;
 pub mod watchdog;
+pub mod while_pid;
 
 use cli::{Cli, Command};
 use error::{Error, Result};
@@ -44,7 +45,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Acquire(args) => commands::acquire(&cli.global, args),
         Command::Renew(args) => commands::renew(&cli.global, args),
         Command::Release(args) => commands::release(&cli.global, args),
-        Command::WhilePid(args) => commands::while_pid(&cli.global, args),
+        Command::WhilePid(args) => while_pid::keep(&cli.global, args),
         Command::Status { names, json } => status::status(&cli.global, names, *json),
         Command::List { pattern, json } => status::list(&cli.global, pattern, *json),
         Command::Completions { shell } => {

@@ -378,3 +378,27 @@ fn long_names_work_and_no_lock_file_is_opened_through_a_symlink_or_in_an_open_di
         0
     );
 }
+
+#[test]
+fn a_stopped_writer_does_not_hold_readers_back_for_ever() {
+    let dir = Scratch::new();
+    let _reader = holding_until(&dir, &["--shared", "s"], "r", "go");
+    let writer = spawn(local(&dir).args(["run", "s", "--", "true"]));
+    expect_within(rlock::LIMIT, "the writer to wait", || {
+        waiting(&dir, "s") == "1"
+    });
+    writer.signal(libc::SIGSTOP);
+    assert_fails(
+        &output(local(&dir).args(["run", "-n", "--shared", "s", "--", "true"])),
+        75,
+    );
+    // Once its record has not been marked for a while (2 s), readers go on.
+    expect_within(rlock::LIMIT, "a reader to get in", || {
+        code(&output(
+            local(&dir).args(["run", "-n", "--shared", "s", "--", "true"]),
+        )) == 0
+    });
+    writer.signal(libc::SIGCONT);
+    std::fs::remove_file(dir.file("go")).unwrap();
+    assert_eq!(code(&writer.output_within(rlock::LIMIT)), 0);
+}

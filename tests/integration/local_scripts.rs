@@ -25,7 +25,7 @@ fn caller() -> Proc {
 }
 
 fn acquire(dir: &Scratch, name: &str, pid: u32) -> String {
-    let out = output(local(dir).args(["acquire", name, "--while-pid", &pid.to_string()]));
+    let out = output(local(dir).args(["acquire", "--while-pid", &pid.to_string(), "--", name]));
     assert_eq!(code(&out), 0, "{}", show(&out));
     stdout(&out).trim().to_owned()
 }
@@ -149,4 +149,72 @@ fn a_keeper_started_inside_a_run_keeps_only_its_own_lock() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert!(free(&dir, "x"), "x ended with its run");
     assert!(!free(&dir, "y"), "y is kept while the caller lives");
+}
+
+#[test]
+fn the_keeper_takes_over_or_nothing_is_left_held() {
+    let dir = Scratch::new();
+    let shell = caller();
+    // A NAME that looks like an option is still a NAME to the keeper.
+    let token = acquire(&dir, "-v", shell.pid);
+    assert!(!free(&dir, "-v"), "the keeper holds -v");
+    let out = output(local(&dir).args(["renew", "--token", &token, "--", "-v"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // The token cannot be handed over: nothing stays held.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut cmd = local(&dir);
+    cmd.args(["acquire", "x", "--while-pid", &shell.pid.to_string()])
+        .stderr(std::process::Stdio::piped());
+    let out = Proc::new(cmd.stdout(full).spawn().unwrap()).output_within(rlock::LIMIT);
+    let err = assert_fails(&out, 125);
+    assert!(err.contains("given back"), "{err}");
+    assert!(free(&dir, "x"));
+    // Two releases of one token: one releases, the other finds it released.
+    let token = acquire(&dir, "y", shell.pid);
+    let releases: Vec<_> = (0..2)
+        .map(|_| spawn(local(&dir).args(["release", "y", "--token", &token])))
+        .collect();
+    let mut codes: Vec<i32> = releases
+        .into_iter()
+        .map(|r| code(&r.output_within(rlock::LIMIT)))
+        .collect();
+    codes.sort_unstable();
+    assert_eq!(codes, [0, 1]);
+    assert!(free(&dir, "y"));
+}
+
+#[test]
+fn a_caller_that_exits_while_waiting_gets_no_lock() {
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    std::fs::write(&go, "").unwrap();
+    let holder = spawn(
+        local(&dir)
+            .args(["run", "x", "--"])
+            .args(sh(&format!("while [ -e {go} ]; do sleep 0.02; done"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || !free(&dir, "x"));
+    let mut shell = caller();
+    let waiter = spawn(local(&dir).args([
+        "acquire",
+        "--wait",
+        "20s",
+        "x",
+        "--while-pid",
+        &shell.pid.to_string(),
+    ]));
+    expect_within(rlock::LIMIT, "the acquire to wait", || {
+        stdout(&output(local(&dir).args(["status", "--json", "x"]))).contains("\"waiting\":1")
+    });
+    shell.kill();
+    std::fs::remove_file(&go).unwrap();
+    let out = waiter.output_within(rlock::LIMIT);
+    let err = assert_fails(&out, 125);
+    assert!(err.contains("exited while waiting"), "{err}");
+    assert_eq!(code(&holder.output_within(rlock::LIMIT)), 0);
+    assert!(free(&dir, "x"));
+    assert!(records(&dir).is_empty(), "{:?}", records(&dir));
 }

@@ -191,7 +191,7 @@ pub fn inheritable(file: &File) {
 }
 
 /// Writes `text` to `path` in one step (a new file renamed over it), so a
-/// crash leaves the old text or the new, never a torn one. Called under the
+/// crash or a power cut leaves the old text or the new, never a torn one. Called under the
 /// lock's gate, so one writer at a time uses the temporary name.
 pub fn replace(path: &Path, text: &str) -> io::Result<()> {
     use std::io::Write;
@@ -207,7 +207,12 @@ pub fn replace(path: &Path, text: &str) -> io::Result<()> {
         .open(&temp)?;
     file.write_all(text.as_bytes())?;
     file.sync_data()?;
-    fs::rename(&temp, path)
+    fs::rename(&temp, path)?;
+    // The rename itself lasts a power cut only once the directory is synced.
+    match path.parent() {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }
 
 /// A `key=value` record, one per line; the last key takes the rest of the

@@ -9,11 +9,24 @@ use super::files::Paths;
 use super::watch::DirWatch;
 use crate::error::{Error, Result};
 use crate::token::Token;
+use crate::while_pid::{Ready, Watched};
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the
 /// record last, and removes the record.
-pub fn keep_while(dir: &str, name: &str, token: &Token, pid: u32, fds: &[RawFd]) -> Result<()> {
+pub fn keep_while(
+    dir: &str,
+    name: &str,
+    token: &Token,
+    exit: &Watched,
+    fds: &[RawFd],
+    ready: &mut Ready,
+) -> Result<()> {
+    if fds.is_empty() {
+        return Err(Error::Internal(format!(
+            "{name}: no lock file was handed over"
+        )));
+    }
     let held: Vec<File> = fds
         .iter()
         .map(|&fd| {
@@ -32,7 +45,7 @@ pub fn keep_while(dir: &str, name: &str, token: &Token, pid: u32, fds: &[RawFd])
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
-    let exit = PidWatch::new(pid);
+    ready.signal();
     loop {
         // Looked at after the watch is set up, so no marker is missed.
         if marker.exists() || exit.gone() {
@@ -63,39 +76,5 @@ fn pollin(fd: RawFd) -> libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    }
-}
-
-/// The exit of `pid` (a pidfd), when the kernel allows.
-struct PidWatch {
-    pid: u32,
-    fd: Option<File>,
-}
-
-impl PidWatch {
-    fn new(pid: u32) -> Self {
-        // SAFETY: pidfd_open has no memory-safety preconditions.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        let fd = (fd >= 0).then(|| {
-            // SAFETY: a fresh descriptor, owned by the File from here on.
-            unsafe { File::from_raw_fd(fd as RawFd) }
-        });
-        PidWatch { pid, fd }
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        use std::os::fd::AsRawFd;
-        self.fd.as_ref().map(AsRawFd::as_raw_fd)
-    }
-
-    fn gone(&self) -> bool {
-        if let Some(fd) = self.fd() {
-            let mut p = pollin(fd);
-            // SAFETY: one valid pollfd; a zero timeout does not block.
-            return unsafe { libc::poll(&mut p, 1, 0) } > 0;
-        }
-        // SAFETY: signal 0 only checks that the process exists.
-        let missing = unsafe { libc::kill(self.pid as libc::pid_t, 0) } != 0;
-        missing && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
     }
 }

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -127,8 +128,29 @@ struct Held {
 
 /// This process's waiter record for one lock, locked while it waits.
 struct Waiting {
-    _file: File,
+    file: File,
+    /// When it first asked (its place in the queue).
     since: u128,
+    /// Last turned away by the queue (writer preference), not by a holder.
+    queued: bool,
+    /// Waits for an exclusive hold: only a free lock file can let it in.
+    exclusive: bool,
+    /// When its record was last marked as still waiting.
+    stamped: Instant,
+}
+
+/// A waiter record not marked for this long belongs to a process that does
+/// not run (stopped, or not scheduled): it holds no shared request back.
+const WAITER_STALE: Duration = Duration::from_secs(2);
+
+impl Waiting {
+    /// Marks the record as still waiting (its modification time).
+    fn stamp(&mut self) {
+        if self.stamped.elapsed() >= WAITER_STALE / 10 {
+            self.stamped = Instant::now();
+            let _ = self.file.set_modified(SystemTime::now());
+        }
+    }
 }
 
 struct LocalSession {
@@ -191,6 +213,26 @@ impl Details {
             detached: self.keeper,
         }
     }
+}
+
+/// A holder record, read through one open file: None when no live process
+/// holds it (missing, or unlocked: stale); Some(None) when it cannot be read.
+fn read_live(path: &Path) -> Option<Option<Details>> {
+    use std::io::Read;
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if try_flock(&file, false).unwrap_or(true) {
+        return None;
+    }
+    let mut text = String::new();
+    Some(
+        file.read_to_string(&mut text)
+            .ok()
+            .and_then(|_| Details::parse(&text)),
+    )
 }
 
 fn kind_code(kind: Kind) -> String {
@@ -274,9 +316,19 @@ impl LocalSession {
     /// The next fence. Only a request holding the gate counts, so the
     /// counter needs no lock of its own; it is replaced in one step.
     fn next_fence(&self, name: &str) -> io::Result<u64> {
-        let fence = self.fence(name) + 1;
-        files::replace(&self.path(name, "fence"), &fence.to_string())?;
-        Ok(fence)
+        let path = self.path(name, "fence");
+        let last = match fs::read_to_string(&path) {
+            Ok(text) => text.trim().parse::<u64>().map_err(|_| {
+                io::Error::other(format!(
+                    "the fencing counter {} is not a number",
+                    path.display()
+                ))
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
+        files::replace(&path, &(last + 1).to_string())?;
+        Ok(last + 1)
     }
 
     fn fence(&self, name: &str) -> u64 {
@@ -318,34 +370,46 @@ impl LocalSession {
         self.live(name, "w").iter().all(|(other, text)| {
             other == token.as_str()
                 || field(text, "kind", "kind").as_deref() == Some("s")
+                || self.stale_waiter(name, other)
                 || field(text, "since", "kind")
                     .and_then(|s| s.parse::<u128>().ok())
                     .is_none_or(|since| since >= mine)
         })
     }
 
+    fn stale_waiter(&self, name: &str, token: &str) -> bool {
+        let path = self.path(name, &format!("w.{token}"));
+        fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > WAITER_STALE)
+    }
+
     /// Records this process as waiting for `name` (once per wait; the first
     /// registration's time keeps its place).
     fn register(&mut self, name: &str, token: &Token, kind: Kind) -> io::Result<()> {
-        if self.waiting.contains_key(name) {
+        if let Some(waiting) = self.waiting.get_mut(name) {
+            waiting.stamp();
             return Ok(());
         }
         let since = now_ns();
-        let mut file = open(&self.record(name, "w", token))?;
-        if !try_flock(&file, true)? {
-            return Err(io::Error::other(
-                "the waiter record is locked by another process",
-            ));
-        }
-        file.set_len(0)?;
         let text = Record::new()
             .with("pid", std::process::id())
             .with("since", since)
             .with("kind", kind_code(kind).chars().next().unwrap_or('x'))
             .render();
-        file.write_all(text.as_bytes())?;
-        self.waiting
-            .insert(name.to_owned(), Waiting { _file: file, since });
+        let file = self.create_locked(name, "w", token, &text)?;
+        self.waiting.insert(
+            name.to_owned(),
+            Waiting {
+                file,
+                since,
+                queued: false,
+                exclusive: kind == Kind::Exclusive,
+                stamped: Instant::now(),
+            },
+        );
         Ok(())
     }
 
@@ -387,17 +451,21 @@ impl LocalSession {
         None
     }
 
-    /// Writes the holder record, locked before it says anything, so it is
-    /// never seen unlocked while its holder lives.
-    fn write_details(&self, path: &Path, details: &Details) -> io::Result<File> {
-        let mut file = open(path)?;
+    /// Creates a record (`tag` "h" or "w") locked before anyone can see it,
+    /// so it is never seen unlocked while its process lives.
+    fn create_locked(&self, name: &str, tag: &str, token: &Token, text: &str) -> io::Result<File> {
+        // Written under a name no scan looks at, then renamed into place:
+        // a scan that finds a record unlocked may remove it as stale.
+        let new = self.record(name, "n", token);
+        let mut file = open(&new)?;
         if !try_flock(&file, true)? {
             return Err(io::Error::other(
-                "the holder record is locked by another process",
+                "a new record is locked by another process",
             ));
         }
         file.set_len(0)?;
-        file.write_all(details.render().as_bytes())?;
+        file.write_all(text.as_bytes())?;
+        fs::rename(&new, self.record(name, tag, token))?;
         Ok(file)
     }
 
@@ -411,27 +479,45 @@ impl LocalSession {
     }
 
     /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
-    fn release_kept(&self, name: &str, token: &Token) -> Result<()> {
+    /// Returns false when another release of the same token came first.
+    fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
         let record = self.record(name, "h", token);
         let marker = self.record(name, "r", token);
-        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
+        let first = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&marker);
+        let first = match first {
+            Ok(_) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(self.fail(name, e)),
+        };
         let until = Instant::now() + KEEPER_WAIT;
         while held_by_someone(&record) {
             if Instant::now() >= until {
-                let _ = fs::remove_file(&marker);
-                return Err(self.fail(
-                    name,
-                    io::Error::other(format!(
-                        "its --while-pid keeper did not let go within {}",
+                if first {
+                    let _ = fs::remove_file(&marker);
+                }
+                if !held_by_someone(&record) {
+                    break;
+                }
+                return Err(Error::Unavailable {
+                    lock: Some(name.to_owned()),
+                    server: self.display.clone(),
+                    cause: format!(
+                        "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
                         humantime::format_duration(KEEPER_WAIT)
-                    )),
-                ));
+                    ),
+                });
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let _ = fs::remove_file(&marker);
-        let _ = fs::remove_file(&record);
-        Ok(())
+        if first {
+            let _ = fs::remove_file(&marker);
+            let _ = fs::remove_file(&record);
+        }
+        Ok(first)
     }
 }
 
@@ -457,9 +543,9 @@ impl Session for LocalSession {
             .map_err(|e| self.fail(name, e))?;
         self.paths.remember(name);
         let holders = self.holders(name);
-        let admitted = gate.is_some()
-            && compatible(&holders, req.kind)
-            && self.queue_allows(name, req.kind, req.token);
+        let fits = gate.is_some() && compatible(&holders, req.kind);
+        let queued = fits && !self.queue_allows(name, req.kind, req.token);
+        let admitted = fits && !queued;
         let taken = if admitted {
             self.take(name, req.kind).map_err(|e| self.fail(name, e))?
         } else {
@@ -471,6 +557,9 @@ impl Session for LocalSession {
                 if gate.is_some() {
                     self.register(name, req.token, req.kind)
                         .map_err(|e| self.fail(name, e))?;
+                }
+                if let Some(waiting) = self.waiting.get_mut(name) {
+                    waiting.queued = queued;
                 }
             }
             let woken = matches!(self.watch, Some(Some(_)));
@@ -490,7 +579,7 @@ impl Session for LocalSession {
             keeper: req.holder.detached,
         };
         let record = self
-            .write_details(&self.record(name, "h", req.token), &details)
+            .create_locked(name, "h", req.token, &details.render())
             .map_err(|e| self.fail(name, e))?;
         files.push(record);
         drop(gate);
@@ -519,14 +608,22 @@ impl Session for LocalSession {
         self.watch();
         let prefix = format!("{}.", files::stem(&keys.name));
         let mine = format!("i.{}", token.as_str());
+        let queued = self.waiting.get(&keys.name).is_some_and(|w| w.queued);
+        let exclusive = self.waiting.get(&keys.name).is_some_and(|w| w.exclusive);
         loop {
             if fs::remove_file(&interrupt).is_ok() {
                 return Ok(Wake::Interrupted);
             }
-            // Free for an exclusive hold means free for any.
-            if let Ok(main) = open(&self.path(&keys.name, "lock")) {
-                if try_flock(&main, true).unwrap_or(false) {
-                    return Ok(Wake::Released);
+            if let Some(waiting) = self.waiting.get_mut(&keys.name) {
+                waiting.stamp();
+            }
+            // Free for an exclusive hold means free for any (but a request
+            // the queue turned away waits for the queue to move).
+            if !queued {
+                if let Ok(main) = open(&self.path(&keys.name, "lock")) {
+                    if try_flock(&main, true).unwrap_or(false) {
+                        return Ok(Wake::Released);
+                    }
                 }
             }
             let left = until.saturating_duration_since(Instant::now());
@@ -546,7 +643,9 @@ impl Session for LocalSession {
                 (mask & libc::IN_DELETE != 0 && (rest.starts_with("h.") || rest.starts_with("w.")))
                     || rest == mine
             });
-            if changed {
+            // (An exclusive request looks at the lock file itself, at the top
+            // of the loop: fewer waiters wake for nothing.)
+            if changed && !exclusive {
                 if fs::remove_file(&interrupt).is_ok() {
                     return Ok(Wake::Interrupted);
                 }
@@ -605,14 +704,12 @@ impl Session for LocalSession {
             None => {}
         }
         // Another process holds it: only a --while-pid keeper can be asked.
-        let record = self.record(name, "h", token);
-        if !held_by_someone(&record) {
+        let Some(details) = read_live(&self.record(name, "h", token)) else {
             return Ok(None);
-        }
-        match Details::read(&record) {
+        };
+        match details {
             Some(details) if details.keeper => {
-                self.release_kept(name, token)?;
-                Ok(Some(0))
+                Ok(self.release_kept(name, token)?.then_some(0))
             }
             // From inside the run that holds it (a script's nested acquire
             // re-entered it): the run keeps its hold until COMMAND ends.
@@ -650,10 +747,19 @@ impl Session for LocalSession {
                 runs.join(", ")
             )));
         }
+        // Every keeper is asked, even when one of them is stuck.
+        let mut released = 0;
+        let mut stuck = None;
         for (token, _) in &holders {
-            self.release_kept(name, token)?;
+            match self.release_kept(name, token) {
+                Ok(done) => released += u64::from(done),
+                Err(err) => stuck = Some(err),
+            }
         }
-        Ok(holders.len() as u64)
+        match stuck {
+            Some(err) => Err(err),
+            None => Ok(released),
+        }
     }
 
     fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {

@@ -1,0 +1,276 @@
+//! `rlock acquire --while-pid PID`: the detached keeper that holds a lock for
+//! a shell script while PID lives (renewing a Redis lease, or keeping the open
+//! files of a `file:` lock), how `acquire` starts it, and how both follow PID.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crate::cli::{AcquireArgs, Global, WhilePidArgs};
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::run::lock_keys;
+use crate::token::Token;
+
+/// The process a hold follows. With a pidfd it is this very process, even
+/// if its pid is reused later.
+pub struct Watched {
+    pid: u32,
+    fd: Option<OwnedFd>,
+}
+
+impl Watched {
+    /// Opens PID for `acquire NAME`; a missing process is a usage error.
+    pub fn open(pid: u32, name: &str) -> Result<Self> {
+        // SAFETY: pidfd_open has no memory-safety preconditions.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor, owned from here on.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+            return Ok(Watched { pid, fd: Some(fd) });
+        }
+        let watched = Watched { pid, fd: None };
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) || watched.gone() {
+            return Err(Error::usage(format!(
+                "{name}: --while-pid {pid}: no such process"
+            )));
+        }
+        Ok(watched)
+    }
+
+    /// The keeper's end: the pidfd `acquire` handed over, else PID by number.
+    fn inherited(pid: u32) -> Self {
+        let fd = std::env::var("RLOCK_KEEP_PIDFD")
+            .ok()
+            .and_then(|fd| fd.parse::<RawFd>().ok())
+            .and_then(take_fd);
+        match fd {
+            Some(fd) => Watched { pid, fd: Some(fd) },
+            None => Watched { pid, fd: None },
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The pidfd, readable once the process has exited.
+    pub fn fd(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Whether the process has exited (a zombie counts as exited).
+    pub fn gone(&self) -> bool {
+        self.exits_within(Duration::ZERO)
+    }
+
+    /// Waits up to `within` for the process to exit.
+    pub fn exits_within(&self, within: Duration) -> bool {
+        if let Some(fd) = self.fd() {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = libc::c_int::try_from(within.as_millis()).unwrap_or(libc::c_int::MAX);
+            // SAFETY: one valid pollfd.
+            return unsafe { libc::poll(&mut p, 1, ms) } > 0;
+        }
+        // No pidfd (an old kernel): look by signal 0 once `within` has passed.
+        std::thread::sleep(within);
+        // SAFETY: signal 0 only checks that the process exists.
+        let missing = unsafe { libc::kill(self.pid as libc::pid_t, 0) } != 0;
+        missing && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+}
+
+/// Takes ownership of an inherited descriptor, if it is open.
+fn take_fd(fd: RawFd) -> Option<OwnedFd> {
+    // SAFETY: F_SETFD on a descriptor number: fails harmlessly if not open.
+    if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is open and was handed to this process to own.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Tells `acquire` that the keeper has taken over (see [`start`]).
+pub struct Ready(Option<File>);
+
+impl Ready {
+    fn inherited() -> Self {
+        let fd = std::env::var("RLOCK_KEEP_READY")
+            .ok()
+            .and_then(|fd| fd.parse::<RawFd>().ok())
+            .and_then(take_fd);
+        Ready(fd.map(File::from))
+    }
+
+    /// Says so (once); `acquire` returns the token only after this.
+    pub fn signal(&mut self) {
+        if let Some(mut file) = self.0.take() {
+            let _ = file.write_all(b"1");
+        }
+    }
+}
+
+/// How long `acquire` waits for the keeper to take over.
+fn ready_within(global: &Global) -> Duration {
+    global.connect_timeout + Duration::from_secs(5)
+}
+
+/// Starts the detached keeper (a new session, no terminal, no inherited stdio,
+/// so `token=$(rlock acquire ...)` does not wait for it) and waits until it
+/// has taken over: it inherits the pidfd of PID and `fds` (a `file:` lock's
+/// open files) and nothing else; the URL and the token travel in its
+/// environment, not on its command line. A keeper that fails to start is
+/// killed and reaped, so nothing of the hold lives on in it.
+pub fn start(
+    global: &Global,
+    args: &AcquireArgs,
+    watched: &Watched,
+    token: &Token,
+    fds: &[RawFd],
+) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let mut pipe = [0 as RawFd; 2];
+    // SAFETY: a valid two-element array.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors, owned from here on.
+    let (mut read, write) = unsafe { (File::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    let mut kept: Vec<RawFd> = fds.to_vec();
+    kept.push(write.as_raw_fd());
+    kept.extend(watched.fd());
+    only_these_inherited(&kept)?;
+    let exe = std::env::current_exe()?;
+    let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+    let list = |fds: &[RawFd]| {
+        fds.iter()
+            .map(|fd| fd.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(crate::cli::WHILE_PID)
+        .arg("--connect-timeout")
+        .arg(humantime::format_duration(global.connect_timeout).to_string())
+        .arg("--pid")
+        .arg(watched.pid.to_string())
+        .arg("--ttl")
+        .arg(humantime::format_duration(args.lock.ttl).to_string());
+    if args.lock.redisson {
+        cmd.arg("--redisson");
+    }
+    // After `--`, a NAME such as `-v` is a name, not an option.
+    cmd.arg("--")
+        .arg(&args.name)
+        .env("RLOCK_URL", urls.join(","))
+        .env("RLOCK_PREFIX", &global.prefix)
+        .env("RLOCK_KEEP_TOKEN", token.as_str())
+        .env("RLOCK_KEEP_FDS", list(fds))
+        .env("RLOCK_KEEP_READY", write.as_raw_fd().to_string())
+        .env(
+            "RLOCK_KEEP_PIDFD",
+            watched.fd().map(|fd| fd.to_string()).unwrap_or_default(),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe; it detaches from the caller's
+    // session and terminal so job control and hangups do not reach it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    drop(write);
+    let mut byte = [0u8; 1];
+    let mut p = libc::pollfd {
+        fd: read.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(ready_within(global).as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&mut p, 1, ms) } > 0 && matches!(read.read(&mut byte), Ok(1));
+    if !ready {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(std::io::Error::other("it did not start"));
+    }
+    Ok(child)
+}
+
+/// Marks every descriptor but 0-2 and `kept` close-on-exec, and `kept`
+/// inheritable: anything else (say the locks of an enclosing `file:` run,
+/// which COMMAND inherits) would otherwise live as long as the keeper.
+fn only_these_inherited(kept: &[RawFd]) -> std::io::Result<()> {
+    let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    for fd in open.into_iter().filter(|&fd| fd > 2) {
+        let flags = if kept.contains(&fd) {
+            0
+        } else {
+            libc::FD_CLOEXEC
+        };
+        // SAFETY: F_SETFD only changes this descriptor's flags (a number
+        // that closed meanwhile, like read_dir's own, fails harmlessly).
+        unsafe { libc::fcntl(fd, libc::F_SETFD, flags) };
+    }
+    Ok(())
+}
+
+/// Ends a keeper `acquire` started when the token cannot be handed over.
+pub fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `__while-pid`: keeps the hold while PID lives and lets it go when PID
+/// exits. A Redis hold is renewed every ttl/3, and the keeper ends when the
+/// hold is gone (released, forced, expired) or cannot be renewed before its
+/// lease could run out; a `file:` hold lives in the inherited open files.
+pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
+    let token = std::env::var("RLOCK_KEEP_TOKEN")
+        .ok()
+        .and_then(|t| Token::parse(&t))
+        .ok_or_else(|| Error::usage("__while-pid is internal to rlock acquire --while-pid"))?;
+    let watched = Watched::inherited(args.pid);
+    let mut ready = Ready::inherited();
+    if let Some(dir) = crate::server::local_dir(&global.urls) {
+        let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|fd| fd.parse().ok())
+            .collect();
+        crate::backend::keep_while(&dir, &args.name, &token, &watched, &fds, &mut ready)?;
+        return Ok(Exit::Success);
+    }
+    let backend = crate::connect::backend(global)?;
+    let keys = lock_keys(&global.prefix, args.redisson, &args.name);
+    let mut session = backend.connect()?;
+    ready.signal();
+    let period = args.ttl / 3;
+    let margin = crate::watchdog::drift(args.ttl);
+    let mut confirmed = Instant::now();
+    loop {
+        if watched.exits_within(period) {
+            let _ = session.release(&keys, &token);
+            return Ok(Exit::Success);
+        }
+        match session.renew(&keys, &token, args.ttl, global.connect_timeout) {
+            Ok(true) => confirmed = Instant::now(),
+            Ok(false) => return Ok(Exit::NotHeld),
+            Err(_) if confirmed.elapsed() + margin < args.ttl => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
