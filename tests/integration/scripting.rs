@@ -174,3 +174,17 @@ fn while_pid_watchdog_ends_when_the_script_releases() {
         assert_fails(&out, 2);
     }
 }
+
+#[test]
+fn while_pid_watchdog_takes_a_name_that_looks_like_an_option() {
+    let redis = RedisServer::start();
+    let me = std::process::id().to_string();
+    let token = acquire(&redis, &["--ttl", "600ms", "--while-pid", &me, "--", "-v"]);
+    // Past its ttl: only a running watchdog can have kept it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = output(rlock(&redis.url()).args(["release", "--token", &token, "--", "-v"]));
+    assert_eq!(code(&out), 0, "still held: {}", show(&out));
+    expect_within(rlock::LIMIT, "the watchdog to end", || {
+        watchdogs("-v").is_empty()
+    });
+}
