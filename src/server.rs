@@ -263,21 +263,28 @@ pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
     // The list is split at commas, and so are the host lists of Sentinel and
     // Cluster URLs: a piece without a scheme continues the URL before it.
     let mut joined: Vec<String> = Vec::new();
-    for piece in given.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
+    for raw in given {
+        let piece = raw.trim();
+        let scheme = |url: &str| url.contains("://") || url.starts_with("file:");
         match joined.last_mut() {
-            // (A DIR with a comma in it continues its file: URL likewise.)
+            // A DIR is a path: its pieces go back as they were, spaces and
+            // empty pieces included.
+            Some(url) if url.starts_with("file:") && !scheme(piece) => {
+                url.push(',');
+                url.push_str(raw);
+            }
             Some(url)
-                if !piece.contains("://")
-                    && !piece.starts_with("file:")
-                    && (url.starts_with("file:")
-                        || url
-                            .split("://")
-                            .next()
-                            .is_some_and(|scheme| scheme.contains('+'))) =>
+                if !piece.is_empty()
+                    && !scheme(piece)
+                    && url
+                        .split("://")
+                        .next()
+                        .is_some_and(|scheme| scheme.contains('+')) =>
             {
                 url.push(',');
                 url.push_str(piece);
             }
+            _ if piece.is_empty() => {}
             _ => joined.push(piece.to_owned()),
         }
     }
@@ -310,8 +317,13 @@ mod tests {
             choose_urls(&given, None),
             ["redis+sentinel://a:1,b:2,c:3/m", "redis://x", "redis://y"]
         );
-        let given: Vec<String> = ["file:/tmp/a", "b", "redis://x"].map(String::from).to_vec();
-        assert_eq!(choose_urls(&given, None), ["file:/tmp/a,b", "redis://x"]);
+        let given: Vec<String> = ["file:/tmp/a", " b", "", "c", "redis://x"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            choose_urls(&given, None),
+            ["file:/tmp/a, b,,c", "redis://x"]
+        );
     }
 
     const T: Duration = Duration::from_secs(2);
