@@ -231,6 +231,14 @@ fn a_stale_holder_file_is_never_reentered_even_with_a_live_pid() {
             .args(["run", "-n", "x", "--", "true"]),
     );
     assert_fails(&out, 75);
+    // A record half made by a process that died goes with the next hold.
+    let half = format!("{}/y.n.{token}", dir.file("locks"));
+    std::fs::write(&half, "pid=1").unwrap();
+    assert_eq!(
+        code(&output(local(&dir).args(["run", "y", "--", "true"]))),
+        0
+    );
+    assert!(!std::path::Path::new(&half).exists());
 }
 
 #[test]

@@ -569,6 +569,13 @@ impl Session for LocalSession {
             });
         };
         let fence = self.next_fence(name).map_err(|e| self.fail(name, e))?;
+        // Records half made by a process that died: only a holder of the gate
+        // makes records, so under it an unlocked one is certainly stale.
+        for (path, _) in self.paths.tagged(name, "n") {
+            if !held_by_someone(&path) {
+                let _ = fs::remove_file(path);
+            }
+        }
         let details = Details {
             pid: req.holder.pid.clone(),
             host: req.holder.host.clone(),
