@@ -42,9 +42,12 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
-    // The holder is the calling script, which outlives this process.
+    // The holder is the calling script, which outlives this process: the
+    // process it follows, or else its parent.
     // SAFETY: getppid has no preconditions.
-    let caller = unsafe { libc::getppid() };
+    let caller = args
+        .while_pid
+        .unwrap_or_else(|| unsafe { libc::getppid() } as u32);
     let holder = HolderInfo {
         host: hostname(),
         pid: caller.to_string(),
@@ -63,45 +66,76 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         false,
     );
     wanted.replica_timeout = global.connect_timeout;
-    let (holds, _) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
-    shared.set(Phase::Finished);
+    if let Some(watched) = &watched {
+        watched.interrupt_on_exit(&shared);
+    }
+    let caller_gone = |err: Error| match (&watched, err) {
+        (Some(w), Error::Interrupted { .. }) if w.gone() => Error::Internal(format!(
+            "{}: --while-pid {} exited while waiting; nothing acquired",
+            args.name,
+            w.pid()
+        )),
+        (_, err) => err,
+    };
+    let (holds, _) =
+        wait::acquire(&backend, session.as_mut(), &wanted, &shared).map_err(caller_gone)?;
     let token = &holds[0].token;
-    let give_back = |session: &mut Box<dyn crate::backend::Session>, cause: String| {
+    let give_back = |session: &mut Box<dyn crate::backend::Session>, err: Error| {
         let _ = session.release(&keys[0], token);
-        Error::Internal(format!("{}: {cause}; the lock was given back", args.name))
+        match caller_gone(err) {
+            Error::Internal(cause) => Error::Internal(format!("{cause}; the lock was given back")),
+            err => err,
+        }
     };
     let mut keeper = None;
     if let Some(watched) = &watched {
-        if watched.gone() {
-            return Err(give_back(
-                &mut session,
-                format!("--while-pid {} exited while waiting", watched.pid()),
-            ));
-        }
         let fds = session.handover(&keys[0]);
         // A file: re-entry holds nothing of its own: the enclosing run keeps it.
         if !local || !fds.is_empty() {
-            match while_pid::start(global, args, watched, token, &fds) {
-                Ok(child) => keeper = Some(child),
-                Err(err) => {
-                    return Err(give_back(
-                        &mut session,
-                        format!("cannot start the --while-pid watchdog: {err}"),
-                    ))
+            // Signals are noted, not acted on, until the keeper has answered.
+            let started =
+                while_pid::start(global, args, watched, token, &fds, &|| shared.interrupted());
+            match started {
+                Ok(started) => keeper = Some(started),
+                Err(while_pid::StartError::Interrupted(signal)) => {
+                    let lock = args.name.clone();
+                    return Err(give_back(&mut session, Error::Interrupted { lock, signal }));
+                }
+                Err(while_pid::StartError::Failed(err)) => {
+                    let cause = format!(
+                        "{}: cannot start the --while-pid watchdog: {err}",
+                        args.name
+                    );
+                    return Err(give_back(&mut session, Error::Internal(cause)));
                 }
             }
         }
-    }
-    if let Err(err) = writeln!(std::io::stdout(), "{}", token.as_str()) {
-        // Nobody got the token: end the keeper (which shares the hold) and
-        // give the hold back rather than strand it.
-        if let Some(child) = keeper {
-            while_pid::stop(child);
+        if let Some(signal) = shared.interrupted() {
+            // A signal, or PID exited: the script is not there to take it.
+            if let Some(keeper) = keeper {
+                keeper.stop();
+            }
+            let lock = args.name.clone();
+            return Err(give_back(&mut session, Error::Interrupted { lock, signal }));
         }
-        return Err(give_back(
-            &mut session,
-            format!("cannot print the token: {err}"),
-        ));
+    }
+    shared.set(Phase::Finished);
+    let printed = writeln!(std::io::stdout(), "{}", token.as_str());
+    let handed = match (printed, keeper) {
+        (Ok(()), Some(keeper)) => keeper.confirm(),
+        (Ok(()), None) => Ok(()),
+        (Err(err), keeper) => {
+            // Nobody got the token: end the keeper (which shares the hold).
+            if let Some(keeper) = keeper {
+                keeper.stop();
+            }
+            Err(err)
+        }
+    };
+    if let Err(err) = handed {
+        // Give the hold back rather than strand it.
+        let cause = format!("{}: cannot hand the token over: {err}", args.name);
+        return Err(give_back(&mut session, Error::Internal(cause)));
     }
     Ok(Exit::Success)
 }

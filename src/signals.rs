@@ -191,6 +191,14 @@ impl Shared {
         }
     }
 
+    /// Interrupts a wait as `signal` would, from another thread (the
+    /// `--while-pid` process is gone). Not for the connecting phase.
+    pub fn interrupt(&self, signal: i32) {
+        if !matches!(*self.phase(), Phase::Connecting) {
+            self.on_signal(signal);
+        }
+    }
+
     fn on_signal(&self, signal: i32) {
         let mut phase = self.phase();
         match &*phase {

@@ -2,7 +2,6 @@
 //! a shell script while PID lives (renewing a Redis lease, or keeping the open
 //! files of a `file:` lock), how `acquire` starts it, and how both follow PID.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::Child;
@@ -56,6 +55,20 @@ impl Watched {
         self.pid
     }
 
+    /// Ends the wait of `acquire` (as a signal would) if the process exits
+    /// first: nobody would be left to hold the lock for.
+    pub fn interrupt_on_exit(&self, shared: &std::sync::Arc<crate::signals::Shared>) {
+        let watched = Watched {
+            pid: self.pid,
+            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
+        };
+        let shared = std::sync::Arc::clone(shared);
+        std::thread::spawn(move || {
+            while !watched.exits_within(Duration::from_secs(3600)) {}
+            shared.interrupt(libc::SIGHUP);
+        });
+    }
+
     /// The pidfd, readable once the process has exited.
     pub fn fd(&self) -> Option<RawFd> {
         self.fd.as_ref().map(AsRawFd::as_raw_fd)
@@ -96,8 +109,8 @@ fn take_fd(fd: RawFd) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Tells `acquire` that the keeper has taken over (see [`start`]).
-pub struct Ready(Option<File>);
+/// The keeper's end of the handshake with `acquire` (see [`start`]).
+pub struct Ready(Option<std::os::unix::net::UnixStream>);
 
 impl Ready {
     fn inherited() -> Self {
@@ -105,14 +118,37 @@ impl Ready {
             .ok()
             .and_then(|fd| fd.parse::<RawFd>().ok())
             .and_then(take_fd);
-        Ready(fd.map(File::from))
+        Ready(fd.map(std::os::unix::net::UnixStream::from))
     }
 
-    /// Says so (once); `acquire` returns the token only after this.
-    pub fn signal(&mut self) {
-        if let Some(mut file) = self.0.take() {
-            let _ = file.write_all(b"1");
-        }
+    /// Tells `acquire` the hold is taken over, then waits until it has handed
+    /// the token to the script. False when `acquire` gave up or died first:
+    /// nobody knows the token, so the keeper must let go.
+    pub fn handshake(&mut self) -> bool {
+        let Some(mut stream) = self.0.take() else {
+            return true;
+        };
+        let mut byte = [0u8; 1];
+        stream.write_all(b"1").is_ok() && matches!(stream.read(&mut byte), Ok(1))
+    }
+}
+
+/// `acquire`'s end of a keeper that has taken over the hold.
+pub struct Keeper {
+    child: Child,
+    stream: std::os::unix::net::UnixStream,
+}
+
+impl Keeper {
+    /// The token is with the script: the keeper may keep the hold.
+    pub fn confirm(mut self) -> std::io::Result<()> {
+        self.stream.write_all(b"2")
+    }
+
+    /// Ends the keeper (which shares the hold) and waits for it to be gone.
+    pub fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -121,32 +157,38 @@ fn ready_within(global: &Global) -> Duration {
     global.connect_timeout + Duration::from_secs(5)
 }
 
+/// Why starting the keeper failed.
+pub enum StartError {
+    /// It could not start, or did not take over in time.
+    Failed(std::io::Error),
+    /// A signal came while `acquire` waited for it.
+    Interrupted(i32),
+}
+
 /// Starts the detached keeper (a new session, no terminal, no inherited stdio,
 /// so `token=$(rlock acquire ...)` does not wait for it) and waits until it
-/// has taken over: it inherits the pidfd of PID and `fds` (a `file:` lock's
-/// open files) and nothing else; the URL and the token travel in its
-/// environment, not on its command line. A keeper that fails to start is
-/// killed and reaped, so nothing of the hold lives on in it.
+/// has taken over (a Redis keeper has renewed the hold once). It inherits the
+/// pidfd of PID, `fds` (a `file:` lock's open files) and its end of the
+/// handshake, nothing else; the URL, TLS files and the token travel in its
+/// environment, not on its command line. A keeper that fails to take over, or
+/// a signal meanwhile (`interrupted`), gets it killed and reaped, so nothing
+/// of the hold lives on in it.
 pub fn start(
     global: &Global,
     args: &AcquireArgs,
     watched: &Watched,
     token: &Token,
     fds: &[RawFd],
-) -> std::io::Result<Child> {
+    interrupted: &dyn Fn() -> Option<i32>,
+) -> std::result::Result<Keeper, StartError> {
     use std::os::unix::process::CommandExt;
-    let mut pipe = [0 as RawFd; 2];
-    // SAFETY: a valid two-element array.
-    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fresh descriptors, owned from here on.
-    let (mut read, write) = unsafe { (File::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(StartError::Failed)?;
+    let write = OwnedFd::from(theirs);
     let mut kept: Vec<RawFd> = fds.to_vec();
     kept.push(write.as_raw_fd());
     kept.extend(watched.fd());
-    only_these_inherited(&kept)?;
-    let exe = std::env::current_exe()?;
+    only_these_inherited(&kept).map_err(StartError::Failed)?;
+    let exe = std::env::current_exe().map_err(StartError::Failed)?;
     let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
     let list = |fds: &[RawFd]| {
         fds.iter()
@@ -155,6 +197,9 @@ pub fn start(
             .join(",")
     };
     let mut cmd = std::process::Command::new(exe);
+    for var in ["RLOCK_CACERT", "RLOCK_CERT", "RLOCK_KEY"] {
+        cmd.env_remove(var);
+    }
     cmd.arg(crate::cli::WHILE_PID)
         .arg("--connect-timeout")
         .arg(humantime::format_duration(global.connect_timeout).to_string())
@@ -164,6 +209,17 @@ pub fn start(
         .arg(humantime::format_duration(args.lock.ttl).to_string());
     if args.lock.redisson {
         cmd.arg("--redisson");
+    }
+    // As absolute paths: the keeper's working directory is not the script's
+    // for long.
+    for (var, file) in [
+        ("RLOCK_CACERT", &global.cacert),
+        ("RLOCK_CERT", &global.cert),
+        ("RLOCK_KEY", &global.key),
+    ] {
+        if let Some(file) = file {
+            cmd.env(var, std::path::absolute(file).map_err(StartError::Failed)?);
+        }
     }
     // After `--`, a NAME such as `-v` is a name, not an option.
     cmd.arg("--")
@@ -188,23 +244,46 @@ pub fn start(
             Ok(())
         });
     }
-    let mut child = cmd.spawn()?;
+    let mut child = cmd.spawn().map_err(StartError::Failed)?;
     drop(write);
-    let mut byte = [0u8; 1];
-    let mut p = libc::pollfd {
-        fd: read.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+    let mut stream = ours;
+    let until = Instant::now() + ready_within(global);
+    let outcome = loop {
+        if let Some(signal) = interrupted() {
+            break Err(StartError::Interrupted(signal));
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Err(StartError::Failed(std::io::Error::other(
+                "it did not take over in time",
+            )));
+        }
+        let mut p = libc::pollfd {
+            fd: stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // Short steps, so a signal is seen soon.
+        let step = left.min(Duration::from_millis(50)).as_millis().max(1) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, step) } > 0 {
+            let mut byte = [0u8; 1];
+            break match stream.read(&mut byte) {
+                Ok(1) => Ok(()),
+                _ => Err(StartError::Failed(std::io::Error::other(
+                    "it ended before taking over",
+                ))),
+            };
+        }
     };
-    let ms = libc::c_int::try_from(ready_within(global).as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&mut p, 1, ms) } > 0 && matches!(read.read(&mut byte), Ok(1));
-    if !ready {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(std::io::Error::other("it did not start"));
+    match outcome {
+        Ok(()) => Ok(Keeper { child, stream }),
+        Err(err) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(err)
+        }
     }
-    Ok(child)
 }
 
 /// Marks every descriptor but 0-2 and `kept` close-on-exec, and `kept`
@@ -226,12 +305,6 @@ fn only_these_inherited(kept: &[RawFd]) -> std::io::Result<()> {
         unsafe { libc::fcntl(fd, libc::F_SETFD, flags) };
     }
     Ok(())
-}
-
-/// Ends a keeper `acquire` started when the token cannot be handed over.
-pub fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `__while-pid`: keeps the hold while PID lives and lets it go when PID
@@ -257,7 +330,14 @@ pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect()?;
-    ready.signal();
+    // One renewal proves the connection (TLS included) before acquire is told.
+    if !session.renew(&keys, &token, args.ttl, global.connect_timeout)? {
+        return Ok(Exit::NotHeld);
+    }
+    if !ready.handshake() {
+        let _ = session.release(&keys, &token);
+        return Ok(Exit::Success);
+    }
     let period = args.ttl / 3;
     let margin = crate::watchdog::drift(args.ttl);
     let mut confirmed = Instant::now();

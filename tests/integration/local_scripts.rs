@@ -30,6 +30,13 @@ fn acquire(dir: &Scratch, name: &str, pid: u32) -> String {
     stdout(&out).trim().to_owned()
 }
 
+fn waiting(dir: &Scratch, name: &str) -> usize {
+    let out = output(local(dir).args(["status", "--json", name]));
+    (0..10)
+        .find(|n| stdout(&out).contains(&format!("\"waiting\":{n}")))
+        .expect("waiting in status")
+}
+
 fn free(dir: &Scratch, name: &str) -> bool {
     code(&output(local(dir).args(["run", "-n", name, "--", "true"]))) == 0
 }
@@ -207,13 +214,15 @@ fn a_caller_that_exits_while_waiting_gets_no_lock() {
         &shell.pid.to_string(),
     ]));
     expect_within(rlock::LIMIT, "the acquire to wait", || {
-        stdout(&output(local(&dir).args(["status", "--json", "x"]))).contains("\"waiting\":1")
+        waiting(&dir, "x") == 1
     });
+    // The wait ends when the caller does, while the lock is still taken.
     shell.kill();
-    std::fs::remove_file(&go).unwrap();
     let out = waiter.output_within(rlock::LIMIT);
     let err = assert_fails(&out, 125);
     assert!(err.contains("exited while waiting"), "{err}");
+    assert_eq!(waiting(&dir, "x"), 0);
+    std::fs::remove_file(&go).unwrap();
     assert_eq!(code(&holder.output_within(rlock::LIMIT)), 0);
     assert!(free(&dir, "x"));
     assert!(records(&dir).is_empty(), "{:?}", records(&dir));

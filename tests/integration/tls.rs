@@ -183,3 +183,38 @@ fn a_server_that_wants_a_client_certificate_gets_one_with_cert_and_key() {
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
 }
+
+#[test]
+fn the_while_pid_watchdog_gets_the_tls_files_of_the_command_line() {
+    let dir = Scratch::new();
+    certificates(&dir);
+    let (_redis, url) = tls_server(&dir, true);
+    let me = std::process::id().to_string();
+    let tls = [
+        "--cacert",
+        &dir.file("ca.crt"),
+        "--cert",
+        &dir.file("client.crt"),
+        "--key",
+        &dir.file("client.key"),
+    ];
+    let out = output(bare().args(["--url", &url]).args(tls).args([
+        "acquire",
+        "--ttl",
+        "600ms",
+        "--while-pid",
+        &me,
+        "kept",
+    ]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let token = crate::support::rlock::stdout(&out).trim().to_owned();
+    // Past its ttl: only a watchdog that reaches the server has kept it.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let out = output(
+        bare()
+            .args(["--url", &url])
+            .args(tls)
+            .args(["release", "kept", "--token", &token]),
+    );
+    assert_eq!(code(&out), 0, "still held: {}", show(&out));
+}

@@ -45,12 +45,10 @@ pub fn keep_while(
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
-    ready.signal();
-    loop {
-        // Looked at after the watch is set up, so no marker is missed.
-        if marker.exists() || exit.gone() {
-            break;
-        }
+    // Nobody knows the token if acquire did not hand it over: let go at once.
+    // The marker is looked for after the watch is set up, so none is missed.
+    let handed = ready.handshake();
+    while handed && !(marker.exists() || exit.gone()) {
         let mut fds = Vec::new();
         fds.extend(exit.fd().map(pollin));
         fds.extend(watch.as_ref().map(|w| pollin(w.fd())));

@@ -8,7 +8,9 @@
 //! request is decided), `E.fence` (the fencing counter), `E.h.TOKEN` (a
 //! holder's record, locked while it lives), `E.w.TOKEN` (a waiter's record,
 //! locked while it waits), `E.i.TOKEN` (an interrupt for a waiter),
-//! `E.r.TOKEN` (a release asked of a `--while-pid` keeper) and, for a name
+//! `E.r.TOKEN` (a release asked of a `--while-pid` keeper; `E.t.TOKEN` takes
+//! turns between releases of one token), `E.n.TOKEN` (a record being made)
+//! and, for a name
 //! too long to spell out, `E.name`. Unlocked records are stale and removed.
 //! There is no queue: waiters wake when a record of the lock leaves DIR
 //! (inotify), and look again every few milliseconds for a lock the kernel
@@ -317,18 +319,21 @@ impl LocalSession {
     /// counter needs no lock of its own; it is replaced in one step.
     fn next_fence(&self, name: &str) -> io::Result<u64> {
         let path = self.path(name, "fence");
+        let bad =
+            |why: &str| io::Error::other(format!("fencing counter {}: {why}", path.display()));
         let last = match fs::read_to_string(&path) {
-            Ok(text) => text.trim().parse::<u64>().map_err(|_| {
-                io::Error::other(format!(
-                    "the fencing counter {} is not a number",
-                    path.display()
-                ))
-            })?,
+            Ok(text) => text
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| bad("not a number"))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
+            Err(e) => return Err(bad(&e.to_string())),
         };
-        files::replace(&path, &(last + 1).to_string())?;
-        Ok(last + 1)
+        let next = last
+            .checked_add(1)
+            .ok_or_else(|| bad("at its largest value"))?;
+        files::replace(&path, &next.to_string()).map_err(|e| bad(&e.to_string()))?;
+        Ok(next)
     }
 
     fn fence(&self, name: &str) -> u64 {
@@ -480,44 +485,45 @@ impl LocalSession {
 
     /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
     /// Returns false when another release of the same token came first.
+    /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
+    /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
     fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
         let record = self.record(name, "h", token);
         let marker = self.record(name, "r", token);
-        let first = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&marker);
-        let first = match first {
-            Ok(_) => true,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
-            Err(e) => return Err(self.fail(name, e)),
+        let stuck = || Error::Unavailable {
+            lock: Some(name.to_owned()),
+            server: self.display.clone(),
+            cause: format!(
+                "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
+                humantime::format_duration(KEEPER_WAIT)
+            ),
         };
+        let turn_path = self.record(name, "t", token);
+        let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
+        if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
+            return Err(stuck());
+        }
+        // Our turn: an earlier release (which removed the turn file before
+        // letting others have a turn) may have freed it already.
+        if !held_by_someone(&record) {
+            let _ = fs::remove_file(&turn_path);
+            return Ok(false);
+        }
+        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
         let until = Instant::now() + KEEPER_WAIT;
         while held_by_someone(&record) {
             if Instant::now() >= until {
-                if first {
-                    let _ = fs::remove_file(&marker);
-                }
-                if !held_by_someone(&record) {
-                    break;
-                }
-                return Err(Error::Unavailable {
-                    lock: Some(name.to_owned()),
-                    server: self.display.clone(),
-                    cause: format!(
-                        "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
-                        humantime::format_duration(KEEPER_WAIT)
-                    ),
-                });
+                let _ = fs::remove_file(&marker);
+                let _ = fs::remove_file(&turn_path);
+                return Err(stuck());
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        if first {
-            let _ = fs::remove_file(&marker);
-            let _ = fs::remove_file(&record);
-        }
-        Ok(first)
+        let _ = fs::remove_file(&marker);
+        let _ = fs::remove_file(&record);
+        let _ = fs::remove_file(&turn_path);
+        drop(turn);
+        Ok(true)
     }
 }
 
