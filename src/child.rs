@@ -16,6 +16,8 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::clock::Stamp;
+
 use crate::error::{Error, Result};
 use crate::signals::{Phase, Shared};
 
@@ -109,10 +111,10 @@ pub fn spawn(
     // Hold the phase lock across the spawn so a signal is either seen before
     // COMMAND exists (and handled as an interrupt) or forwarded to it.
     let mut phase = shared.phase();
-    if shared.lost() {
-        return Err(Error::Internal(
-            "the lock was lost before COMMAND started".into(),
-        ));
+    if !shared.lease_valid() {
+        return Err(Error::LeaseLapsedBeforeStart {
+            lock: shared.lock().to_owned(),
+        });
     }
     if let Some(signal) = shared.interrupted() {
         return Err(Error::Interrupted {
@@ -141,14 +143,14 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
 
 /// Whether COMMAND exits before `until`, as seen in time (false as well when
 /// the kernel has no pidfd to wait with). Leaves it unreaped, for [`wait`].
-pub fn exits_before(child: &Running, until: Instant) -> bool {
+pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
     // SAFETY: pidfd_open has no memory-safety preconditions.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
     if pidfd < 0 {
         return false;
     }
     let exited = loop {
-        let left = until.saturating_duration_since(Instant::now());
+        let left = until.from_now();
         let ms = libc::c_int::try_from(left.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
         let mut poll = libc::pollfd {
             fd: pidfd,
@@ -159,8 +161,16 @@ pub fn exits_before(child: &Running, until: Instant) -> bool {
         match unsafe { libc::poll(&mut poll, 1, ms) } {
             // Seen only after the first renewal was due (rlock itself was
             // stopped): let the watchdog judge the lease.
-            n if n > 0 => break Instant::now() <= until,
-            0 if left.is_zero() => break false,
+            n if n > 0 => {
+                if until.passed() {
+                    shared.note_wake(until);
+                }
+                break !until.passed();
+            }
+            0 if left.is_zero() => {
+                shared.note_wake(until);
+                break false;
+            }
             0 => {}
             _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
             _ => break false,
@@ -232,8 +242,8 @@ pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitSta
 
 /// COMMAND stopped at the terminal: stop rlock as well, and on continuation
 /// hand the terminal back (if we are in the foreground again) and continue
-/// COMMAND, unless the lease ran out meanwhile: then COMMAND stays stopped until
-/// the watchdog stops it for good (SIGTERM with SIGCONT, exit 70).
+/// COMMAND, unless the lease ran out meanwhile: then the guardian has stopped
+/// it for good (SIGTERM with SIGCONT, then SIGKILL; exit 70).
 fn suspend_with(pid: libc::pid_t, shared: &Shared) {
     consume_stop(pid);
     // SAFETY: plain syscalls.

@@ -170,10 +170,16 @@ pub struct RunArgs {
           help_heading = LEASE)]
     pub lease: Option<Duration>,
 
-    /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped.
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = grace_duration,
-          help_heading = LEASE)]
-    pub kill_after: Duration,
+    /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
+    /// [default: 10s, at most a third of the lease].
+    ///
+    /// Both signals land inside the lease rlock can prove: when renewals fail,
+    /// SIGTERM goes out this long before SIGKILL, which comes just before the
+    /// lease could end, so renewals are retried until then. A longer grace
+    /// leaves less time for retries; it is capped at a third of --ttl or
+    /// --lease (with a note when given explicitly).
+    #[arg(long, value_name = "DUR", value_parser = grace_duration, help_heading = LEASE)]
+    pub kill_after: Option<Duration>,
 
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
     ///
@@ -470,7 +476,7 @@ mod tests {
         assert_eq!(run.command, ["make", "-j4"]);
         assert_eq!(run.lock.wait, Some(Duration::from_secs(90)));
         assert_eq!(run.lock.ttl, Duration::from_secs(30));
-        assert_eq!(run.kill_after, Duration::from_secs(10));
+        assert_eq!(run.kill_after, None);
         assert_eq!(run.lock.conflict_exit_code, 75);
     }
 

@@ -67,6 +67,12 @@ pub enum Error {
         /// The signal number.
         signal: i32,
     },
+    /// The lease lapsed between acquiring and starting COMMAND (rlock was
+    /// held up); COMMAND was not started (exit 70).
+    LeaseLapsedBeforeStart {
+        /// The lock name(s).
+        lock: String,
+    },
     /// Anything else (exit 125).
     Internal(String),
 }
@@ -82,6 +88,7 @@ impl Error {
             Error::NotFound { .. } => Exit::NotFound,
             Error::CannotExecute { .. } => Exit::CannotExecute,
             Error::Interrupted { signal, .. } => Exit::Signal(*signal),
+            Error::LeaseLapsedBeforeStart { .. } => Exit::LockLost,
             Error::Internal(_) => Exit::Internal,
         }
     }
@@ -112,6 +119,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(msg) | Error::Internal(msg) => f.write_str(msg),
+            Error::LeaseLapsedBeforeStart { lock } => write!(
+                f,
+                "{lock}: lock lost: the lease lapsed before COMMAND could start (rlock was held up); COMMAND was not started"
+            ),
             Error::Unavailable {
                 lock: Some(lock),
                 server,

@@ -1,13 +1,203 @@
-//! A guardian process that kills COMMAND's whole process group if rlock dies.
+//! The guardian: a small forked process that stops COMMAND's whole process
+//! group when the lease ends, and kills it if rlock dies.
 //!
-//! `PR_SET_PDEATHSIG` kills only COMMAND itself when rlock is SIGKILLed; what
-//! COMMAND started (a shell's children, a pipeline) would run on without the
-//! lock. The guardian is a tiny forked child of rlock that blocks reading a pipe
-//! whose only writer is rlock: when rlock dies the kernel closes that end, the
-//! read returns end-of-file, and the guardian SIGKILLs COMMAND's group. When rlock
-//! ends normally it writes a byte first, and the guardian exits without killing.
+//! It is a process of its own, not a thread of rlock's, because rlock may be
+//! the thing that stalls: stopped with SIGSTOP, frozen in a cgroup, starved,
+//! or blocked in a renewal that the network holds up. The guardian keeps the
+//! lease's deadlines on a `CLOCK_BOOTTIME` timerfd (so a suspended host counts
+//! too) with a timer slack of 1 ns, and acts on them alone:
+//!
+//! - at the *term* deadline it sends SIGTERM (and SIGCONT) to COMMAND's group,
+//! - at the *kill* deadline, `--kill-after` later and still inside the lease
+//!   rlock can prove, it sends SIGKILL.
+//!
+//! rlock moves both deadlines forward after each confirmed renewal. They live
+//! in a page shared between the two processes ([`Deadlines`]); the term
+//! deadline is claimed with compare-and-swap, so a renewal either moves it
+//! before it passes or finds that COMMAND was already told to stop — never
+//! both. The pipe from rlock carries COMMAND's process group (written by
+//! COMMAND's process before exec, so the guardian knows the group before
+//! COMMAND can start anything), wake-ups when a deadline moves earlier, and
+//! the final "done". When rlock dies the kernel closes the pipe, the read
+//! returns end-of-file, and the guardian SIGKILLs the group: what COMMAND
+//! started would otherwise run on without the lock.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::clock::Stamp;
+
+/// No deadline.
+const NONE: u64 = u64::MAX;
+/// The term deadline once SIGTERM went out (or rlock declared the hold lost).
+const FIRED: u64 = 0;
+
+/// One message on the pipe: a tag and a value (atomic: shorter than PIPE_BUF).
+const RECORD: usize = 16;
+const TAG_GROUP: u8 = b'p';
+const TAG_WAKE: u8 = b'w';
+const TAG_DONE: u8 = b'd';
+
+/// The deadlines, in a page both processes map.
+#[repr(C)]
+struct Cell {
+    /// When SIGTERM is due (a [`Stamp`]), [`NONE`] or [`FIRED`].
+    term_at: AtomicU64,
+    /// When SIGKILL is due, once SIGTERM went out.
+    kill_at: AtomicU64,
+    /// When SIGTERM went out (0: not yet).
+    fired_at: AtomicU64,
+}
+
+/// rlock's handle on the deadlines the guardian enforces.
+#[derive(Clone, Copy)]
+pub struct Deadlines {
+    cell: &'static Cell,
+    writer: libc::c_int,
+}
+
+/// What ended the hold, as the deadlines tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// COMMAND's group was gone before the term deadline: nothing was lost.
+    InTime,
+    /// COMMAND was told to stop (at the term deadline, or because the hold
+    /// was found gone), at this time.
+    Stopped(Stamp),
+    /// COMMAND's group was seen gone only after the term deadline, which no
+    /// one acted on (rlock and the guardian were both held up).
+    Late(Stamp),
+}
+
+impl Deadlines {
+    /// Moves the deadlines to (`term`, `kill`), unless COMMAND was already
+    /// told to stop; false then (the hold is lost).
+    pub fn extend(&self, term: Stamp, kill: Stamp) -> bool {
+        let mut current = self.cell.term_at.load(Ordering::SeqCst);
+        loop {
+            if current == FIRED {
+                return false;
+            }
+            match self.cell.term_at.compare_exchange(
+                current,
+                term.0.max(1),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => break,
+                Err(now) => current = now,
+            }
+        }
+        // After the term deadline: the guardian reads kill_at only once it
+        // has claimed term_at, and a late store can only make it earlier.
+        self.cell.kill_at.store(kill.0, Ordering::SeqCst);
+        true
+    }
+
+    /// When SIGTERM is due (None: no deadline, or it went out).
+    pub fn term_at(&self) -> Option<Stamp> {
+        match self.cell.term_at.load(Ordering::SeqCst) {
+            NONE | FIRED => None,
+            t => Some(Stamp(t)),
+        }
+    }
+
+    /// True once COMMAND was told to stop.
+    pub fn fired(&self) -> bool {
+        self.cell.term_at.load(Ordering::SeqCst) == FIRED
+    }
+
+    /// When SIGKILL is due, once COMMAND was told to stop.
+    pub fn kill_at(&self) -> Option<Stamp> {
+        if !self.fired() {
+            return None;
+        }
+        match self.cell.kill_at.load(Ordering::SeqCst) {
+            NONE => None,
+            t => Some(Stamp(t)),
+        }
+    }
+
+    /// When SIGTERM went out, if it did.
+    pub fn fired_at(&self) -> Option<Stamp> {
+        match self.cell.fired_at.load(Ordering::SeqCst) {
+            0 => None,
+            t => Some(Stamp(t)),
+        }
+    }
+
+    /// Claims the term deadline if it has passed. True when this caller must
+    /// send SIGTERM now (no one else will).
+    pub fn fire_if_due(&self) -> bool {
+        fire_if_due(self.cell)
+    }
+
+    /// The hold is gone: claims the term deadline now (true when this caller
+    /// must send SIGTERM) and brings SIGKILL to `grace` from now, never later
+    /// than it was due. Wakes the guardian to act on the new kill deadline.
+    pub fn stop_now(&self, grace: Duration) -> bool {
+        let now = Stamp::now();
+        let mine = self.cell.term_at.swap(FIRED, Ordering::SeqCst) != FIRED;
+        if mine {
+            self.cell.fired_at.store(now.0.max(1), Ordering::SeqCst);
+        }
+        let kill = (now + grace).0;
+        self.cell.kill_at.fetch_min(kill, Ordering::SeqCst);
+        self.wake();
+        mine
+    }
+
+    /// COMMAND's group is gone (seen at `finished`): no deadline is kept any
+    /// more. Says whether the lease held until then.
+    pub fn close(&self, finished: Stamp) -> Closed {
+        let mut current = self.cell.term_at.load(Ordering::SeqCst);
+        loop {
+            if current == FIRED {
+                let at = self.fired_at().unwrap_or(finished);
+                return Closed::Stopped(at);
+            }
+            if current != NONE && finished >= Stamp(current) {
+                return Closed::Late(Stamp(current));
+            }
+            match self.cell.term_at.compare_exchange(
+                current,
+                NONE,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Closed::InTime,
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// True while the lease is proven: SIGTERM is not yet due.
+    pub fn valid(&self) -> bool {
+        self.term_at().is_some_and(|t| !t.passed())
+    }
+
+    /// Lets the guardian look at the deadlines again. False when it is gone
+    /// (then nothing but rlock enforces them).
+    pub fn wake(&self) -> bool {
+        send(self.writer, TAG_WAKE, 0)
+    }
+}
+
+fn fire_if_due(cell: &Cell) -> bool {
+    let term = cell.term_at.load(Ordering::SeqCst);
+    if term == FIRED || term == NONE || Stamp::now() < Stamp(term) {
+        return false;
+    }
+    let won = cell
+        .term_at
+        .compare_exchange(term, FIRED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if won {
+        cell.fired_at.store(Stamp::now().0.max(1), Ordering::SeqCst);
+    }
+    won
+}
 
 /// The running guardian, owned by rlock's main thread.
 pub struct Guardian {
@@ -15,6 +205,7 @@ pub struct Guardian {
     /// Write end of the pipe (close-on-exec, so COMMAND never holds it); -1
     /// once disarmed.
     writer: libc::c_int,
+    cell: &'static Cell,
 }
 
 impl Guardian {
@@ -23,16 +214,18 @@ impl Guardian {
     ///
     /// A fork, not a clone sharing rlock's memory: the kernel's OOM killer (and,
     /// before Linux 5.16, a core dump) takes every process sharing the memory
-    /// of the one it kills, and the guardian must outlive exactly that.
+    /// of the one it kills, and the guardian must outlive exactly that. Only
+    /// the one page of deadlines is shared.
     pub fn start() -> io::Result<Self> {
+        let cell = shared_cell()?;
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for the two descriptors pipe2 writes.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(io::Error::last_os_error());
         }
         let (reader, writer) = (fds[0], fds[1]);
-        // SAFETY: the child runs only async-signal-safe calls (close, setpgid,
-        // sigprocmask, read, killpg, _exit) and never returns from this function.
+        // SAFETY: the child runs only async-signal-safe calls and never
+        // returns from this function.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let err = io::Error::last_os_error();
@@ -45,28 +238,33 @@ impl Guardian {
         }
         if pid == 0 {
             // SAFETY: see above; the guardian ends with _exit.
-            unsafe { guard(reader, writer) }
+            unsafe { guard(reader, writer, cell) }
         }
         // SAFETY: the parent keeps only the write end.
         unsafe { libc::close(reader) };
-        Ok(Guardian { pid, writer })
+        Ok(Guardian { pid, writer, cell })
     }
 
     /// The pipe COMMAND's process writes its pid (= its process group id) to
-    /// before exec, with [`announce`], so the guardian knows the group before
-    /// COMMAND can start anything.
+    /// before exec, with [`announce`].
     pub fn pipe(&self) -> libc::c_int {
         self.writer
+    }
+
+    /// The deadlines this guardian enforces.
+    pub fn deadlines(&self) -> Deadlines {
+        Deadlines {
+            cell: self.cell,
+            writer: self.writer,
+        }
     }
 
     /// COMMAND's process group is empty: the guardian exits without killing.
     pub fn disarm(&mut self) {
         if self.writer >= 0 {
-            // SAFETY: a one-byte write from a valid buffer, then closing our fd.
-            unsafe {
-                libc::write(self.writer, b"d".as_ptr().cast(), 1);
-                libc::close(self.writer);
-            }
+            send(self.writer, TAG_DONE, 0);
+            // SAFETY: our own descriptor.
+            unsafe { libc::close(self.writer) };
             self.writer = -1;
         }
     }
@@ -77,8 +275,57 @@ impl Guardian {
 /// # Safety
 /// Only for the forked child before exec; write(2) is async-signal-safe.
 pub unsafe fn announce(pipe: libc::c_int) {
-    let pgid = libc::getpid().to_ne_bytes();
-    libc::write(pipe, pgid.as_ptr().cast(), pgid.len());
+    send(pipe, TAG_GROUP, libc::getpid() as u64);
+}
+
+/// One record on the pipe; false when the guardian is gone. Async-signal-safe.
+fn send(fd: libc::c_int, tag: u8, value: u64) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    let mut record = [0u8; RECORD];
+    record[0] = tag;
+    record[8..].copy_from_slice(&value.to_ne_bytes());
+    loop {
+        // SAFETY: a write from a valid buffer of RECORD bytes.
+        let n = unsafe { libc::write(fd, record.as_ptr().cast(), RECORD) };
+        if n == RECORD as isize {
+            return true;
+        }
+        // SAFETY: reads this thread's errno.
+        if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+            continue;
+        }
+        return false;
+    }
+}
+
+fn shared_cell() -> io::Result<&'static Cell> {
+    // SAFETY: a fresh anonymous shared mapping; never unmapped, so the
+    // reference lives as long as the process.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            std::mem::size_of::<Cell>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let cell = page.cast::<Cell>();
+    // SAFETY: the mapping is large enough and suitably aligned (a page).
+    unsafe {
+        cell.write(Cell {
+            term_at: AtomicU64::new(NONE),
+            kill_at: AtomicU64::new(NONE),
+            fired_at: AtomicU64::new(0),
+        });
+        Ok(&*cell)
+    }
 }
 
 impl Drop for Guardian {
@@ -100,8 +347,8 @@ impl Drop for Guardian {
     }
 }
 
-/// The guardian's whole life, in the forked child.
-unsafe fn guard(reader: libc::c_int, writer: libc::c_int) -> ! {
+/// The guardian's whole life, in the forked child: async-signal-safe calls only.
+unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
     libc::close(writer);
     // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
     // the read end of the pipe.
@@ -115,16 +362,92 @@ unsafe fn guard(reader: libc::c_int, writer: libc::c_int) -> ! {
     let mut all: libc::sigset_t = std::mem::zeroed();
     libc::sigfillset(&mut all);
     libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-    let mut pgid_bytes = [0u8; 4];
-    if read_full(reader, &mut pgid_bytes) < 4 {
-        libc::_exit(0);
+    // Deadlines to the microsecond, not to the default 50 µs slack or worse.
+    libc::prctl(libc::PR_SET_TIMERSLACK, 1);
+    let timer = libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC);
+    let mut pgid: libc::pid_t = 0;
+    let mut killed = false;
+    loop {
+        if pgid > 1 {
+            if fire_if_due(cell) {
+                libc::killpg(pgid, libc::SIGTERM);
+                libc::killpg(pgid, libc::SIGCONT);
+            }
+            if !killed
+                && cell.term_at.load(Ordering::SeqCst) == FIRED
+                && Stamp::now() >= Stamp(cell.kill_at.load(Ordering::SeqCst))
+            {
+                libc::killpg(pgid, libc::SIGKILL);
+                killed = true;
+            }
+        }
+        let next = if pgid <= 1 || killed {
+            NONE
+        } else {
+            match cell.term_at.load(Ordering::SeqCst) {
+                FIRED => cell.kill_at.load(Ordering::SeqCst),
+                term => term,
+            }
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: reader,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: timer,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let mut wait_ms = -1;
+        if next != NONE {
+            if timer >= 0 {
+                let spec = libc::itimerspec {
+                    it_interval: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
+                    it_value: libc::timespec {
+                        tv_sec: (next / 1_000_000_000) as libc::time_t,
+                        tv_nsec: (next % 1_000_000_000).max(1) as libc::c_long,
+                    },
+                };
+                libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+            } else {
+                // No timerfd: poll's own timeout, on the monotonic clock.
+                let left = Stamp(next).from_now();
+                wait_ms = left.as_millis().min(60_000) as libc::c_int;
+            }
+        }
+        let n = libc::poll(fds.as_mut_ptr(), if timer >= 0 { 2 } else { 1 }, wait_ms);
+        if n < 0 {
+            continue;
+        }
+        if fds[1].revents & libc::POLLIN != 0 {
+            let mut expirations = [0u8; 8];
+            libc::read(timer, expirations.as_mut_ptr().cast(), 8);
+        }
+        if fds[0].revents != 0 {
+            let mut record = [0u8; RECORD];
+            if read_full(reader, &mut record) < RECORD {
+                // rlock is gone: nothing keeps the lease any more.
+                if pgid > 1 {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+                libc::_exit(0);
+            }
+            let mut value = [0u8; 8];
+            value.copy_from_slice(&record[8..]);
+            let value = u64::from_ne_bytes(value);
+            match record[0] {
+                TAG_GROUP => pgid = value as libc::pid_t,
+                TAG_DONE => libc::_exit(0),
+                _ => {}
+            }
+        }
     }
-    let pgid = libc::pid_t::from_ne_bytes(pgid_bytes);
-    let mut done = [0u8; 1];
-    if read_full(reader, &mut done) == 0 && pgid > 1 {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-    libc::_exit(0)
 }
 
 /// Reads until `buf` is full or end-of-file; returns the bytes read.

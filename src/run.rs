@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, Hold, HolderInfo, Kind, Session};
 use crate::child;
 use crate::cli::{Global, LockOptions, RunArgs};
+use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::guardian::Guardian;
+use crate::guardian::{Closed, Guardian};
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
-use crate::watchdog::{Config, Lease, Lost, Watchdog};
+use crate::watchdog::{why_lapsed, Config, Lease, Lost, Watchdog};
 
 /// Longest holder command line stored in Redis.
 const MAX_COMMAND_BYTES: usize = 1024;
@@ -52,6 +53,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Some(lease) => Lease::Fixed(lease),
         None => Lease::Renewed(args.lock.ttl),
     };
+    let grace = fit_grace(args.kill_after, lease, &display);
 
     // Forked now, off the handoff path, and before any thread exists: a fork
     // of a single-threaded process is cheaper. It only acts once it knows
@@ -84,6 +86,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         .zip(holds.iter().map(|h| h.token.clone()))
         .collect();
 
+    // The guardian enforces the lease's deadlines from before COMMAND exists.
+    let deadlines = guardian.deadlines();
+    let (term, kill) = lease.deadlines(acquired_at, grace);
+    deadlines.extend(term, kill);
+    shared.set_deadlines(deadlines);
+
     let env = child_env(&names, &locks, &holds, &inherited);
     let foreground = child::terminal_foreground();
     let spawned = child::spawn(
@@ -101,30 +109,39 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
                 child::reclaim_terminal();
             }
             shared.set(Phase::Finished);
+            deadlines.close(Stamp::now());
             release(backend.as_ref(), Some(session), &held, lease.ttl());
             return Err(match err {
                 Error::Interrupted { signal, .. } => Error::Interrupted {
                     lock: display,
                     signal,
                 },
+                Error::LeaseLapsedBeforeStart { .. } => {
+                    Error::LeaseLapsedBeforeStart { lock: display }
+                }
                 err => err,
             });
         }
     };
+    // Sent only now that the guardian knows COMMAND's group: if the lease
+    // lapsed during the spawn, it acts on it at once.
+    deadlines.wake();
     let pgid = command.pid();
     let config = Config {
         holds: held.clone(),
         display: display.clone(),
         lease,
-        kill_after: args.kill_after,
-        acquired_at,
+        grace,
+        confirmed_at: acquired_at,
+        deadlines,
     };
     // A COMMAND that ends before its first renewal is due (most short jobs)
     // needs no watchdog thread: start one only if COMMAND still runs then, or
     // at once on a terminal, where a ^Z must be noticed while it is stopped.
-    // Either way the thread is off the path from the handoff to COMMAND.
+    // Either way the thread is off the path from the handoff to COMMAND; the
+    // guardian keeps the deadlines meanwhile.
     let first_renewal = acquired_at + lease.ttl() / 3;
-    let mut keeper = if !foreground && child::exits_before(&command, first_renewal) {
+    let mut keeper = if !foreground && child::exits_before(&command, first_renewal, &shared) {
         Keeper::Idle(session)
     } else {
         Keeper::start(session, config.clone(), &shared, pgid)
@@ -139,24 +156,33 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             Keeper::Idle(session)
         };
     }
-    child::stop_leftovers(pgid, args.kill_after, &shared);
-    shared.mark_finished();
-    guardian.disarm();
+    child::stop_leftovers(pgid, grace, &shared);
+    let finished = Stamp::now();
+    shared.set(Phase::Finished);
     if foreground {
         child::reclaim_terminal();
     }
-    shared.set(Phase::Finished);
-    let (session, lost) = match keeper {
+    let (session, watched) = match keeper {
         Keeper::Idle(session) => (Some(session), None),
         Keeper::Watching(watchdog) => match watchdog.finish() {
             Some((session, lost)) => (Some(session), lost),
             None => (None, None),
         },
         Keeper::Failed => {
+            deadlines.close(finished);
+            guardian.disarm();
             release(backend.as_ref(), None, &held, lease.ttl());
             return Err(Error::Internal("the watchdog could not be started".into()));
         }
     };
+    // Judged by the clock, whichever thread noticed first: the lease held
+    // only if COMMAND's whole group was gone before SIGTERM was due.
+    let closed = deadlines.close(finished);
+    guardian.disarm();
+    let mut lost = watched.or(match closed {
+        Closed::InTime => None,
+        Closed::Stopped(_) | Closed::Late(_) => Some(why_lapsed(lease, None, shared.late())),
+    });
     // A refused renewal leaves that lock nothing to release, but the others
     // still are ours. After an unconfirmed renewal the server may answer again
     // (and the keys outlive our count by the drift margin): try, within the
@@ -169,13 +195,16 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             .collect(),
         _ => held.clone(),
     };
-    release(backend.as_ref(), session, &to_release, lease.ttl());
+    let gone = release(backend.as_ref(), session, &to_release, lease.ttl());
+    if lost.is_none() {
+        lost = gone.map(Lost::GoneAtRelease);
+    }
     if let Some(lost) = lost {
         let which = match &lost {
-            Lost::NotOurs(name) => name.clone(),
+            Lost::NotOurs(name) | Lost::GoneAtRelease(name) => name.clone(),
             _ => display.clone(),
         };
-        report::error(&format!("{which}: {lost}; COMMAND was stopped"));
+        report::error(&format!("{which}: {lost}"));
         return Ok(Exit::LockLost);
     }
     match status {
@@ -187,6 +216,29 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         Err(err) => Err(err),
     }
 }
+
+/// The grace between SIGTERM and SIGKILL, fitted into the lease: at most a
+/// third of it (10 s by default), with a note when an explicit
+/// `--kill-after` is cut.
+fn fit_grace(asked: Option<Duration>, lease: Lease, display: &str) -> Duration {
+    let max = lease.max_grace();
+    match asked {
+        Some(grace) if grace > max => {
+            report::error(&format!(
+                "{display}: --kill-after {} capped to {}, a third of the {} lease, so that SIGKILL still lands inside it",
+                humantime::format_duration(grace),
+                humantime::format_duration(Duration::from_millis(max.as_millis() as u64)),
+                humantime::format_duration(lease.ttl())
+            ));
+            max
+        }
+        Some(grace) => grace,
+        None => DEFAULT_GRACE.min(max),
+    }
+}
+
+/// `--kill-after` when not given.
+const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 /// Who keeps the lease while COMMAND runs.
 enum Keeper {
@@ -322,20 +374,24 @@ pub(crate) fn lock_keys(prefix: &str, redisson: bool, name: &str) -> LockKeys {
     }
 }
 
-/// Releases the holds, reusing the watchdog's session when there is one. A
-/// failure is reported, not fatal: COMMAND already ran, and a lease expires by
-/// itself within the ttl.
+/// Releases the holds, reusing the watchdog's session when there is one.
+/// Returns the name of a lock whose hold was already gone: it ended before
+/// COMMAND did, and someone else may have held it meanwhile. A release that
+/// fails is reported, not fatal (COMMAND ran under a proven lease, and the
+/// lease expires by itself), once a fresh connection has shown the hold is
+/// still ours.
 fn release(
     backend: &dyn Backend,
     session: Option<Box<dyn Session>>,
     held: &[(LockKeys, Token)],
     ttl: Duration,
-) {
+) -> Option<String> {
     let start = Instant::now();
     let mut session = match session {
         Some(s) => Ok(s),
         None => backend.connect(),
     };
+    let mut gone = None;
     for (keys, token) in held.iter().rev() {
         let outcome = match &mut session {
             Ok(s) => s.release(keys, token),
@@ -349,15 +405,28 @@ fn release(
                     start.elapsed().as_secs_f64() * 1000.0
                 )
             }),
-            Ok(None) => report::verbose(|| format!("{}: was no longer held at release", keys.name)),
-            Err(err) => report::error(&format!(
-                "{}: could not release ({}); it expires within {}",
-                keys.name,
-                report::without_lock(&err.to_string(), &keys.name),
-                humantime::format_duration(ttl)
-            )),
+            Ok(None) => gone = gone.or(Some(keys.name.clone())),
+            Err(err) => {
+                // The connection may have died with the server (a restart
+                // that lost the lock): ask again on a new one whether the
+                // hold is still ours, without changing its count.
+                let still_ours = backend
+                    .connect()
+                    .and_then(|mut s| s.renew(keys, token, ttl, ttl / 3));
+                if let Ok(false) = still_ours {
+                    gone = gone.or(Some(keys.name.clone()));
+                    continue;
+                }
+                report::error(&format!(
+                    "{}: could not release ({}); it expires within {}",
+                    keys.name,
+                    report::without_lock(&err.to_string(), &keys.name),
+                    humantime::format_duration(ttl)
+                ));
+            }
         }
     }
+    gone
 }
 
 /// Most ancestor tokens passed down: a nesting deeper than this re-enters only

@@ -9,13 +9,15 @@
 //! foreground one (tini's model), so keys typed at the terminal reach COMMAND
 //! directly and never rlock: forwarding what rlock receives cannot double them.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use signal_hook::iterator::Signals;
 
 use crate::backend::Backend;
+use crate::clock::Stamp;
+use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::token::Token;
 
@@ -79,14 +81,11 @@ pub struct Shared {
     lock: String,
     phase: Mutex<Phase>,
     interrupted: AtomicI32,
-    /// Origin of the instants below, stored as nanoseconds after it (0 = unset).
-    base: Instant,
-    /// Until when the lease is proven (the watchdog's deadline).
-    lease_until: AtomicU64,
-    /// When COMMAND's whole process group was gone.
-    finished_at: AtomicU64,
-    /// The watchdog gave the hold up: COMMAND must not start, or must stop.
-    lost: AtomicBool,
+    /// The lease's deadlines, once the lock is held.
+    deadlines: OnceLock<Deadlines>,
+    /// The latest any timed wait of rlock's woke up past its time, in ns:
+    /// how a suspension of rlock (SIGSTOP, a frozen cgroup) shows.
+    late: AtomicU64,
 }
 
 impl Shared {
@@ -96,55 +95,36 @@ impl Shared {
             lock: lock.to_owned(),
             phase: Mutex::new(Phase::Connecting),
             interrupted: AtomicI32::new(0),
-            base: Instant::now(),
-            lease_until: AtomicU64::new(0),
-            finished_at: AtomicU64::new(0),
-            lost: AtomicBool::new(false),
+            deadlines: OnceLock::new(),
+            late: AtomicU64::new(0),
         })
     }
 
-    fn stamp(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX - 1)
-            + 1
-    }
-
-    fn instant(&self, stamp: u64) -> Option<Instant> {
-        (stamp != 0).then(|| self.base + Duration::from_nanos(stamp - 1))
-    }
-
-    /// Records until when the lease is proven.
-    pub fn set_lease_until(&self, until: Instant) {
-        self.lease_until.store(self.stamp(until), Ordering::SeqCst);
+    /// Hands over the deadlines of the lease just acquired.
+    pub fn set_deadlines(&self, deadlines: Deadlines) {
+        let _ = self.deadlines.set(deadlines);
     }
 
     /// True while the lease is proven (or not yet tracked).
     pub fn lease_valid(&self) -> bool {
-        self.instant(self.lease_until.load(Ordering::SeqCst))
-            .is_none_or(|until| Instant::now() < until)
+        self.deadlines.get().is_none_or(|d| d.valid())
     }
 
-    /// When COMMAND and everything in its process group had ended, if they have.
-    fn finished_at(&self) -> Option<Instant> {
-        self.instant(self.finished_at.load(Ordering::SeqCst))
+    /// True once COMMAND was told to stop because the hold is lost: from now
+    /// on COMMAND may not start, and what runs in its group is stopped.
+    pub fn lost(&self) -> bool {
+        self.deadlines.get().is_some_and(|d| d.fired())
     }
 
-    /// Marks the hold lost; from now on COMMAND may not start, and what runs in
-    /// its group is stopped. Returns false when all of it had already ended at
-    /// or before `at` (nothing ran without the lock).
-    pub fn mark_lost(&self, at: Instant) -> bool {
-        let _phase = self.phase();
-        if self.finished_at().is_some_and(|finished| finished <= at) {
-            return false;
-        }
-        self.lost.store(true, Ordering::SeqCst);
-        true
+    /// Notes that a wait meant to end at `planned` ended now.
+    pub fn note_wake(&self, planned: Stamp) {
+        let late = u64::try_from(Stamp::now().since(planned).as_nanos()).unwrap_or(u64::MAX);
+        self.late.fetch_max(late, Ordering::SeqCst);
     }
 
-    /// Records that COMMAND's process group is empty: the work under the lock is over.
-    pub fn mark_finished(&self) {
-        let _phase = self.phase();
-        self.finished_at
-            .store(self.stamp(Instant::now()), Ordering::SeqCst);
+    /// The longest any timed wait overran.
+    pub fn late(&self) -> Duration {
+        Duration::from_nanos(self.late.load(Ordering::SeqCst))
     }
 
     /// Records that COMMAND itself exited (before it is reaped, so no one
@@ -153,11 +133,6 @@ impl Shared {
         if let Phase::Running { exited, .. } = &mut *self.phase() {
             *exited = true;
         }
-    }
-
-    /// True once the watchdog gave the hold up.
-    pub fn lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
     }
 
     /// The lock's name, for messages.

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
+use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::report;
@@ -124,6 +125,34 @@ impl Registrations {
     }
 }
 
+/// Renews `holds` (taken by the request sent at `round`) when less than two
+/// thirds of their lease is still provable, so that COMMAND never starts on a
+/// lease that is nearly gone. Returns when the lease is now counted from, or
+/// None when a hold lapsed meanwhile (the caller queues again).
+fn refresh(
+    session: &mut dyn Session,
+    wanted: &Wanted<'_>,
+    holds: &[Hold],
+    round: Stamp,
+) -> Result<Option<Stamp>> {
+    if Stamp::now().since(round) < wanted.ttl / 3 {
+        return Ok(Some(round));
+    }
+    let sent = Stamp::now();
+    for (keys, hold) in wanted.locks.iter().zip(holds) {
+        if !session.renew(keys, &hold.token, wanted.ttl, wanted.ttl / 3)? {
+            return Ok(None);
+        }
+    }
+    report::verbose(|| {
+        format!(
+            "renewed before starting COMMAND: the acquisition took {:.0} ms",
+            sent.since(round).as_secs_f64() * 1000.0
+        )
+    });
+    Ok(Some(sent))
+}
+
 /// Acquires all of `wanted.locks` or none, waiting as allowed. Returns the holds
 /// (in the order of `locks`) and the instant the round that got them all
 /// started (every lease starts no earlier).
@@ -137,7 +166,7 @@ pub fn acquire(
     session: &mut dyn Session,
     wanted: &Wanted<'_>,
     shared: &Shared,
-) -> Result<(Vec<Hold>, Instant)> {
+) -> Result<(Vec<Hold>, Stamp)> {
     let start = Instant::now();
     // A wait too long to represent is a wait forever.
     let deadline = wanted.wait.and_then(|w| start.checked_add(w));
@@ -160,7 +189,7 @@ pub fn acquire(
         // Longest we could block before trying again: half our registration,
         // and no longer than our own --wait.
         let block_cap = remaining.map_or(wanted.ttl / 2, |r| r.min(wanted.ttl / 2));
-        let round = Instant::now();
+        let round = Stamp::now();
         let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
         let mut taken = None;
         for (i, keys) in wanted.locks.iter().enumerate() {
@@ -222,6 +251,20 @@ pub fn acquire(
                 release_all(session, wanted, &holds);
                 return Err(err);
             }
+            // A slow acquisition (a paused server, a stalled link) leaves less
+            // of the lease provable than it gave: renew before COMMAND starts
+            // rather than start it on a lease nearly gone.
+            let acquired_at = match refresh(session, wanted, &holds, round) {
+                Ok(Some(at)) => at,
+                Ok(None) => {
+                    release_all(session, wanted, &holds);
+                    continue;
+                }
+                Err(err) => {
+                    release_all(session, wanted, &holds);
+                    return Err(fail(session, &mut registered, err));
+                }
+            };
             report::verbose(|| {
                 let fences: Vec<String> = wanted
                     .locks
@@ -235,7 +278,7 @@ pub fn acquire(
                     start.elapsed().as_secs_f64() * 1000.0
                 )
             });
-            return Ok((holds, round));
+            return Ok((holds, acquired_at));
         };
         // No partial hold while waiting, and no stale registrations elsewhere.
         release_all(session, wanted, &holds);
@@ -302,25 +345,20 @@ pub fn acquire(
                 });
                 // Handed over no earlier than this round's request, which
                 // registered us (the lease ends when that registration would).
-                let mut acquired_at = round;
-                if round.elapsed() >= wanted.ttl / 3 {
-                    // Read late (a long block, a stall): renew before COMMAND
-                    // starts rather than start it on a lease nearly gone.
-                    let sent = Instant::now();
-                    match session.renew(keys, wanted.token, wanted.ttl, wanted.ttl / 3) {
-                        Ok(true) => acquired_at = sent,
-                        // It lapsed before we read it: queue again.
-                        Ok(false) => continue,
-                        Err(err) => {
-                            let _ = session.leave(keys, wanted.token);
-                            return Err(fail(session, &mut registered, err));
-                        }
-                    }
-                }
                 let hold = Hold {
                     token: wanted.token.clone(),
                     fence,
                     count: 1,
+                };
+                let acquired_at = match refresh(session, wanted, std::slice::from_ref(&hold), round)
+                {
+                    Ok(Some(at)) => at,
+                    // It lapsed before we read it: queue again.
+                    Ok(None) => continue,
+                    Err(err) => {
+                        let _ = session.leave(keys, wanted.token);
+                        return Err(fail(session, &mut registered, err));
+                    }
                 };
                 return Ok((vec![hold], acquired_at));
             }

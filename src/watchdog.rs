@@ -1,17 +1,25 @@
-//! The watchdog: renews the lease every ttl/3 while COMMAND runs, and stops
-//! COMMAND no later than the moment the lease could have expired.
+//! The watchdog: renews the lease every ttl/3 while COMMAND runs, and moves
+//! the deadlines the guardian enforces after each confirmed renewal.
 //!
 //! The lease is counted from when the last *confirmed* renewal was *sent* (the
-//! server extended it after that instant, never before), less a drift margin.
-//! A renewal the server refuses ("not ours") stops COMMAND at once; renewals
-//! that fail (server down, paused, unreachable) are retried until that deadline.
+//! server extended it after that instant, never before), less a drift margin:
+//! that is the end of the lease rlock can prove. COMMAND's whole process group
+//! must be dead before it, so SIGKILL is due a guard margin earlier (timer
+//! slack and signal delivery), and SIGTERM `--kill-after` before that. The
+//! guardian process keeps both deadlines on its own precise timer, so neither
+//! a renewal blocked in a socket read nor rlock itself being stopped can delay
+//! them. A renewal the server refuses ("not ours") stops COMMAND at once;
+//! renewals that fail (server down, paused, unreachable) are retried until the
+//! SIGTERM deadline.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::backend::Session;
+use crate::clock::Stamp;
+use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::report;
 use crate::signals::Shared;
@@ -33,6 +41,22 @@ impl Lease {
             Lease::Renewed(ttl) | Lease::Fixed(ttl) => ttl,
         }
     }
+
+    /// The longest `--kill-after` that fits in the lease: a third of it, so
+    /// that after a renewal fails, the remaining renewals still have about a
+    /// third of the lease to get through before SIGTERM.
+    pub fn max_grace(self) -> Duration {
+        self.ttl() / 3
+    }
+
+    /// When SIGTERM and SIGKILL are due for a lease confirmed at `confirmed`
+    /// (the sending of the request the server confirmed) with `grace` between
+    /// them: SIGKILL lands a guard margin before the proven end of the lease.
+    pub fn deadlines(self, confirmed: Stamp, grace: Duration) -> (Stamp, Stamp) {
+        let ttl = self.ttl();
+        let kill = confirmed + ttl - drift(ttl) - guard(ttl);
+        (kill - grace, kill)
+    }
 }
 
 /// Why the hold ended before COMMAND did.
@@ -42,24 +66,48 @@ pub enum Lost {
     NotOurs(String),
     /// No renewal was confirmed before the lease could have expired.
     Unconfirmed(String),
+    /// rlock was not running (stopped, frozen, starved) for this long, and the
+    /// lease ran out meanwhile.
+    Suspended(Duration),
     /// The fixed `--lease` ran out.
     LeaseEnded(Duration),
+    /// The release found the hold gone: it ended before COMMAND did.
+    GoneAtRelease(String),
 }
 
 impl std::fmt::Display for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Lost::NotOurs(_) => f.write_str("lock lost: the server says it is no longer ours"),
-            Lost::Unconfirmed(cause) => {
-                write!(
-                    f,
-                    "lock lost: lease could not be renewed before it expired ({cause})"
-                )
-            }
-            Lost::LeaseEnded(lease) => {
-                write!(f, "lease of {} ended", humantime::format_duration(*lease))
-            }
+            Lost::NotOurs(_) => f.write_str(
+                "lock lost: the server says it is no longer ours (released by force, expired, or lost in a restart); COMMAND was stopped",
+            ),
+            Lost::Unconfirmed(cause) => write!(
+                f,
+                "lock lost: lease could not be renewed before it expired ({cause}); COMMAND was stopped"
+            ),
+            Lost::Suspended(for_how_long) => write!(
+                f,
+                "lock lost: lease lapsed while rlock was suspended for {}; COMMAND was stopped",
+                seconds(*for_how_long)
+            ),
+            Lost::LeaseEnded(lease) => write!(
+                f,
+                "lease of {} ended; COMMAND was stopped",
+                humantime::format_duration(*lease)
+            ),
+            Lost::GoneAtRelease(_) => f.write_str(
+                "lock lost: it was no longer ours at release (released by force, expired, or lost in a restart), so COMMAND may have run beside another holder",
+            ),
         }
+    }
+}
+
+/// "1.3 s", "250 ms".
+fn seconds(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 
@@ -67,6 +115,29 @@ impl std::fmt::Display for Lost {
 /// 1% of the ttl plus 2 ms).
 pub fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
+}
+
+/// Margin between SIGKILL and the proven end of the lease: the guardian's
+/// wake-up under load and the signal's delivery (5 ms, plus 1% of the ttl).
+pub fn guard(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(5)
+}
+
+/// Why a lease ran out without a refusal: a long gap in rlock's own running
+/// tells a suspension from renewals that failed.
+pub fn why_lapsed(lease: Lease, failing: Option<String>, late: Duration) -> Lost {
+    match lease {
+        Lease::Fixed(lease) => Lost::LeaseEnded(lease),
+        Lease::Renewed(ttl) if late >= suspension(ttl) => Lost::Suspended(late),
+        Lease::Renewed(_) => {
+            Lost::Unconfirmed(failing.unwrap_or_else(|| "no renewal was confirmed in time".into()))
+        }
+    }
+}
+
+/// A wake-up this late means rlock itself was not running.
+fn suspension(ttl: Duration) -> Duration {
+    (ttl / 10).max(Duration::from_millis(50))
 }
 
 /// A running watchdog thread.
@@ -84,10 +155,12 @@ pub struct Config {
     pub display: String,
     /// Lease kind and length.
     pub lease: Lease,
-    /// Grace between SIGTERM and SIGKILL.
-    pub kill_after: Duration,
-    /// When the acquiring request was sent: the lease starts no earlier.
-    pub acquired_at: Instant,
+    /// Grace between SIGTERM and SIGKILL (already fitted to the lease).
+    pub grace: Duration,
+    /// When the request that proved the lease was sent.
+    pub confirmed_at: Stamp,
+    /// The deadlines the guardian enforces.
+    pub deadlines: Deadlines,
 }
 
 impl Watchdog {
@@ -104,11 +177,23 @@ impl Watchdog {
         Ok(Watchdog { stop, handle })
     }
 
-    /// Stops the thread (COMMAND has ended) and returns the session and whether
-    /// the hold was lost.
+    /// Stops the thread (COMMAND has ended) and returns the session and
+    /// whether it saw the hold lost.
     pub fn finish(self) -> Option<(Box<dyn Session>, Option<Lost>)> {
         let _ = self.stop.send(());
         self.handle.join().ok()
+    }
+}
+
+/// Waits on `stopped` until `until`; true when told to stop. Records how late
+/// the wake-up came, which is how a suspension of rlock shows.
+fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> bool {
+    match stopped.recv_timeout(until.from_now()) {
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+        Err(RecvTimeoutError::Timeout) => {
+            shared.note_wake(until);
+            false
+        }
     }
 }
 
@@ -119,37 +204,59 @@ fn watch(
     shared: &Shared,
 ) -> (Box<dyn Session>, Option<Lost>) {
     let ttl = config.lease.ttl();
-    let margin = drift(ttl);
     let period = ttl / 3;
     let retry = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(500));
-    let mut confirmed = config.acquired_at;
-    let mut next = confirmed + period;
+    let deadlines = config.deadlines;
+    let mut next = config.confirmed_at + period;
     let mut failing: Option<String> = None;
-    let (lost, lost_at) = loop {
-        let deadline = confirmed + ttl.saturating_sub(margin);
-        shared.set_lease_until(deadline);
-        let wake = match config.lease {
-            Lease::Renewed(_) => next.min(deadline),
-            Lease::Fixed(_) => deadline,
+    let lost = loop {
+        let term = match deadlines.term_at() {
+            Some(term) => term,
+            // SIGTERM went out: the lease is no longer proven.
+            None if deadlines.fired() => break why_lapsed(config.lease, failing, shared.late()),
+            // COMMAND's group is gone and the deadlines are closed.
+            None => {
+                let _ = stopped.recv();
+                return (session, None);
+            }
         };
-        match stopped.recv_timeout(wake.saturating_duration_since(Instant::now())) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => return (session, None),
-            Err(RecvTimeoutError::Timeout) => {}
+        let wake = match config.lease {
+            Lease::Renewed(_) => next.min(term),
+            Lease::Fixed(_) => term,
+        };
+        if sleep_until(stopped, wake, shared) {
+            return (session, None);
         }
-        let now = Instant::now();
-        if now >= deadline {
-            let lost = match (config.lease, failing) {
-                (Lease::Fixed(lease), _) => Lost::LeaseEnded(lease),
-                (Lease::Renewed(_), cause) => {
-                    Lost::Unconfirmed(cause.unwrap_or_else(|| "no renewal confirmed".into()))
-                }
-            };
-            break (lost, deadline);
+        if deadlines.fire_if_due() {
+            shared.signal_group(libc::SIGTERM);
+            shared.signal_group(libc::SIGCONT);
         }
-        match renew_all(session.as_mut(), config, ttl, deadline - now) {
+        let Some(term) = deadlines.term_at() else {
+            continue;
+        };
+        if matches!(config.lease, Lease::Fixed(_)) {
+            continue;
+        }
+        let sent = Stamp::now();
+        // Half the time left, so that a stalled server leaves room to retry
+        // (on a fresh connection) before SIGTERM is due.
+        let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
+        match renew_all(session.as_mut(), config, ttl, limit) {
             Ok(None) => {
-                confirmed = now;
-                next = now + period;
+                let (term, kill) = config.lease.deadlines(sent, config.grace);
+                if !deadlines.extend(term, kill) {
+                    continue;
+                }
+                if !deadlines.wake() {
+                    report::error(&format!(
+                        "{}: the guardian process is gone; stopping COMMAND",
+                        config.display
+                    ));
+                    deadlines.stop_now(Duration::ZERO);
+                    shared.signal_group(libc::SIGKILL);
+                    break Lost::Unconfirmed("the guardian process is gone".into());
+                }
+                next = sent + period;
                 if failing.take().is_some() {
                     report::error(&format!("{}: renewal confirmed again", config.display));
                 }
@@ -157,34 +264,39 @@ fn watch(
                     format!(
                         "{}: renewed in {:.1} ms",
                         config.display,
-                        now.elapsed().as_secs_f64() * 1000.0
+                        Stamp::now().since(sent).as_secs_f64() * 1000.0
                     )
                 });
             }
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
-            Ok(Some(name)) => break (Lost::NotOurs(name), confirmed),
+            Ok(Some(name)) => {
+                if deadlines.stop_now(config.grace) {
+                    shared.signal_group(libc::SIGTERM);
+                    shared.signal_group(libc::SIGCONT);
+                }
+                break Lost::NotOurs(name);
+            }
             Err(err) => {
                 if failing.is_none() {
                     report::error(&format!(
                         "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
                         config.display,
                         err,
-                        humantime::format_duration(round_ms(
-                            deadline.saturating_duration_since(Instant::now())
-                        ))
+                        humantime::format_duration(round_ms(term.from_now()))
                     ));
                 }
                 failing = Some(err);
-                next = Instant::now() + retry;
+                next = Stamp::now() + retry;
             }
         }
     };
-    if !shared.mark_lost(lost_at) {
-        // COMMAND ended while the hold was still proven: nothing was lost.
-        return (session, None);
+    // The guardian sends SIGKILL when it is due; should it be gone, so do we.
+    if let Some(kill) = deadlines.kill_at() {
+        if !sleep_until(stopped, kill, shared) {
+            shared.signal_group(libc::SIGKILL);
+        }
     }
-    stop_command(shared, config.kill_after, stopped);
     (session, Some(lost))
 }
 
@@ -196,9 +308,12 @@ fn renew_all(
     ttl: Duration,
     limit: Duration,
 ) -> Result<Option<String>, String> {
-    let round = Instant::now();
+    let round = Stamp::now();
     for (keys, token) in &config.holds {
-        let left = limit.saturating_sub(round.elapsed());
+        let left = limit.saturating_sub(Stamp::now().since(round));
+        if left.is_zero() {
+            return Err("no time left to renew".into());
+        }
         match session.renew(keys, token, ttl, left) {
             Ok(true) => {}
             Ok(false) => return Ok(Some(keys.name.clone())),
@@ -206,16 +321,6 @@ fn renew_all(
         }
     }
     Ok(None)
-}
-
-/// SIGTERM to COMMAND's group (with SIGCONT, in case it was stopped), then
-/// SIGKILL if it has not exited after `kill_after`.
-fn stop_command(shared: &Shared, kill_after: Duration, stopped: &mpsc::Receiver<()>) {
-    shared.signal_group(libc::SIGTERM);
-    shared.signal_group(libc::SIGCONT);
-    if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(kill_after) {
-        shared.signal_group(libc::SIGKILL);
-    }
 }
 
 fn round_ms(d: Duration) -> Duration {
@@ -230,5 +335,37 @@ mod tests {
     fn drift_is_one_percent_plus_two_ms() {
         assert_eq!(drift(Duration::from_secs(30)), Duration::from_millis(302));
         assert_eq!(drift(Duration::from_secs(1)), Duration::from_millis(12));
+    }
+
+    #[test]
+    fn sigkill_lands_before_the_proven_lease_end_and_sigterm_grace_earlier() {
+        let lease = Lease::Renewed(Duration::from_secs(1));
+        let at = Stamp(10_000_000_000);
+        let (term, kill) = lease.deadlines(at, Duration::from_millis(300));
+        // 1 s - 12 ms drift - 15 ms guard.
+        assert_eq!(kill, at + Duration::from_millis(973));
+        assert_eq!(term, at + Duration::from_millis(673));
+        assert_eq!(lease.max_grace(), Duration::from_secs(1) / 3);
+    }
+
+    #[test]
+    fn a_late_wake_up_reads_as_a_suspension() {
+        let ttl = Duration::from_secs(1);
+        assert_eq!(
+            why_lapsed(Lease::Renewed(ttl), None, Duration::from_millis(1300)),
+            Lost::Suspended(Duration::from_millis(1300))
+        );
+        assert!(matches!(
+            why_lapsed(Lease::Renewed(ttl), Some("x".into()), Duration::from_millis(5)),
+            Lost::Unconfirmed(c) if c == "x"
+        ));
+        assert_eq!(
+            why_lapsed(Lease::Fixed(ttl), None, Duration::ZERO),
+            Lost::LeaseEnded(ttl)
+        );
+        assert_eq!(
+            Lost::Suspended(Duration::from_millis(1300)).to_string(),
+            "lock lost: lease lapsed while rlock was suspended for 1.3 s; COMMAND was stopped"
+        );
     }
 }

@@ -19,6 +19,7 @@
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
+//! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions and man page are up to date
 //! - `scripting`: acquire / renew / release, release --force
@@ -35,6 +36,7 @@ mod faults;
 mod generated;
 mod handoff;
 mod kinds;
+mod lease;
 mod local;
 mod local_scripts;
 mod model;

@@ -1,0 +1,260 @@
+//! The lease's end: COMMAND is dead before the lease rlock can prove could
+//! end, whatever holds rlock up, and every run whose lease could have lapsed
+//! under COMMAND exits 70 saying what happened.
+
+use std::time::{Duration, Instant};
+
+use crate::support::process::{alive, Proc};
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, rlock, sh, show, spawn};
+use crate::support::scratch::Scratch;
+use crate::support::{expect_within, wait_until};
+
+/// Starts `rlock run OPTS NAME -- sh -c SCRIPT`, where SCRIPT writes its pid to
+/// `pid` first; returns rlock, COMMAND's pid, and when rlock was started.
+fn holder(
+    redis: &RedisServer,
+    dir: &Scratch,
+    opts: &[&str],
+    name: &str,
+    script: &str,
+) -> (Proc, u32, Instant) {
+    let started = Instant::now();
+    let script = format!("echo $$ > {}; {script}", dir.file("pid"));
+    let proc = spawn(
+        rlock(&redis.url())
+            .arg("run")
+            .args(opts)
+            .args([name, "--"])
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let pid = dir.read("pid").trim().parse().unwrap();
+    (proc, pid, started)
+}
+
+/// When `pid` died (polled every millisecond), or None if it outlived `within`.
+fn death(pid: u32, within: Duration) -> Option<Instant> {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if !alive(pid) {
+            return Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
+/// The first defect: rlock stopped (SIGSTOP) past its lease while
+/// COMMAND ran used to exit 0 once continued, though another run had taken
+/// the lock meanwhile. The guardian stops COMMAND at the lease's end, and
+/// rlock, continued, says so.
+fn suspended_holder(stop_after: Duration) {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (holder, pid, _) = holder(&redis, &dir, &["--ttl", "1s"], "paused", "sleep 3");
+    std::thread::sleep(stop_after);
+    holder.signal(libc::SIGSTOP);
+    let stopped = Instant::now();
+    // COMMAND dies while rlock is stopped: no one else may get in beside it.
+    let died = death(pid, Duration::from_secs(3)).expect("COMMAND stopped at the lease's end");
+    assert!(
+        died.duration_since(stopped) < Duration::from_secs(1),
+        "COMMAND died {:?} after rlock was stopped",
+        died.duration_since(stopped)
+    );
+    expect_within(Duration::from_secs(3), "the lease to lapse", || {
+        let out = rlock::output(rlock(&redis.url()).args(["run", "-n", "paused", "--", "true"]));
+        out.status.success()
+    });
+    holder.signal(libc::SIGCONT);
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(
+        err.contains("paused: lock lost: lease lapsed while rlock was suspended for"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_rlock_stopped_before_its_watchdog_starts_reports_the_lapsed_lease() {
+    suspended_holder(Duration::from_millis(100));
+}
+
+#[test]
+fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
+    suspended_holder(Duration::from_millis(500));
+}
+
+/// The second defect: a hold removed under a COMMAND that ends before the
+/// first renewal was noticed only at release, and not reported.
+#[test]
+fn a_hold_forced_away_under_a_short_command_is_reported_at_release() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (holder, _, _) = holder(
+        &redis,
+        &dir,
+        &["--ttl", "3s"],
+        "forced",
+        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
+    );
+    let force = rlock::output(rlock(&redis.url()).args(["release", "--force", "forced"]));
+    assert_eq!(code(&force), 0, "{}", show(&force));
+    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "forced", "--", "true"]));
+    assert_eq!(code(&other), 0, "{}", show(&other));
+    std::fs::write(dir.file("go"), "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(
+        err.contains("forced: lock lost: it was no longer ours at release"),
+        "{err}"
+    );
+}
+
+/// The same when a restart without persistence lost the hold: the release's
+/// connection died with the server, and a new one finds the hold gone.
+#[test]
+fn a_hold_lost_in_a_restart_is_reported_at_release() {
+    let mut redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (holder, _, _) = holder(
+        &redis,
+        &dir,
+        &["--ttl", "3s"],
+        "restarted",
+        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
+    );
+    redis.restart();
+    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "restarted", "--", "true"]));
+    assert_eq!(code(&other), 0, "{}", show(&other));
+    std::fs::write(dir.file("go"), "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(
+        err.contains("restarted: lock lost: it was no longer ours at release"),
+        "{err}"
+    );
+}
+
+/// The third and fourth defects: with the server stalled, SIGTERM came after
+/// the lease's end (a socket timeout is no timer), and SIGKILL `--kill-after`
+/// later. Now the whole group is dead before the lease could end on the
+/// server, which counts it from a moment after rlock was started.
+#[test]
+fn a_command_ignoring_sigterm_is_dead_before_the_lease_can_end() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let (holder, pid, started) = holder(
+        &redis,
+        &dir,
+        &["--ttl", "1s"],
+        "deadline",
+        "trap '' TERM; while :; do sleep 0.01; done",
+    );
+    redis.freeze();
+    let died = death(pid, Duration::from_secs(3));
+    redis.thaw();
+    let died = died.expect("COMMAND was killed");
+    assert!(
+        died.duration_since(started) < Duration::from_millis(1000),
+        "COMMAND died {:?} after rlock started, past its 1s lease",
+        died.duration_since(started)
+    );
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails_last_line(&out, 70);
+    assert!(err.contains("could not be renewed"), "{err}");
+}
+
+/// SIGTERM leaves COMMAND its `--kill-after` inside the lease: a COMMAND that
+/// takes 200 ms to clean up finishes, and still before the lease could end.
+#[test]
+fn sigterm_leaves_the_grace_inside_the_lease() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = format!(
+        "exec 2>/dev/null; trap 'sleep 0.2; echo clean > {}; exit 3' TERM; while :; do sleep 0.01; done",
+        dir.file("clean")
+    );
+    let (holder, pid, started) = holder(
+        &redis,
+        &dir,
+        &["--ttl", "1s", "--kill-after", "300ms"],
+        "graceful",
+        &script,
+    );
+    redis.freeze();
+    let died = death(pid, Duration::from_secs(3));
+    redis.thaw();
+    let died = died.expect("COMMAND ended");
+    assert!(
+        died.duration_since(started) < Duration::from_millis(1000),
+        "COMMAND ended {:?} after rlock started",
+        died.duration_since(started)
+    );
+    assert_eq!(dir.read("clean").trim(), "clean", "COMMAND had its grace");
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 70, "{}", show(&out));
+}
+
+/// The fifth defect: an acquisition held up longer than a third of the lease
+/// (here by CLIENT PAUSE) started COMMAND on a lease nearly gone, and it was
+/// stopped at once. Now rlock renews first and COMMAND runs.
+#[test]
+fn a_slow_acquisition_renews_before_command_starts() {
+    let redis = RedisServer::start();
+    redis.cmd::<String>(&["CLIENT", "PAUSE", "1500", "ALL"]);
+    let out = rlock::output(
+        rlock(&redis.url())
+            .args(["-v", "run", "--ttl", "1s", "slow", "--"])
+            .args(sh("sleep 0.4; exit 4")),
+    );
+    assert_eq!(code(&out), 4, "{}", show(&out));
+    assert!(
+        rlock::stderr(&out).contains("renewed before starting COMMAND"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// A `--kill-after` that cannot fit in the lease is cut to a third of it, and
+/// rlock says so.
+#[test]
+fn a_kill_after_longer_than_the_lease_allows_is_capped_with_a_note() {
+    let redis = RedisServer::start();
+    let out = rlock::output(rlock(&redis.url()).args([
+        "run",
+        "--ttl",
+        "1s",
+        "--kill-after",
+        "5s",
+        "capped",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.starts_with("rlock: capped: --kill-after 5s capped to 333ms"),
+        "{err}"
+    );
+}
+
+/// A run that ends in time says nothing and keeps COMMAND's status, even when
+/// renewals went on for several leases.
+#[test]
+fn a_run_renewed_many_times_keeps_its_status() {
+    let redis = RedisServer::start();
+    let out = rlock::output(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "300ms", "renewed", "--"])
+            .args(sh("sleep 1.2; exit 5")),
+    );
+    assert_eq!(code(&out), 5, "{}", show(&out));
+    assert_eq!(rlock::stderr(&out), "");
+    assert!(wait_until(Duration::from_secs(1), || redis
+        .lock_keys("renewed")
+        .is_empty()));
+}
