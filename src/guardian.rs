@@ -172,9 +172,13 @@ impl Deadlines {
         }
     }
 
-    /// True while the lease is proven: SIGTERM is not yet due.
+    /// True while the lease is proven: SIGTERM is not yet due (or no lease is kept).
     pub fn valid(&self) -> bool {
-        self.term_at().is_some_and(|t| !t.passed())
+        match self.cell.term_at.load(Ordering::SeqCst) {
+            FIRED => false,
+            NONE => true,
+            term => !Stamp(term).passed(),
+        }
     }
 
     /// Lets the guardian look at the deadlines again. False when it is gone

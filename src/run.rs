@@ -87,9 +87,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         .collect();
 
     // The guardian enforces the lease's deadlines from before COMMAND exists.
+    // A file: lock has none: the kernel holds it while rlock's files are open.
     let deadlines = guardian.deadlines();
-    let (term, kill) = lease.deadlines(acquired_at, grace);
-    deadlines.extend(term, kill);
+    if crate::server::local_dir(&global.urls).is_none() {
+        let (term, kill) = lease.deadlines(acquired_at, grace);
+        deadlines.extend(term, kill);
+    }
     shared.set_deadlines(deadlines);
 
     let env = child_env(&names, &locks, &holds, &inherited);
