@@ -165,7 +165,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub lock: LockOptions,
 
-    /// Fixed lease without renewal: COMMAND is stopped when it ends (exit 70).
+    /// Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it
+    /// ends and is killed just before it ends (exit 70).
     #[arg(long, value_name = "DUR", value_parser = lease_duration, conflicts_with = "ttl",
           help_heading = LEASE)]
     pub lease: Option<Duration>,

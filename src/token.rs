@@ -76,6 +76,22 @@ impl fmt::Debug for Token {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Fence(pub u64);
 
+impl Fence {
+    /// Fences stay below 2^53, where a double holds every integer exactly:
+    /// JSON and JavaScript readers of a fence see the fence itself.
+    pub const END: u64 = 1 << 53;
+
+    /// The fence of a new hold after `last` was handed out, at `now_us` (the
+    /// clock in microseconds since the epoch): never below the clock, so that
+    /// a counter that was lost starts again above the fences it had handed
+    /// out, as long as the clock was not set back. None when no fence is left
+    /// below [`Fence::END`].
+    pub fn next(last: u64, now_us: u64) -> Option<Fence> {
+        let next = last.checked_add(1)?.max(now_us);
+        (next < Self::END).then_some(Fence(next))
+    }
+}
+
 impl fmt::Display for Fence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
@@ -94,6 +110,21 @@ mod tests {
         assert!(Token::parse(a.as_str()).is_some());
         assert_ne!(a, b);
         assert_eq!(format!("{a:?}"), "Token(..)");
+    }
+
+    #[test]
+    fn a_fence_follows_the_counter_or_the_clock_whichever_is_later() {
+        let now = 1_700_000_000_000_000;
+        assert_eq!(Fence::next(0, now), Some(Fence(now)), "a lost counter");
+        assert_eq!(Fence::next(now + 5, now), Some(Fence(now + 6)));
+        assert_eq!(Fence::next(now - 1, now), Some(Fence(now)));
+        assert_eq!(
+            Fence::next(Fence::END - 2, now),
+            Some(Fence(Fence::END - 1))
+        );
+        assert_eq!(Fence::next(Fence::END - 1, now), None, "no fence left");
+        assert_eq!(Fence::next(u64::MAX, now), None);
+        assert_eq!(Fence::next(7, Fence::END), None);
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! none did before the lease could end. Each server has its own fencing
 //! counter: after taking a quorum, rlock lifts the counters of that quorum to
 //! their largest value, and any later quorum shares a server with it, so fences
-//! keep increasing as long as no server loses its data.
+//! keep increasing. A server that lost its data starts again from its clock in
+//! microseconds (see `next_fence` in `src/lua/common.lua`), above the earlier
+//! fences as long as the servers' clocks are not set back and agree to within
+//! the time between the two acquisitions.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

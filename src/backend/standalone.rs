@@ -865,7 +865,7 @@ fn millis(d: Duration) -> u64 {
 /// A cause without secrets: redis-rs errors never carry the password, but we
 /// still word the common ones ourselves.
 /// Commands rlock's scripts run (an ACL user needs each of them).
-const SCRIPT_COMMANDS: &str = "TIME TYPE GET INCR EXISTS DEL LLEN PTTL RPUSH PEXPIRE PUBLISH \
+const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH PEXPIRE PUBLISH \
      HGET HSET HDEL HKEYS HEXISTS HINCRBY ZADD ZREM ZSCORE ZRANGE ZRANGEBYSCORE ZCOUNT";
 
 /// What an ACL refusal (NOPERM, or a command refused inside a script) means

@@ -18,9 +18,11 @@
 -- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
 --
 -- Invariants: holders are compatible (one exclusive; or any number of shared;
--- or semaphore holders fewer than every one's limit); a new hold increments
--- the fence; re-entry never shortens a lease; keys of another type are never
--- touched; nothing is written before every check passed.
+-- or semaphore holders fewer than every one's limit); a new hold gets a fence
+-- larger than the counter's and no smaller than the server's clock in
+-- microseconds (see next_fence); re-entry never shortens a lease; keys of
+-- another type are never touched; nothing is written before every check
+-- passed.
 
 local foreign = foreign_key()
 if foreign then return foreign end
@@ -40,7 +42,8 @@ local function lengthen(holder)
     if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, holder) end
 end
 
--- The fence of a hold, from its metadata (the counter for older holds).
+-- The fence of a hold, from its metadata (the counter for older holds). A
+-- string there converts exactly; older holds kept small numbers.
 local function fence_of(holder)
     local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, holder) or '')
     return (ok and type(h) == 'table' and tonumber(h.fence)) or tonumber(fence_value or '0')
@@ -89,7 +92,8 @@ end
 
 local hkind, hn, hcap = holders_state()
 if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
-    local fence = hold(token, ttl, info)
+    local fence, err = hold(token, ttl, info)
+    if not fence then return err end
     local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
     drop_waiter(token)
     redis.call('DEL', K_MINE)

@@ -3,7 +3,7 @@
 --
 -- KEYS[1] lock     hash  owner-token -> hold count (Redisson's layout)
 -- KEYS[2] holders  hash  owner-token -> JSON {host, pid, command, since, kind, limit}
--- KEYS[3] fence    string, fencing counter (never expires)
+-- KEYS[3] fence    string, the last fence handed out (never expires; see next_fence)
 -- KEYS[4] leases   zset  owner-token -> lease expiry (server ms): each holder's own lease
 -- KEYS[5] waiters  zset  waiter-token -> arrival (server us), every waiter
 -- KEYS[6] xwait    zset  waiter-token -> arrival, waiters for exclusive or semaphore holds
@@ -24,6 +24,48 @@ local TIME = redis.call('TIME')
 local NOW = tonumber(TIME[1]) * 1000 + math.floor(tonumber(TIME[2]) / 1000)
 local NOW_US = tonumber(TIME[1]) * 1000000 + tonumber(TIME[2])
 
+-- Fences stay below 2^53, where a double holds every integer exactly: Lua's
+-- numbers here, and JSON and JavaScript readers of RLOCK_FENCE or `status`.
+local FENCE_END = 9007199254740992
+
+-- A fence as digits. tostring, `..` and cjson keep only 14 significant digits
+-- of a Lua number, and fences have 16.
+local function fence_text(n)
+    return string.format('%d', n)
+end
+
+-- The counter's value (0 when absent), or nil when it holds anything rlock
+-- could not have written (not digits, or not below 2^53).
+local function fence_counter()
+    local text = redis.call('GET', K_FENCE)
+    if not text then return 0 end
+    local n = string.match(text, '^%d+$') and tonumber(text)
+    if n and n < FENCE_END then return n end
+    return nil
+end
+
+local function not_a_counter()
+    return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
+        ' holds a value that is not a fencing counter; rlock will not overwrite it')
+end
+
+-- The fence of a new hold, or nil and an error reply. Above every fence the
+-- counter handed out, and never below the server's clock in microseconds: a
+-- counter lost with the server's data (a restart without persistence, a
+-- failover that lost writes) starts again above every earlier fence, as long
+-- as the clock was not set back.
+local function next_fence()
+    local last = fence_counter()
+    if not last then return nil, not_a_counter() end
+    local fence = math.max(last + 1, NOW_US)
+    if fence >= FENCE_END then
+        return nil, redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
+            ' holds a fencing counter at its largest value (fences stay below 2^53);' ..
+            ' rlock will not overwrite it')
+    end
+    return fence
+end
+
 -- An error reply when a key of this lock exists with another type (rlock never
 -- overwrites what it did not write), else nil.
 local function foreign_key()
@@ -35,11 +77,7 @@ local function foreign_key()
                 ' (expected ' .. want[i] .. '); rlock will not overwrite it')
         end
     end
-    local fence = redis.call('GET', K_FENCE)
-    if fence and not string.match(fence, '^%d+$') then
-        return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
-            ' holds a value that is not a fencing counter; rlock will not overwrite it')
-    end
+    if not fence_counter() then return not_a_counter() end
     return nil
 end
 
@@ -132,12 +170,16 @@ local function settle()
 end
 
 -- The hold of a new holder, with its fence in its metadata (a repeated
--- request reports the fence of its own hold).
+-- request reports the fence of its own hold); nil and an error reply, with
+-- nothing written, when there is no next fence. The metadata keeps the fence
+-- as a string: cjson would round it to 14 digits.
 local function hold(token, ttl, info)
+    local fence, err = next_fence()
+    if not fence then return nil, err end
+    redis.call('SET', K_FENCE, fence_text(fence))
     redis.call('HSET', K_LOCK, token, 1)
     redis.call('ZADD', K_LEASES, NOW + ttl, token)
-    local fence = redis.call('INCR', K_FENCE)
-    info.since, info.fence = NOW, fence
+    info.since, info.fence = NOW, fence_text(fence)
     redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
     return fence
 end
@@ -155,6 +197,12 @@ local function admit(token, spec)
         push_wake(token)
         return
     end
+    -- Without a next fence, the waiter is only woken: its own attempt then
+    -- reports why, and this script (a release) still completes.
+    if not next_fence() then
+        push_wake(token)
+        return
+    end
     local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
     local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
     local fence = hold(token, lease, h)
@@ -162,7 +210,7 @@ local function admit(token, spec)
     -- The message lives no longer than the hold it announces: a hold that
     -- lapses with no script running leaves no handoff to be read later.
     local list = wake_list(token)
-    redis.call('RPUSH', list, 'g' .. fence)
+    redis.call('RPUSH', list, 'g' .. fence_text(fence))
     redis.call('PEXPIRE', list, lease)
 end
 

@@ -5,15 +5,23 @@
 --
 -- KEYS[1] the lock's fence counter     ARGV[1] the fence to raise it to
 -- Returns the counter's value afterwards.
+--
+-- Fences stay below 2^53, so tonumber compares them exactly; ARGV[1] is
+-- stored as the caller's digits, never reformatted from a Lua number.
 
+local FENCE_END = 9007199254740992
 local current = redis.call('GET', KEYS[1])
-if current and not string.match(current, '^%d+$') then
-    return redis.error_reply('WRONGTYPE key ' .. KEYS[1] ..
-        ' holds a value that is not a fencing counter; rlock will not overwrite it')
+local value = 0
+if current then
+    value = string.match(current, '^%d+$') and tonumber(current)
+    if not (value and value < FENCE_END) then
+        return redis.error_reply('WRONGTYPE key ' .. KEYS[1] ..
+            ' holds a value that is not a fencing counter; rlock will not overwrite it')
+    end
 end
 local wanted = tonumber(ARGV[1])
-if tonumber(current or '0') < wanted then
+if value < wanted then
     redis.call('SET', KEYS[1], ARGV[1])
     return wanted
 end
-return tonumber(current)
+return value

@@ -24,6 +24,6 @@ for i = 1, #live, 2 do
     holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
         text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW}
 end
-local fence = tonumber(redis.call('GET', K_FENCE) or '0') or 0
+local fence = fence_counter()
 local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW, '+inf')
 return {kind, limit, fence, waiting, holders}

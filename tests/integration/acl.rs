@@ -28,7 +28,6 @@ pub(crate) const RULES: &[&str] = &[
     "+type",
     "+get",
     "+set",
-    "+incr",
     "+exists",
     "+del",
     "+llen",

@@ -62,14 +62,21 @@ fn locks_in_every_slot_work() {
     let nodes = cluster();
     let url = url(&nodes);
     let names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    let mut fences = Vec::new();
     for name in names {
+        let clock = nodes[0].time_us();
         let out = output(
             bare()
                 .args(["--url", &url, "run", name, "--"])
                 .args(sh("echo $RLOCK_FENCE")),
         );
         assert_eq!(code(&out), 0, "{name}: {}", show(&out));
-        assert_eq!(stdout(&out).trim(), "1", "{name}");
+        let fence: u64 = stdout(&out).trim().parse().unwrap();
+        assert!(
+            fence > clock,
+            "{name}: fence {fence} from the clock ({clock} before)"
+        );
+        fences.push(fence);
     }
     // The names are spread over the three masters.
     let slots: Vec<usize> = names
@@ -83,6 +90,13 @@ fn locks_in_every_slot_work() {
         slots.iter().any(|&o| o != slots[0]),
         "names on one node only: {slots:?}"
     );
+    for ((name, &node), fence) in names.iter().zip(&slots).zip(&fences) {
+        let counter: u64 = nodes[node].cmd(&["GET", &format!("rlock:{{{name}}}:fence")]);
+        assert_eq!(
+            counter, *fence,
+            "{name}: the counter on the master of its slot"
+        );
+    }
     let out = output(bare().args([
         "--url", &url, "run", "--shared", "alpha", "bravo", "charlie", "--", "true",
     ]));

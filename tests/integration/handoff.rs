@@ -69,7 +69,9 @@ fn a_release_hands_an_exclusive_lock_to_the_head_waiter() {
     assert!(list(&redis, &b).is_empty());
     script(&redis, "release", NAME, &b, &[]);
     assert!(holds(&redis, &c));
-    assert_eq!(list(&redis, &c), [format!("g{}", handed + 1)]);
+    let next = list(&redis, &c);
+    assert_eq!(next, [format!("g{}", fence(&redis))]);
+    assert!(fence(&redis) > handed, "c's fence {next:?} after {handed}");
 }
 
 #[test]

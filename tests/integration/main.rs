@@ -3,6 +3,7 @@
 //! One test binary (one link step). Each module covers one area; put a new test
 //! in the module of the behaviour it checks:
 //! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
+//! - `fences`: fences never go back (data lost, counter file removed), 16 digits exact
 //! - `faults`: crashes and stalls of rlock or redis-server, lost leases
 //! - `cluster`: three masters; locks in every slot, a slot moved under a holder
 //! - `chaos`: contending runs under a loop of injected faults
@@ -33,6 +34,7 @@ mod bad_input;
 mod chaos;
 mod cluster;
 mod faults;
+mod fences;
 mod generated;
 mod handoff;
 mod kinds;

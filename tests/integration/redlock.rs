@@ -40,7 +40,12 @@ fn a_quorum_works_with_one_server_gone_and_refuses_with_two() {
     let mut servers = three();
     let dir = Scratch::new();
     let all: Vec<&RedisServer> = servers.iter().collect();
-    assert_eq!(fence_of(&all, &dir), 1);
+    let clock = servers.iter().map(RedisServer::time_us).min().unwrap();
+    let fence = fence_of(&all, &dir);
+    assert!(
+        fence > clock,
+        "fence {fence} from the clock ({clock} before)"
+    );
     drop(all);
     let gone = servers.pop().unwrap();
     let urls = [servers[0].url(), servers[1].url(), gone.url()];
@@ -226,8 +231,10 @@ fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
         s.cmd::<String>(&args);
         urls.push(format!("redis://locker:pw@127.0.0.1:{}", s.port));
     }
-    // Server 0 has handed out more fences before (its history differs).
-    servers[0].cmd::<String>(&["SET", "rlock:{f}:fence", "10"]);
+    // Server 0 has handed out more fences before (its history differs), ahead
+    // of the clocks: only lifting the other counters keeps fences increasing.
+    let ahead = servers[0].time_us() + 3_600_000_000;
+    servers[0].cmd::<String>(&["SET", "rlock:{f}:fence", &ahead.to_string()]);
     let dir = Scratch::new();
     let fence = |dir: &Scratch| {
         let mut cmd = bare();
@@ -243,6 +250,7 @@ fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
         dir.read("fence").trim().parse::<u64>().unwrap()
     };
     let first = fence(&dir);
+    assert_eq!(first, ahead + 1);
     servers[0].freeze();
     let second = fence(&dir);
     servers[0].thaw();

@@ -13,18 +13,21 @@ fn an_acquisition_counts_once_the_replicas_have_it() {
     let (primary, replica) = RedisServer::with_replica();
     let dir = Scratch::new();
     let script = format!("echo $RLOCK_FENCE > {}", dir.file("fence"));
+    let clock = primary.time_us();
     let out = output(
         rlock(&primary.url())
             .args(["run", "--min-replicas", "1", "durable", "--"])
             .args(sh(&script)),
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert_eq!(dir.read("fence").trim(), "1");
+    let fence = dir.read("fence").trim().to_owned();
+    assert!(
+        fence.parse::<u64>().unwrap() > clock,
+        "{fence} after {clock}"
+    );
     // The replica saw the lock's writes (its fence counter is there).
     expect_within(rlock::LIMIT, "the fence on the replica", || {
-        replica
-            .cmd::<Option<String>>(&["GET", "rlock:{durable}:fence"])
-            .is_some()
+        replica.cmd::<Option<String>>(&["GET", "rlock:{durable}:fence"]) == Some(fence.clone())
     });
 }
 

@@ -123,16 +123,22 @@ fn the_master_is_found_through_the_sentinels() {
     let (primary, _replica, sentinels) = topology();
     let dir = Scratch::new();
     let file = dir.file("fence");
+    let clock = primary.time_us();
     let out = output(
         bare()
             .args(["--url", &sentinels.url(), "run", "via-sentinel", "--"])
             .args(sh(&format!("echo $RLOCK_FENCE > {file}"))),
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert_eq!(dir.read("fence").trim(), "1");
+    let fence = dir.read("fence").trim().to_owned();
+    assert!(
+        fence.parse::<u64>().unwrap() > clock,
+        "{fence} after {clock}"
+    );
     assert_eq!(
         primary.cmd::<String>(&["GET", "rlock:{via-sentinel}:fence"]),
-        "1"
+        fence,
+        "taken on the primary"
     );
     let out = output(bare().args([
         "--url",

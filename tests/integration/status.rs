@@ -28,13 +28,14 @@ fn status_shows_holders_waiters_and_fence_but_no_token() {
     assert!(text.contains("held for"), "{text}");
     let out = output(rlock(&redis.url()).args(["status", "--json", "shown"]));
     let json = stdout(&out);
+    let fence: String = redis.cmd(&["GET", "rlock:{shown}:fence"]);
     for field in [
         "\"name\":\"shown\"",
         "\"held\":true",
         "\"kind\":\"exclusive\"",
         "\"limit\":1",
         "\"waiting\":1",
-        "\"fence\":1",
+        &format!("\"fence\":{fence}"),
         "\"host\":",
         "\"pid\":",
         "\"command\":",

@@ -106,6 +106,9 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("status of a foreign key", &["--url", u, "status", "taken"], 69, "will not overwrite"),
         case("release --force of a foreign key", &["--url", u, "release", "--force", "taken"], 69, "will not overwrite"),
         case("fence that is not a counter", &["--url", u, "run", "fenced", "--", "true"], 69, "fencing counter"),
+        case("fence beyond 2^53", &["--url", u, "run", "beyond", "--", "true"], 69, "not a fencing counter"),
+        case("fence counter at its largest value", &["--url", u, "run", "full", "--", "true"], 69, "at its largest value"),
+        case("--redisson fence counter at its largest value", &["--url", u, "run", "--redisson", "full", "--", "true"], 69, "at its largest value"),
         // Malformed tokens for the scripting commands.
         case("malformed token to renew", &["--url", u, "renew", "x", "not-a-token"], 2, ""),
         case("malformed token to release", &["--url", u, "release", "x", "not-a-token"], 2, ""),
@@ -147,6 +150,10 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     // the writes are counted.
     redis.cmd::<String>(&["SET", "rlock:{taken}", "someone else's value"]);
     redis.cmd::<String>(&["SET", "rlock:{fenced}:fence", "abc"]);
+    // Fences stay below 2^53: no next fence after 2^53 - 1, never a wrap.
+    redis.cmd::<String>(&["SET", "rlock:{beyond}:fence", "9007199254740992"]);
+    redis.cmd::<String>(&["SET", "rlock:{full}:fence", "9007199254740991"]);
+    redis.cmd::<String>(&["SET", "{full}:rlock-fence", "9007199254740991"]);
     let not_executable = dir.path().join("not-executable");
     std::fs::write(&not_executable, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -207,7 +214,16 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     }
     let value: String = redis.cmd(&["GET", "rlock:{taken}"]);
     assert_eq!(value, "someone else's value");
-    assert_eq!(redis.keys(), ["rlock:{fenced}:fence", "rlock:{taken}"]);
+    assert_eq!(
+        redis.keys(),
+        [
+            "rlock:{beyond}:fence",
+            "rlock:{fenced}:fence",
+            "rlock:{full}:fence",
+            "rlock:{taken}",
+            "{full}:rlock-fence"
+        ]
+    );
     println!(
         "bad-input sweep: {} cases, none wrote to Redis\n{}",
         cases.len(),

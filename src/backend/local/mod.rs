@@ -316,7 +316,9 @@ impl LocalSession {
     }
 
     /// The next fence. Only a request holding the gate counts, so the
-    /// counter needs no lock of its own; it is replaced in one step.
+    /// counter needs no lock of its own; it is replaced in one step. Never
+    /// below the host's clock in microseconds, so that a counter file that was
+    /// removed (or a DIR made anew) does not start again below earlier fences.
     fn next_fence(&self, name: &str) -> io::Result<u64> {
         let path = self.path(name, "fence");
         let bad =
@@ -329,9 +331,8 @@ impl LocalSession {
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
             Err(e) => return Err(bad(&e.to_string())),
         };
-        let next = last
-            .checked_add(1)
-            .ok_or_else(|| bad("at its largest value"))?;
+        let Fence(next) = Fence::next(last, files::now_us())
+            .ok_or_else(|| bad("at its largest value (fences stay below 2^53)"))?;
         files::replace(&path, &next.to_string()).map_err(|e| bad(&e.to_string()))?;
         Ok(next)
     }

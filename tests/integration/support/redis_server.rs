@@ -134,6 +134,12 @@ impl RedisServer {
         cmd.query(&mut self.con()).unwrap()
     }
 
+    /// The server's clock (TIME) in microseconds since the epoch.
+    pub fn time_us(&self) -> u64 {
+        let (secs, micros): (u64, u64) = self.cmd(&["TIME"]);
+        secs * 1_000_000 + micros
+    }
+
     /// All keys, sorted (SCAN is not needed for a test's handful of keys).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.cmd(&["KEYS", "*"]);

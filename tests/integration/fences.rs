@@ -1,0 +1,152 @@
+//! Fences never go back, even when the counter behind them is lost: a new
+//! hold's fence is the larger of the counter + 1 and the clock in
+//! microseconds (the server's TIME; the host's clock for file:), so a
+//! redis-server restarted without its data, a Redlock quorum of such servers,
+//! or a file: counter that was removed still hands out larger fences. Fences
+//! have 16 digits and stay below 2^53: each path they take (the counter, the
+//! holder's record, a handoff, the environment, status) keeps every digit.
+
+use redis::Value;
+
+use crate::support::lua::script;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{bare, code, output, rlock, sh, show, stdout};
+use crate::support::scratch::Scratch;
+
+/// 2^52: above today's clock in microseconds (about 1.7e15), so a counter
+/// set just below it decides the next fence, and the fence has 16 digits.
+const BIG: u64 = 1 << 52;
+
+/// RLOCK_FENCE of one `rlock OPTS run [RUN_OPTS] NAME`.
+fn fence(mut cmd: std::process::Command, run_opts: &[&str], name: &str) -> u64 {
+    let out = output(
+        cmd.arg("run")
+            .args(run_opts)
+            .arg(name)
+            .arg("--")
+            .args(sh("echo $RLOCK_FENCE")),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    stdout(&out).trim().parse().unwrap()
+}
+
+#[test]
+fn fences_keep_increasing_after_redis_restarts_without_its_data() {
+    let mut redis = RedisServer::start();
+    let own = fence(rlock(&redis.url()), &[], "jobs");
+    let redisson = fence(rlock(&redis.url()), &["--redisson"], "orders");
+    redis.restart();
+    assert_eq!(
+        redis.keys(),
+        Vec::<String>::new(),
+        "the restart lost the data"
+    );
+    let own_after = fence(rlock(&redis.url()), &[], "jobs");
+    let redisson_after = fence(rlock(&redis.url()), &["--redisson"], "orders");
+    assert!(own_after > own, "fence {own_after} after {own}");
+    assert!(
+        redisson_after > redisson,
+        "--redisson fence {redisson_after} after {redisson}"
+    );
+}
+
+#[test]
+fn redlock_fences_keep_increasing_when_a_quorum_restarts_without_its_data() {
+    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let quorum = |servers: &[RedisServer]| {
+        let mut cmd = bare();
+        for s in servers {
+            cmd.arg("--url").arg(s.url());
+        }
+        cmd
+    };
+    let before = fence(quorum(&servers), &[], "rl");
+    servers[0].restart();
+    servers[1].restart();
+    // The only server that remembers the fence does not answer: the quorum
+    // is the two that forgot it.
+    servers[2].freeze();
+    let after = fence(quorum(&servers), &[], "rl");
+    servers[2].thaw();
+    assert!(after > before, "fence {after} after {before}");
+}
+
+#[test]
+fn file_fences_keep_increasing_when_the_counter_file_is_removed() {
+    let dir = Scratch::new();
+    let local = || {
+        let mut cmd = bare();
+        cmd.arg("--url").arg(format!("file:{}", dir.file("locks")));
+        cmd
+    };
+    let before = fence(local(), &[], "nightly");
+    std::fs::remove_file(dir.path().join("locks").join("nightly.fence")).unwrap();
+    let after = fence(local(), &[], "nightly");
+    assert!(after > before, "fence {after} after {before}");
+}
+
+/// A 16-digit fence through the scripts: the counter, the holder's record, a
+/// repeated acquire (which reads the record) and a handoff ("g<fence>").
+#[test]
+fn a_16_digit_fence_round_trips_exactly_through_the_scripts() {
+    let redis = RedisServer::start();
+    let [a, b] = ['a', 'b'].map(|c| c.to_string().repeat(32));
+    redis.cmd::<String>(&["SET", "rlock:{big}:fence", &(BIG - 1).to_string()]);
+    let acquire = |who: &str| {
+        let args = ["", "60000", "host", "1", "cmd", "60000", "x", "1", "0", "1"];
+        match script(&redis, "acquire", "big", who, &args) {
+            Value::Array(items) => items,
+            other => panic!("{other:?}"),
+        }
+    };
+    let held = acquire(&a);
+    assert_eq!(held[0], Value::Int(1));
+    assert_eq!(held[2], Value::Int(BIG as i64));
+    assert_eq!(
+        redis.cmd::<String>(&["GET", "rlock:{big}:fence"]),
+        BIG.to_string()
+    );
+    let record: String = redis.cmd(&["HGET", "rlock:{big}:holders", &a]);
+    assert!(record.contains(&format!("\"fence\":\"{BIG}\"")), "{record}");
+    assert_eq!(acquire(&a)[2], Value::Int(BIG as i64), "a repeated acquire");
+    assert_eq!(
+        acquire(&b)[0],
+        Value::Int(0),
+        "b waits, to be handed the lock"
+    );
+    script(&redis, "release", "big", &a, &[]);
+    let handed: Vec<String> = redis.cmd(&["LRANGE", &format!("rlock:{{big}}:w:{b}"), "0", "-1"]);
+    assert_eq!(handed, [format!("g{}", BIG + 1)]);
+    assert_eq!(acquire(&b)[2], Value::Int(BIG as i64 + 1));
+}
+
+/// The same through the binary: RLOCK_FENCE and a nested run's (which reads
+/// the holder's record), `status --json`, and a --redisson lock.
+#[test]
+fn a_16_digit_fence_reaches_command_and_status_exactly() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    redis.cmd::<String>(&["SET", "rlock:{big}:fence", &(BIG - 1).to_string()]);
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let url = redis.url();
+    let script = format!(
+        "echo $RLOCK_FENCE; {bin} --url {url} run -n big -- sh -c 'echo $RLOCK_FENCE'; \
+         {bin} --url {url} status --json big > {status}",
+        status = dir.file("status"),
+    );
+    let out = output(rlock(&url).args(["run", "big", "--"]).args(sh(&script)));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("{BIG}\n{BIG}\n"),
+        "outer and nested run"
+    );
+    let status = dir.read("status");
+    assert!(status.contains(&format!("\"fence\":{BIG}")), "{status}");
+    redis.cmd::<String>(&["SET", "{orders}:rlock-fence", &(BIG - 1).to_string()]);
+    assert_eq!(fence(rlock(&url), &["--redisson"], "orders"), BIG);
+    assert_eq!(
+        redis.cmd::<String>(&["GET", "{orders}:rlock-fence"]),
+        BIG.to_string()
+    );
+}
