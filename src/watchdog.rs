@@ -188,13 +188,11 @@ impl Watchdog {
 /// Waits on `stopped` until `until`; true when told to stop. Records how late
 /// the wake-up came, which is how a suspension of rlock shows.
 fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> bool {
-    match stopped.recv_timeout(until.from_now()) {
-        Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
-        Err(RecvTimeoutError::Timeout) => {
-            shared.note_wake(until);
-            false
-        }
-    }
+    let outcome = stopped.recv_timeout(until.from_now());
+    // Also when told to stop: a stop message that was waiting when rlock was
+    // continued must not hide how long it was stopped.
+    shared.note_wake(until);
+    !matches!(outcome, Err(RecvTimeoutError::Timeout))
 }
 
 fn watch(
@@ -241,7 +239,11 @@ fn watch(
         // Half the time left, so that a stalled server leaves room to retry
         // (on a fresh connection) before SIGTERM is due.
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
-        match renew_all(session.as_mut(), config, ttl, limit) {
+        let renewed = renew_all(session.as_mut(), config, ttl, limit);
+        // A renewal that overran its limit by far was held up by rlock's own
+        // stop, not by the server.
+        shared.note_wake(sent + limit);
+        match renewed {
             Ok(None) => {
                 let (term, kill) = config.lease.deadlines(sent, config.grace);
                 if !deadlines.extend(term, kill) {
