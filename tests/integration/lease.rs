@@ -88,55 +88,47 @@ fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
     suspended_holder(Duration::from_millis(500));
 }
 
-/// The second defect: a hold removed under a COMMAND that ends before the
-/// first renewal was noticed only at release, and not reported.
-#[test]
-fn a_hold_forced_away_under_a_short_command_is_reported_at_release() {
-    let redis = RedisServer::start();
+/// Starts a holder whose COMMAND waits for a file, takes its hold away with
+/// `lose`, lets another run take the lock, then lets COMMAND end: the holder
+/// must exit 70, having found the hold gone at release.
+fn hold_gone_at_release(redis: &mut RedisServer, name: &str, lose: impl FnOnce(&mut RedisServer)) {
     let dir = Scratch::new();
     let (holder, _, _) = holder(
-        &redis,
+        redis,
         &dir,
         &["--ttl", "3s"],
-        "forced",
+        name,
         &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
     );
-    let force = rlock::output(rlock(&redis.url()).args(["release", "--force", "forced"]));
-    assert_eq!(code(&force), 0, "{}", show(&force));
-    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "forced", "--", "true"]));
+    lose(redis);
+    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
     std::fs::write(dir.file("go"), "").unwrap();
     let out = holder.output_within(rlock::LIMIT);
     let err = rlock::assert_fails(&out, 70);
     assert!(
-        err.contains("forced: lock lost: it was no longer ours at release"),
+        err.contains(&format!(
+            "{name}: lock lost: it was no longer ours at release"
+        )),
         "{err}"
     );
+}
+
+/// The second defect: a hold removed under a COMMAND that ends before the
+/// first renewal was noticed only at release, and not reported.
+#[test]
+fn a_hold_forced_away_under_a_short_command_is_reported_at_release() {
+    hold_gone_at_release(&mut RedisServer::start(), "forced", |redis| {
+        let force = rlock::output(rlock(&redis.url()).args(["release", "--force", "forced"]));
+        assert_eq!(code(&force), 0, "{}", show(&force));
+    });
 }
 
 /// The same when a restart without persistence lost the hold: the release's
 /// connection died with the server, and a new one finds the hold gone.
 #[test]
 fn a_hold_lost_in_a_restart_is_reported_at_release() {
-    let mut redis = RedisServer::start();
-    let dir = Scratch::new();
-    let (holder, _, _) = holder(
-        &redis,
-        &dir,
-        &["--ttl", "3s"],
-        "restarted",
-        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
-    );
-    redis.restart();
-    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "restarted", "--", "true"]));
-    assert_eq!(code(&other), 0, "{}", show(&other));
-    std::fs::write(dir.file("go"), "").unwrap();
-    let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails(&out, 70);
-    assert!(
-        err.contains("restarted: lock lost: it was no longer ours at release"),
-        "{err}"
-    );
+    hold_gone_at_release(&mut RedisServer::start(), "restarted", RedisServer::restart);
 }
 
 /// The third and fourth defects: with the server stalled, SIGTERM came after
