@@ -1,0 +1,1201 @@
+#!/usr/bin/env python3
+"""Chaos harness for `rlock run`: many workers per lock, random holds, random
+faults, then a check of what the locks' holders actually did. Started by
+bench/chaos (which explains every figure); it can also run on its own:
+
+    python3 bench/chaos.py [--rlock BIN] [--duration S] [--workers N] [--locks K] ...
+
+Python 3 standard library only; needs Linux (pidfds), redis-server and cc.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FAULT_KINDS = [
+    "redis-stop",          # SIGSTOP redis-server, SIGCONT after 0.2-2 s
+    "redis-restart-aof",   # SIGKILL redis-server, restart on its AOF (data kept)
+    "redis-restart-lose",  # SIGKILL redis-server, restart with its data removed
+    "client-pause",        # CLIENT PAUSE 200-2000 ms ALL
+    "debug-sleep",         # DEBUG SLEEP 0.2-2 s
+    "holder-kill",         # SIGKILL of a holding rlock
+    "holder-stop",         # SIGSTOP of a holding rlock for 1.5-3 ttl, then SIGCONT
+    "force-release",       # rlock release --force LOCK
+]
+# Faults after which a holder whose section spans them must exit 70.
+LEASE_BREAKING = ("force-release", "redis-restart-lose", "holder-stop")
+
+ORPHAN_GRACE_MS = 250   # a probe still alive this long after its rlock exited is an orphan
+SETTLE_MARGIN_S = 2.0   # waited on top of the ttl before looking for keys left
+
+# The probe: COMMAND under the lock. One line per event, each one write(2) on
+# an O_APPEND descriptor, times from CLOCK_MONOTONIC (Python's monotonic_ns):
+#   start RUN NS PID FENCE LOCK
+#   term  RUN NS PID            (SIGTERM received)
+#   end   RUN NS PID [term]     (about to exit; none when SIGKILLed)
+# argv: LOG RUN HOLD_MS GRACE_MS. It holds HOLD_MS, or on SIGTERM shuts down
+# after GRACE_MS (0: at once). SIGTERM is blocked and taken by sigtimedwait,
+# so no signal can slip in between a check and a sleep.
+PROBE_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fd;
+static const char *run_id;
+
+static long long mono(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void put(char *buf, size_t *len, const char *s, size_t max) {
+    while (*s && *len < max) buf[(*len)++] = *s++;
+}
+
+static void put_num(char *buf, size_t *len, long long n) {
+    char tmp[24];
+    int i = 0;
+    do { tmp[i++] = (char)('0' + n % 10); n /= 10; } while (n > 0);
+    while (i) buf[(*len)++] = tmp[--i];
+}
+
+static void event(const char *what, const char *extra) {
+    char buf[1024];
+    size_t len = 0;
+    long long now = mono();
+    put(buf, &len, what, 16);
+    buf[len++] = ' ';
+    put(buf, &len, run_id, 200);
+    buf[len++] = ' ';
+    put_num(buf, &len, now);
+    buf[len++] = ' ';
+    put_num(buf, &len, (long long)getpid());
+    if (extra) {
+        buf[len++] = ' ';
+        put(buf, &len, extra, 1000);
+    }
+    buf[len++] = '\n';
+    if (write(fd, buf, len) < 0) _exit(3);
+}
+
+static void sleep_until(long long until) {
+    struct timespec t = { until / 1000000000LL, until % 1000000000LL };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {}
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) return 2;
+    run_id = argv[2];
+    long long hold = atoll(argv[3]) * 1000000LL, grace = atoll(argv[4]) * 1000000LL;
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return 3;
+    const char *fence = getenv("RLOCK_FENCE"), *name = getenv("RLOCK_NAME");
+    char extra[600];
+    size_t len = 0;
+    put(extra, &len, fence && *fence ? fence : "-", 40);
+    extra[len++] = ' ';
+    put(extra, &len, name && *name ? name : "-", 500);
+    extra[len] = 0;
+    event("start", extra);
+    long long deadline = mono() + hold;
+    for (;;) {
+        long long left = deadline - mono();
+        if (left <= 0) break;
+        struct timespec t = { left / 1000000000LL, left % 1000000000LL };
+        int sig = sigtimedwait(&term, NULL, &t);
+        if (sig == SIGTERM) {
+            event("term", NULL);
+            sleep_until(mono() + grace);
+            event("end", "term");
+            return 143;
+        }
+        if (sig < 0 && errno == EAGAIN) break;
+    }
+    event("end", NULL);
+    return 0;
+}
+"""
+
+
+def mono():
+    return time.monotonic_ns()
+
+
+def parse_ms(text):
+    """'1s', '500ms', '2m' -> milliseconds (the subset of humantime used here)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad duration {text!r} (use e.g. 500ms, 1s)")
+    return int(m.group(1)) * {"ms": 1, "s": 1000, "m": 60000}[m.group(2)]
+
+
+def parse_range(text):
+    m = re.fullmatch(r"\s*([0-9.]+)\s*[-,]\s*([0-9.]+)\s*", text)
+    if not m or float(m.group(1)) <= 0 or float(m.group(1)) > float(m.group(2)):
+        raise argparse.ArgumentTypeError(f"bad range {text!r} (use MIN-MAX seconds, e.g. 1-2)")
+    return float(m.group(1)), float(m.group(2))
+
+
+def parse_kinds(text):
+    if text == "all":
+        return list(FAULT_KINDS)
+    if text == "none":
+        return []
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in FAULT_KINDS]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown fault kind(s) {', '.join(bad)}; known: {', '.join(FAULT_KINDS)}")
+    return kinds
+
+
+# --- a minimal RESP client (no redis-cli processes, no dependencies) --------
+
+class RedisError(Exception):
+    pass
+
+
+def _encode(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+def _read(f):
+    line = f.readline()
+    if not line.endswith(b"\r\n"):
+        raise ConnectionError("connection closed")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RedisError(rest.decode(errors="replace"))
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read(f) for _ in range(n)]
+    raise ConnectionError("unexpected reply")
+
+
+def redis_call(port, *args, timeout=5.0):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(_encode(args))
+        with s.makefile("rb") as f:
+            return _read(f)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """The harness's own redis-server: always with AOF (appendfsync always), so a
+    SIGKILL + restart keeps the data; a restart "without persistence" removes
+    the data directory first. `gen` counts incarnations, so a delayed SIGCONT
+    never reaches a newer one."""
+
+    def __init__(self, work, port, logfile):
+        self.port = port
+        self.dir = os.path.join(work, "redis-data")
+        self.logfile = logfile
+        self.pidfile = os.path.join(work, "redis.pid")
+        self.proc = None
+        self.gen = 0
+        self.lock = threading.RLock()
+        text = subprocess.run(["redis-server", "--version"], capture_output=True,
+                              text=True, check=True).stdout
+        m = re.search(r"v=(\d+)\.(\d+)\.(\d+)", text)
+        self.version = tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+    def start(self, wipe=False):
+        with self.lock:
+            if wipe:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            os.makedirs(self.dir, exist_ok=True)
+            args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+                    "--dir", self.dir, "--logfile", self.logfile]
+            if self.version >= (7, 0, 0):
+                args += ["--enable-debug-command", "yes"]
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+            with open(self.pidfile, "w") as f:
+                f.write(f"{self.proc.pid}\n")
+            self.gen += 1
+            deadline = time.monotonic() + 15
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"redis-server exited at start; see {self.logfile}")
+                try:
+                    if redis_call(self.port, "PING", timeout=1) == "PONG":
+                        return
+                except (OSError, RedisError, ConnectionError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not answer; see {self.logfile}")
+                time.sleep(0.01)
+
+    def kill(self):
+        with self.lock:
+            if self.proc is not None:
+                if self.proc.poll() is None:
+                    self.proc.send_signal(signal.SIGKILL)
+                self.proc.wait()
+
+    def signal(self, sig, gen):
+        with self.lock:
+            if gen == self.gen and self.proc is not None and self.proc.poll() is None:
+                self.proc.send_signal(sig)
+
+    def alive(self):
+        with self.lock:
+            return self.proc is not None and self.proc.poll() is None
+
+
+def probe_argv_matches(pid, run_id):
+    """Whether PID is (still) the probe of RUN_ID, not a zombie or a reused pid."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 2 and argv[2] == run_id.encode()
+
+
+class Run:
+    def __init__(self, run_id, lock, worker):
+        self.id = run_id
+        self.lock = lock
+        self.worker = worker
+        self.hold_ms = self.grace_ms = self.wait_ms = 0
+        self.t_launch = self.t_exit = None
+        self.deadline = None
+        self.pid = None
+        self.pidfd = None
+        self.status = None
+        self.exited = False
+        self.closed = False
+        self.probe_pid = None
+        self.probe_fd = None
+        self.t_probe_dead = None
+        self.orphan = False
+        self.hung = False
+        self.stopped = False
+        self.faults = []
+        self.stderr = ""
+
+    def holding(self):
+        return (self.probe_fd is not None and not self.exited and not self.stopped
+                and not self.closed)
+
+
+class Harness:
+    def __init__(self, args, rlock, work, out):
+        self.args = args
+        self.rlock = rlock
+        self.work = work
+        self.out = out
+        self.ttl_ms = args.ttl
+        self.ka_ms = args.kill_after
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.server = Server(work, self.port, os.path.join(out, "redis.log"))
+        self.locks = [f"chaos-{i}" for i in range(args.locks)]
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.active = {}
+        self.runs = []
+        self.faults = []
+        self.undo = []          # (due ns, fn): injector thread only (then main)
+        self.fault_threads = []
+        self.injector_thread = None
+        self.strays = []
+        self.keys_left_found = []
+        self.t0 = mono()
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("RLOCK_") and k not in ("REDIS_URL", "REDISCLI_AUTH")}
+        self.runs_file = open(os.path.join(out, "runs.jsonl"), "w")
+        self.faults_file = open(os.path.join(out, "faults.jsonl"), "w")
+        self.probe = os.path.join(work, "chaos_probe")
+
+    def rel(self, ns):
+        return None if ns is None else round((ns - self.t0) / 1e6, 3)
+
+    def say(self, text):
+        if self.args.verbose:
+            print(f"[{(mono() - self.t0) / 1e9:7.2f}s] {text}", flush=True)
+
+    def build_probe(self):
+        src = os.path.join(self.work, "chaos_probe.c")
+        with open(src, "w") as f:
+            f.write(PROBE_C)
+        subprocess.run(["cc", "-O2", "-Wall", "-o", self.probe, src], check=True)
+
+    # --- workers ---------------------------------------------------------
+
+    def worker(self, lock, index):
+        rng = random.Random(f"{self.args.seed}/{lock}/{index}")
+        log = os.path.join(self.out, f"probe-{lock}-{index}.log")
+        open(log, "ab").close()
+        with open(os.path.join(self.out, f"rlock-{lock}-{index}.stderr"), "ab") as errf:
+            n = 0
+            while not self.stopping.is_set():
+                n += 1
+                run = Run(f"{lock}.{index}.{n}", lock, index)
+                self.choose(run, rng)
+                try:
+                    self.one_run(run, log, errf)
+                except Exception as e:  # a harness bug must not hang the run
+                    print(f"chaos: worker {lock}/{index}: {e!r}", file=sys.stderr)
+                    self.stopping.wait(0.5)
+                self.stopping.wait(rng.uniform(0.01, 0.05))
+
+    def choose(self, run, rng):
+        ttl = self.ttl_ms
+        r = rng.random()
+        if r < 0.45:        # well inside one lease
+            run.hold_ms = rng.randint(5, max(6, ttl // 2))
+        elif r < 0.70:      # around one lease: the first renewals
+            run.hold_ms = rng.randint(ttl // 2, ttl * 3 // 2)
+        else:               # several leases: renewals matter
+            run.hold_ms = rng.randint(2 * ttl, 4 * ttl)
+        # Some probes take longer than --kill-after to shut down on SIGTERM.
+        run.grace_ms = 0 if rng.random() < 0.7 else rng.randint(
+            int(self.ka_ms * 1.5), int(self.ka_ms * 2.5))
+        run.wait_ms = rng.randint(500, 6000)
+
+    def find_probe(self, run, log, offset):
+        if run.probe_pid is not None:
+            return
+        try:
+            with open(log, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return
+        tag = b"start " + run.id.encode() + b" "
+        for line in data.split(b"\n"):
+            if line.startswith(tag):
+                run.probe_pid = int(line.split()[3])
+                try:
+                    fd = os.pidfd_open(run.probe_pid)
+                except ProcessLookupError:
+                    return
+                if probe_argv_matches(run.probe_pid, run.id):
+                    run.probe_fd = fd
+                else:
+                    os.close(fd)
+                return
+
+    def one_run(self, run, log, errf):
+        argv = [self.rlock, "--url", self.url, *self.args.rlock_arg, "run",
+                "--ttl", f"{self.ttl_ms}ms",
+                "--wait", f"{run.wait_ms}ms", "--kill-after", f"{self.ka_ms}ms", run.lock,
+                "--", self.probe, log, run.id, str(run.hold_ms), str(run.grace_ms)]
+        log_off = os.path.getsize(log)
+        err_off = os.fstat(errf.fileno()).st_size
+        budget_ms = (run.wait_ms + run.hold_ms + self.ttl_ms + self.ka_ms
+                     + self.args.hung_margin * 1000)
+        run.t_launch = mono()
+        run.wall = time.time()
+        run.deadline = run.t_launch + int(budget_ms * 1e6)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=errf, env=self.env, start_new_session=True)
+        run.pid = proc.pid
+        run.pidfd = os.pidfd_open(proc.pid)
+        with self.lock:
+            self.active[run.id] = run
+        poller = select.poll()
+        poller.register(run.pidfd, select.POLLIN)
+        while True:
+            now = mono()
+            left_ms = max(0, (run.deadline - now) // 1_000_000 + 1)
+            timeout = 50 if run.hung else min(left_ms, 50 if run.probe_pid is None else 1000)
+            events = poller.poll(timeout)
+            now = mono()
+            exited = False
+            for fd, _ in events:
+                if fd == run.pidfd:
+                    exited = True
+                elif fd == run.probe_fd:
+                    run.t_probe_dead = now
+                    poller.unregister(fd)
+                    self.close_probe_fd(run)
+            if exited:
+                run.t_exit = now
+                break
+            if run.probe_pid is None:
+                self.find_probe(run, log, log_off)
+                if run.probe_fd is not None:
+                    poller.register(run.probe_fd, select.POLLIN)
+            if now > run.deadline and not run.hung:
+                run.hung = True
+                self.say(f"hung: {run.id} (pid {run.pid}) killed")
+                self.send(run, signal.SIGKILL)
+        proc.wait()
+        run.status = proc.returncode
+        run.exited = True
+        if run.probe_pid is None:
+            self.find_probe(run, log, log_off)
+        if run.probe_fd is not None:
+            self.reap_probe(run)
+        with self.lock:
+            self.active.pop(run.id, None)
+            run.closed = True
+            os.close(run.pidfd)
+        errf.flush()
+        with open(errf.name, "rb") as f:
+            f.seek(err_off)
+            run.stderr = f.read().decode(errors="replace").strip()
+        self.record_run(run)
+
+    def close_probe_fd(self, run):
+        with self.lock:
+            fd, run.probe_fd = run.probe_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def reap_probe(self, run):
+        """rlock exited while its probe lived: the probe must die at once."""
+        p = select.poll()
+        p.register(run.probe_fd, select.POLLIN)
+        if p.poll(ORPHAN_GRACE_MS):
+            run.t_probe_dead = mono()
+        else:
+            run.orphan = True
+            self.say(f"orphan: probe {run.probe_pid} of {run.id} outlived its rlock; killed")
+            signal.pidfd_send_signal(run.probe_fd, signal.SIGKILL)
+            p.poll(5000)
+            run.t_probe_dead = mono()
+        self.close_probe_fd(run)
+
+    def send(self, run, sig):
+        """Signals a run's rlock through its pidfd (never a reused pid)."""
+        with self.lock:
+            if run.closed:
+                return False
+            try:
+                signal.pidfd_send_signal(run.pidfd, sig)
+                return True
+            except ProcessLookupError:
+                return False
+
+    def record_run(self, run):
+        rec = {
+            "id": run.id, "lock": run.lock, "hold_ms": run.hold_ms, "grace_ms": run.grace_ms,
+            "wait_ms": run.wait_ms, "launch_ms": self.rel(run.t_launch),
+            "exit_ms": self.rel(run.t_exit), "wall": run.wall, "pid": run.pid,
+            "status": status_name(run.status), "probe_pid": run.probe_pid,
+            "probe_dead_ms": self.rel(run.t_probe_dead), "orphan": run.orphan,
+            "hung": run.hung, "faults": run.faults, "stderr": run.stderr,
+        }
+        with self.lock:
+            self.runs.append(run)
+            self.runs_file.write(json.dumps(rec) + "\n")
+
+    # --- faults ----------------------------------------------------------
+
+    def injector(self):
+        rng = random.Random(f"{self.args.seed}/faults")
+        lo, hi = self.args.fault_interval
+        kinds = self.args.faults
+        next_at = mono() + int(rng.uniform(lo, hi) * 1e9)
+        while not self.stopping.is_set():
+            self.run_undo(mono())
+            if kinds and mono() >= next_at:
+                kind = rng.choice(kinds)
+                try:
+                    self.inject(kind, rng)
+                except Exception as e:
+                    self.add_fault(kind, mono(), mono(), error=repr(e))
+                next_at = mono() + int(rng.uniform(lo, hi) * 1e9)
+            due = [t for t, _ in self.undo] + ([next_at] if kinds else [])
+            wait = (min(due) - mono()) / 1e9 if due else 0.1
+            self.stopping.wait(min(max(wait, 0.0), 0.1))
+        self.run_undo(None)
+
+    def run_undo(self, now):
+        keep = []
+        for due, fn in self.undo:
+            if now is None or due <= now:
+                try:
+                    fn()
+                except Exception as e:
+                    print(f"chaos: undoing a fault: {e!r}", file=sys.stderr)
+            else:
+                keep.append((due, fn))
+        self.undo = keep
+
+    def add_fault(self, kind, t_begin, t_end, **detail):
+        rec = {"kind": kind, "t_ns": t_begin, "end_ns": t_end, **detail}
+        with self.lock:
+            self.faults.append(rec)
+            out = {"kind": kind, "at_ms": self.rel(t_begin), "end_ms": self.rel(t_end),
+                   "wall": time.time(), **detail}
+            self.faults_file.write(json.dumps(out) + "\n")
+            self.faults_file.flush()
+        self.say(f"fault {kind} {json.dumps(detail)}")
+        return rec
+
+    def holders(self):
+        with self.lock:
+            return [r for r in self.active.values() if r.holding()]
+
+    def background(self, fn):
+        t = threading.Thread(target=fn, daemon=True)
+        t.start()
+        self.fault_threads.append(t)
+
+    def inject(self, kind, rng):
+        now = mono()
+        if kind == "redis-stop":
+            d = rng.uniform(0.2, 2.0)
+            gen = self.server.gen
+            self.server.signal(signal.SIGSTOP, gen)
+            rec = self.add_fault(kind, now, now + int(d * 1e9), stop_ms=round(d * 1000))
+
+            def cont():
+                self.server.signal(signal.SIGCONT, gen)
+                rec["end_ns"] = mono()
+            self.undo.append((now + int(d * 1e9), cont))
+        elif kind in ("redis-restart-aof", "redis-restart-lose"):
+            with self.server.lock:
+                self.server.kill()
+                t_kill = mono()
+                self.server.start(wipe=kind == "redis-restart-lose")
+            t_up = mono()
+            self.add_fault(kind, t_kill, t_up, down_ms=round((t_up - t_kill) / 1e6, 1))
+        elif kind == "client-pause":
+            ms = rng.randint(200, 2000)
+            rec = self.add_fault(kind, now, now + ms * 1_000_000, pause_ms=ms)
+
+            def pause():
+                try:
+                    redis_call(self.port, "CLIENT", "PAUSE", ms, "ALL", timeout=10)
+                except RedisError:  # before Redis 6.2: no ALL/WRITE argument
+                    redis_call(self.port, "CLIENT", "PAUSE", ms, timeout=10)
+                except (OSError, ConnectionError) as e:
+                    rec["error"] = repr(e)
+            self.background(pause)
+        elif kind == "debug-sleep":
+            s = rng.uniform(0.2, 2.0)
+            rec = self.add_fault(kind, now, now + int(s * 1e9), sleep_ms=round(s * 1000))
+
+            def sleep():
+                try:
+                    redis_call(self.port, "DEBUG", "SLEEP", f"{s:.3f}", timeout=s + 10)
+                except (OSError, ConnectionError, RedisError) as e:
+                    rec["error"] = repr(e)
+                rec["end_ns"] = mono()
+            self.background(sleep)
+        elif kind == "holder-kill":
+            cands = self.holders()
+            if not cands:
+                self.add_fault(kind, now, now, skipped="no holder")
+                return
+            run = rng.choice(cands)
+            if self.send(run, signal.SIGKILL):
+                run.faults.append(kind)
+                self.add_fault(kind, now, now, run=run.id, lock=run.lock, pid=run.pid)
+        elif kind == "holder-stop":
+            cands = self.holders()
+            if not cands:
+                self.add_fault(kind, now, now, skipped="no holder")
+                return
+            run = rng.choice(cands)
+            d = rng.uniform(1.5, 3.0) * self.ttl_ms / 1000
+            if not self.send(run, signal.SIGSTOP):
+                return
+            run.stopped = True
+            run.faults.append(kind)
+            run.deadline += int(d * 1e9)
+            rec = self.add_fault(kind, now, now + int(d * 1e9), run=run.id, lock=run.lock,
+                                 pid=run.pid, stop_ms=round(d * 1000))
+
+            def cont():
+                self.send(run, signal.SIGCONT)
+                run.stopped = False
+                rec["end_ns"] = mono()
+            self.undo.append((now + int(d * 1e9), cont))
+        elif kind == "force-release":
+            cands = self.holders()
+            lock = rng.choice(cands).lock if cands else rng.choice(self.locks)
+            p = subprocess.run([self.rlock, "--url", self.url, "release", "--force", lock],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               env=self.env, timeout=15)
+            self.add_fault(kind, now, mono(), lock=lock, status=p.returncode,
+                           stderr=p.stderr.strip())
+
+    # --- the end ----------------------------------------------------------
+
+    def sweep(self, record=True):
+        """Probes alive after everything ended (orphans not seen at their run's
+        exit), and rlock processes (or their guardians) still running."""
+        found = []
+        starts = {}
+        for name in os.listdir(self.out):
+            if name.startswith("probe-") and name.endswith(".log"):
+                for line in open(os.path.join(self.out, name), "rb"):
+                    parts = line.split()
+                    if len(parts) >= 4 and parts[0] == b"start":
+                        starts[parts[1].decode()] = int(parts[3])
+        counted = {r.id for r in self.runs if r.orphan}
+        for run_id, pid in starts.items():
+            if run_id in counted:
+                continue
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                if probe_argv_matches(pid, run_id):
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    found.append(run_id)
+            finally:
+                os.close(fd)
+        if record:
+            for run in self.runs:
+                if run.id in found:
+                    run.orphan = True
+                    run.t_probe_dead = mono()  # its section ends no earlier than now
+        # rlock processes (a run, or its forked guardian) still alive: everything
+        # ended, so none should be.
+        me, exe = self.url.encode(), os.path.realpath(self.rlock)
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fd = os.pidfd_open(int(pid))
+            except OSError:
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                if me in argv and os.path.realpath(argv[0].decode(errors="replace")) == exe:
+                    signal.pidfd_send_signal(fd, signal.SIGCONT)
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    if record:
+                        self.strays.append({"pid": int(pid), "argv": [
+                            a.decode(errors="replace") for a in argv if a]})
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        return found
+
+    def keys_left(self):
+        keys, cursor = [], b"0"
+        while True:
+            cursor, batch = redis_call(self.port, "SCAN", cursor, "MATCH", "rlock:*",
+                                       "COUNT", 1000)
+            keys += batch
+            if cursor in (b"0", "0"):
+                break
+        left = []
+        for k in sorted(set(keys)):
+            if re.fullmatch(rb"rlock:\{[^{}]*\}:fence", k):
+                continue
+            left.append({"key": k.decode(errors="replace"),
+                         "type": redis_call(self.port, "TYPE", k),
+                         "pttl_ms": redis_call(self.port, "PTTL", k)})
+        return [x for x in left if x["type"] != "none"]
+
+    def kill_everything(self):
+        with self.lock:
+            runs = list(self.active.values())
+        for run in runs:
+            self.send(run, signal.SIGCONT)
+            self.send(run, signal.SIGKILL)
+        try:
+            self.sweep(record=False)
+        except Exception as e:
+            print(f"chaos: final sweep: {e!r}", file=sys.stderr)
+        self.server.kill()
+        try:
+            os.unlink(self.server.pidfile)
+        except OSError:
+            pass
+
+
+def status_name(code):
+    if code is None:
+        return None
+    return f"sig{-code}" if code < 0 else str(code)
+
+
+# --- analysis -----------------------------------------------------------
+
+def read_probe_logs(out):
+    ev = {}
+    for name in sorted(os.listdir(out)):
+        if not (name.startswith("probe-") and name.endswith(".log")):
+            continue
+        for line in open(os.path.join(out, name), "rb"):
+            parts = line.decode(errors="replace").split()
+            if len(parts) < 4:
+                continue
+            e = ev.setdefault(parts[1], {"terms": []})
+            t = int(parts[2])
+            if parts[0] == "start" and len(parts) >= 6:
+                e.update(start=t, pid=int(parts[3]), fence=parts[4], lock=parts[5])
+            elif parts[0] == "term":
+                e["terms"].append(t)
+            elif parts[0] == "end":
+                e["end"] = t
+    return ev
+
+
+def analyse(h, keys_left):
+    ttl_ns = h.ttl_ms * 1_000_000
+    ev = read_probe_logs(h.out)
+    runs = sorted(h.runs, key=lambda r: r.t_launch)
+    secs = []
+    for r in runs:
+        e = ev.get(r.id)
+        if not e or "start" not in e:
+            continue
+        if "end" in e:
+            end, src = e["end"], "probe"
+        elif r.t_probe_dead is not None:
+            end, src = r.t_probe_dead, "death-seen"
+        else:
+            end, src = r.t_exit, "rlock-exit"
+        fence = int(e["fence"]) if e["fence"].isdigit() else None
+        secs.append({"run": r, "start": e["start"], "end": end, "end_src": src,
+                     "fence": fence, "term": e["terms"][0] if e["terms"] else None})
+
+    def desc(s):
+        r = s["run"]
+        return {"run": r.id, "status": status_name(r.status), "start_ms": h.rel(s["start"]),
+                "end_ms": h.rel(s["end"]), "end_from": s["end_src"], "fence": s["fence"],
+                "hold_ms": r.hold_ms, "grace_ms": r.grace_ms,
+                "sigterm_ms": h.rel(s["term"]), "faults": r.faults, "stderr": r.stderr}
+
+    def faults_near(lock, lo, hi):
+        out = []
+        for f in h.faults:
+            if f.get("skipped") or f.get("error"):
+                continue
+            if f.get("lock") not in (None, lock):
+                continue
+            if f["t_ns"] <= hi and f["end_ns"] >= lo:
+                out.append(f)
+        return out
+
+    def lost_on_server(lock, lo, hi):
+        """Faults that made the server forget a hold of LOCK between LO and HI."""
+        return [f for f in h.faults
+                if not f.get("skipped") and not f.get("error")
+                and (f["kind"] == "redis-restart-lose"
+                     or (f["kind"] == "force-release" and f.get("lock") == lock
+                         and f.get("status") == 0))
+                and f["t_ns"] <= hi and f["end_ns"] >= lo]
+
+    by_lock = {}
+    for s in secs:
+        by_lock.setdefault(s["run"].lock, []).append(s)
+    unreported, reported = [], []
+    cause_unrep, cause_rep = {}, {}
+    split_unrep = {"hold lost on the server": 0, "other": 0}
+    split_rep = dict(split_unrep)
+    fence_regr, fence_missing = [], 0
+    for lock, ss in by_lock.items():
+        ss.sort(key=lambda s: s["start"])
+        for i, a in enumerate(ss):
+            for b in ss[i + 1:]:
+                if b["start"] >= a["end"]:
+                    break
+                near = faults_near(lock, a["start"] - 2 * ttl_ns, b["start"])
+                kinds = sorted({f["kind"] for f in near}) or ["none"]
+                # A hold can be lost between its acquisition and COMMAND's start.
+                lost = bool(lost_on_server(lock, a["start"] - ttl_ns, b["start"]))
+                item = {"lock": lock, "overlap_ms": round((min(a["end"], b["end"]) - b["start"]) / 1e6, 3),
+                        "hold_lost_on_server": lost, "first": desc(a), "second": desc(b),
+                        "faults_near": [{"kind": f["kind"], "at_ms": h.rel(f["t_ns"]),
+                                         "end_ms": h.rel(f["end_ns"]),
+                                         **({"run": f["run"]} if "run" in f else {})}
+                                        for f in near]}
+                is_rep = a["run"].status == 70 or b["run"].status == 70
+                (reported if is_rep else unreported).append(item)
+                counter = cause_rep if is_rep else cause_unrep
+                for k in kinds:
+                    counter[k] = counter.get(k, 0) + 1
+                split = split_rep if is_rep else split_unrep
+                split["hold lost on the server" if lost else "other"] += 1
+        # Fences: a section that started after another ended has a larger fence.
+        ended = sorted((s for s in ss if s["fence"] is not None), key=lambda s: s["end"])
+        fence_missing += sum(1 for s in ss if s["fence"] is None)
+        j, best = 0, None
+        for b in ss:
+            if b["fence"] is None:
+                continue
+            while j < len(ended) and ended[j]["end"] < b["start"]:
+                if best is None or ended[j]["fence"] > best["fence"]:
+                    best = ended[j]
+                j += 1
+            if best is not None and b["fence"] <= best["fence"]:
+                near = faults_near(lock, best["end"], b["start"])
+                fence_regr.append({"lock": lock, "earlier": desc(best), "later": desc(b),
+                                   "faults_between": sorted({f["kind"] for f in near})})
+
+    # SIGTERM: how long the probe ran on after it (exit-70 runs), and how it
+    # compares with the next holder's start on the same lock.
+    term_to_end, term_to_next = [], []
+    for lock, ss in by_lock.items():
+        for i, s in enumerate(ss):
+            if s["term"] is None:
+                continue
+            if s["run"].status == 70:
+                term_to_end.append(((s["end"] - s["term"]) / 1e6, s))
+            nxt = [b["start"] for b in ss[i + 1:]]
+            if nxt and not lost_on_server(lock, s["start"] - ttl_ns, s["end"]):
+                term_to_next.append(((min(nxt) - s["term"]) / 1e6, s))
+
+    # Runs whose lease a fault broke under their section and which did not exit 70.
+    silent = {}
+    silent_list = []
+    for f in h.faults:
+        if f["kind"] not in LEASE_BREAKING or f.get("skipped") or f.get("error"):
+            continue
+        if f["kind"] == "force-release" and f.get("status") != 0:
+            continue
+        for s in secs:
+            r = s["run"]
+            if f["kind"] == "holder-stop":
+                hit = f.get("run") == r.id and f["end_ns"] - f["t_ns"] > ttl_ns
+            else:
+                hit = (f.get("lock") in (None, r.lock) and s["start"] < f["t_ns"]
+                       and s["end"] > f["end_ns"])
+            if hit and r.status != 70 and not r.hung and "holder-kill" not in r.faults:
+                key = f"{f['kind']} -> exit {status_name(r.status)}"
+                silent[key] = silent.get(key, 0) + 1
+                silent_list.append({"fault": f["kind"], "at_ms": h.rel(f["t_ns"]), **desc(s)})
+
+    # COMMAND started later than --wait allowed (rlock's start-up aside).
+    overruns = [((s["start"] - s["run"].t_launch) / 1e6 - s["run"].wait_ms, s) for s in secs]
+    overruns = [x for x in overruns if x[0] > 100]
+    worst_over = max(overruns, key=lambda x: x[0]) if overruns else None
+
+    statuses = {}
+    for r in runs:
+        k = status_name(r.status)
+        statuses[k] = statuses.get(k, 0) + 1
+    faults = {}
+    skipped = 0
+    for f in h.faults:
+        if f.get("skipped") or f.get("error"):
+            skipped += 1
+            continue
+        faults[f["kind"]] = faults.get(f["kind"], 0) + 1
+    worst_end = max(term_to_end, key=lambda x: x[0]) if term_to_end else None
+    worst_next = min(term_to_next, key=lambda x: x[0]) if term_to_next else None
+    orphans = [r.id for r in runs if r.orphan]
+    hung = [{"run": r.id, "status": status_name(r.status), "stderr": r.stderr,
+             "faults": r.faults} for r in runs if r.hung]
+    res = {
+        "runs": len(runs),
+        "sections": len(secs),
+        "exit_statuses": dict(sorted(statuses.items(), key=lambda kv: -kv[1])),
+        "faults": faults,
+        "faults_skipped_or_failed": skipped,
+        "unreported_overlaps": len(unreported),
+        "unreported_overlaps_split": split_unrep,
+        "unreported_overlaps_by_fault_near": cause_unrep,
+        "reported_overlaps": len(reported),
+        "reported_overlaps_split": split_rep,
+        "reported_overlaps_by_fault_near": cause_rep,
+        "fence_regressions": len(fence_regr),
+        "fences_missing": fence_missing,
+        "orphans": len(orphans),
+        "hung": len(hung),
+        "keys_left": len(keys_left),
+        "strays": len(h.strays),
+        "sigterm_exit70_runs": len(term_to_end),
+        "sigterm_to_section_end_worst_ms": round(worst_end[0], 3) if worst_end else None,
+        "sigterm_to_section_end_over_kill_after": sum(
+            1 for x, _ in term_to_end if x > h.ka_ms + 20),
+        "sigterm_to_next_start_worst_ms": round(worst_next[0], 3) if worst_next else None,
+        "sigterm_after_next_start": sum(1 for x, _ in term_to_next if x < 0),
+        "lease_broken_not_70": silent,
+        "started_after_wait": len(overruns),
+        "started_after_wait_worst_ms": round(worst_over[0], 1) if worst_over else None,
+    }
+    res["pass"] = (res["unreported_overlaps"] == 0 and res["fence_regressions"] == 0
+                   and res["orphans"] == 0 and res["hung"] == 0)
+    detail = {
+        "unreported_overlaps": unreported[:50],
+        "reported_overlaps": reported[:50],
+        "fence_regressions": fence_regr[:50],
+        "orphans": orphans,
+        "hung": hung,
+        "keys_left": keys_left,
+        "strays": h.strays,
+        "sigterm_to_section_end_worst": desc(worst_end[1]) if worst_end else None,
+        "sigterm_to_next_start_worst": desc(worst_next[1]) if worst_next else None,
+        "lease_broken_not_70": silent_list[:50],
+        "started_after_wait": [dict(desc(s), wait_ms=s["run"].wait_ms,
+                                    overrun_ms=round(x, 1)) for x, s in overruns[:50]],
+    }
+    return res, detail
+
+
+def print_report(h, res, meta):
+    a = h.args
+    line = "-" * 72
+    print(line)
+    print(f"rlock chaos: {meta['rlock_version']}, {meta['binary']}; {meta['redis']}")
+    print(f"  {a.duration:g} s, {a.locks} locks x {a.workers} workers, ttl {h.ttl_ms} ms, "
+          f"kill-after {h.ka_ms} ms, faults every {a.fault_interval[0]:g}-"
+          f"{a.fault_interval[1]:g} s, seed {a.seed}")
+    print(line)
+
+    def row(label, value, bad=None):
+        mark = "" if bad is None else ("   FAIL" if bad else "   ok")
+        print(f"{label:<36}{value}{mark}")
+
+    row("runs (sections under the lock)", f"{res['runs']} ({res['sections']})")
+    row("exit statuses", "  ".join(f"{k}: {v}" for k, v in res["exit_statuses"].items()))
+    row("faults", "  ".join(f"{k} {v}" for k, v in sorted(res["faults"].items())) or "none")
+    if res["faults_skipped_or_failed"]:
+        row("faults skipped or failed", res["faults_skipped_or_failed"])
+    def split(d):
+        return (f"  (hold lost on the server: {d['hold lost on the server']},"
+                f" other: {d['other']})")
+    row("unreported overlaps", f"{res['unreported_overlaps']}"
+        + split(res["unreported_overlaps_split"]), res["unreported_overlaps"] > 0)
+    row("reported overlaps (an exit 70)", f"{res['reported_overlaps']}"
+        + split(res["reported_overlaps_split"]))
+    row("fence regressions", res["fence_regressions"], res["fence_regressions"] > 0)
+    if res["fences_missing"]:
+        row("sections without a numeric fence", res["fences_missing"])
+    row("orphans", res["orphans"], res["orphans"] > 0)
+    row("hung rlocks", res["hung"], res["hung"] > 0)
+    row("keys left (besides fences)", res["keys_left"])
+    for k in h.keys_left_found[:5]:
+        print(f"{'':<36}{k['key']} ({k['type']}, pttl {k['pttl_ms']} ms)")
+    if res["strays"]:
+        row("stray rlock processes", res["strays"])
+    w = res["sigterm_to_section_end_worst_ms"]
+    row("SIGTERM -> section end, worst",
+        "-" if w is None else f"{w:.1f} ms over {res['sigterm_exit70_runs']} exit-70 runs"
+        f" ({res['sigterm_to_section_end_over_kill_after']} above kill-after + 20 ms)")
+    w = res["sigterm_to_next_start_worst_ms"]
+    row("SIGTERM -> next holder, worst",
+        "-" if w is None else f"{w:.1f} ms ({res['sigterm_after_next_start']} SIGTERMs after"
+        " the next holder started; holds the server kept)")
+    lb = res["lease_broken_not_70"]
+    row("lease broken under it, not exit 70",
+        "  ".join(f"{k}: {v}" for k, v in sorted(lb.items())) or "0")
+    if res["started_after_wait"]:
+        row("COMMAND started after --wait", f"{res['started_after_wait']} (worst "
+            f"{res['started_after_wait_worst_ms']:.0f} ms late)")
+    print(line)
+    print(f"result: {'PASS' if res['pass'] else 'FAIL'}   (details: {h.out}/chaos.json)")
+
+
+def build_rlock():
+    print("== cargo build --release --locked", flush=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "--quiet"], cwd=REPO, check=True)
+    meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
+                          cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return os.path.join(json.loads(meta)["target_directory"], "release", "rlock")
+
+
+def repo_head():
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "src"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+dirty src" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "no git"
+
+
+class Interrupted(Exception):
+    pass
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description="Stress rlock with workers, random holds and injected faults; "
+                    "exit 0 when no overlap went unreported, no fence went back, "
+                    "no COMMAND was orphaned and no rlock hung.")
+    p.add_argument("--rlock", default=os.environ.get("RLOCK_BIN"),
+                   help="rlock binary (default: $RLOCK_BIN, else cargo build --release)")
+    p.add_argument("--duration", type=float, default=None, help="seconds of load (default 60)")
+    p.add_argument("--workers", type=int, default=8, help="workers per lock (default 8)")
+    p.add_argument("--locks", type=int, default=2, help="number of locks (default 2)")
+    p.add_argument("--ttl", type=parse_ms, default=parse_ms("1s"), help="--ttl (default 1s)")
+    p.add_argument("--kill-after", type=parse_ms, default=parse_ms("200ms"),
+                   help="--kill-after (default 200ms)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    p.add_argument("--out", default=None, help="directory for logs and chaos.json "
+                   "(default: a new /tmp/rlock-chaos.* directory)")
+    p.add_argument("--fault-interval", type=parse_range, default=(1.0, 2.0), metavar="MIN-MAX",
+                   help="seconds between faults, uniform (default 1-2)")
+    p.add_argument("--faults", type=parse_kinds, default=list(FAULT_KINDS),
+                   help="comma-separated fault kinds, 'all' or 'none' (default all: "
+                   + ", ".join(FAULT_KINDS) + ")")
+    p.add_argument("--hung-margin", type=float, default=15.0,
+                   help="seconds beyond wait+hold+ttl+kill-after after which an rlock is hung "
+                        "(default 15)")
+    p.add_argument("--rlock-arg", action="append", default=[], metavar="ARG",
+                   help="extra global option for every rlock run, e.g. --rlock-arg=-v "
+                        "(repeatable; rlock's stderr is kept per run)")
+    p.add_argument("--short", action="store_true",
+                   help="CI preset: 48 s of load, about a minute in all")
+    p.add_argument("--work", default=None, help=argparse.SUPPRESS)
+    p.add_argument("-v", "--verbose", action="store_true", help="print every fault as it happens")
+    args = p.parse_args()
+    if args.duration is None:
+        args.duration = 48.0 if args.short else 60.0
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    if args.workers < 1 or args.locks < 1 or args.duration <= 0:
+        p.error("--workers, --locks and --duration must be positive")
+    if args.ttl < 100:
+        p.error("--ttl must be at least 100ms (rlock's minimum)")
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        sys.exit("chaos: needs Linux >= 5.3 and Python >= 3.9 (pidfds)")
+
+    built = not args.rlock
+    rlock = build_rlock() if built else os.path.abspath(args.rlock)
+    if not os.access(rlock, os.X_OK):
+        sys.exit(f"chaos: {rlock} is not an executable")
+    own_work = args.work is None
+    work = args.work or tempfile.mkdtemp(prefix="rlock-chaos-work.")
+    out = os.path.abspath(args.out) if args.out else tempfile.mkdtemp(prefix="rlock-chaos.")
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(out):  # logs of an earlier run would be read as ours
+        if re.fullmatch(r"(probe-.*\.log|rlock-.*\.stderr|runs\.jsonl|faults\.jsonl|"
+                        r"chaos\.json|redis\.log)", name):
+            os.unlink(os.path.join(out, name))
+
+    h = Harness(args, rlock, work, out)
+    interrupted = []
+
+    def on_signal(signum, _frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        interrupted.append(signum)
+        raise Interrupted()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    threads = []
+    code = 2
+    try:
+        h.build_probe()
+        version = subprocess.run([rlock, "--version"], capture_output=True, text=True).stdout
+        meta = {"rlock": rlock, "rlock_version": version.strip() or "?",
+                "repo_head": repo_head(),
+                "binary": (f"built from {repo_head()}" if built else f"binary {rlock}"),
+                "redis": "redis " + ".".join(map(str, h.server.version)),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+        h.server.start(wipe=True)
+        print(f"chaos: {args.locks} locks x {args.workers} workers for {args.duration:g} s, "
+              f"redis on 127.0.0.1:{h.port}, seed {args.seed}, logs in {out}", flush=True)
+        h.t0 = mono()
+        for lock in h.locks:
+            for i in range(args.workers):
+                t = threading.Thread(target=h.worker, args=(lock, i), daemon=True)
+                t.start()
+                threads.append(t)
+        inj = h.injector_thread = threading.Thread(target=h.injector, daemon=True)
+        inj.start()
+        end_at = h.t0 + int(args.duration * 1e9)
+        next_note = h.t0 + 10_000_000_000
+        while mono() < end_at:
+            time.sleep(min(0.2, max(0, (end_at - mono()) / 1e9)))
+            if mono() >= next_note and not args.verbose:
+                next_note += 10_000_000_000
+                print(f"  {(mono() - h.t0) / 1e9:4.0f} s: {len(h.runs)} runs, "
+                      f"{len(h.faults)} faults", flush=True)
+        # Stop faults (undoing the pending ones), let the workers finish.
+        h.stopping.set()
+        inj.join()
+        for t in h.fault_threads:
+            t.join(timeout=15)
+        if not h.server.alive():
+            h.server.start(wipe=False)
+        try:
+            redis_call(h.port, "CLIENT", "UNPAUSE", timeout=5)
+        except (OSError, ConnectionError, RedisError):
+            pass
+        print(f"  {(mono() - h.t0) / 1e9:4.0f} s: load stopped; waiting for the last runs",
+              flush=True)
+        for t in threads:
+            while t.is_alive():  # each run ends by its hung deadline at the latest
+                t.join(timeout=0.2)
+        time.sleep(h.ttl_ms / 1000 + SETTLE_MARGIN_S)
+        h.sweep()
+        left = h.keys_left_found = h.keys_left()
+        res, detail = analyse(h, left)
+        report = {"meta": meta, "config": {
+            "duration_s": args.duration, "workers": args.workers, "locks": args.locks,
+            "ttl_ms": h.ttl_ms, "kill_after_ms": h.ka_ms, "seed": args.seed,
+            "fault_interval_s": list(args.fault_interval), "faults": args.faults,
+            "hung_margin_s": args.hung_margin, "rlock_args": args.rlock_arg},
+            "result": res, "detail": detail,
+            "faults": [{"kind": f["kind"], "at_ms": h.rel(f["t_ns"]), "end_ms": h.rel(f["end_ns"]),
+                        **{k: v for k, v in f.items() if k not in ("kind", "t_ns", "end_ns")}}
+                       for f in h.faults]}
+        with open(os.path.join(out, "chaos.json"), "w") as f:
+            json.dump(report, f, indent=1)
+        print_report(h, res, meta)
+        code = 0 if res["pass"] else 1
+    except Interrupted:
+        print(f"\nchaos: interrupted; logs in {out}", file=sys.stderr)
+        code = 128 + interrupted[0]
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        print(f"chaos: {e}", file=sys.stderr)
+        code = 2
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        h.stopping.set()
+        if h.injector_thread is not None:
+            h.injector_thread.join(timeout=20)
+        h.run_undo(None)
+        h.kill_everything()
+        h.runs_file.close()
+        h.faults_file.close()
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
