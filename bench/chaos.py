@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -1181,6 +1182,8 @@ def main():
         code = 128 + interrupted[0]
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         print(f"chaos: {e}", file=sys.stderr)
+        if isinstance(e, OSError):
+            traceback.print_exc()
         code = 2
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
