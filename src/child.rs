@@ -303,11 +303,12 @@ pub fn group_alive(pgid: libc::pid_t) -> bool {
 
 /// After COMMAND itself exited: processes it left running in its process group
 /// would go on working without the lock, so they get SIGTERM, then SIGKILL
-/// after `grace`, before the lock is released. Returns once the group is empty
-/// (or, if SIGKILL could not empty it, after a last second).
-pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) {
+/// after `grace`, before the lock is released. Returns true once the group is
+/// empty; false when SIGKILL could not empty it within a last second (a member
+/// stuck in the kernel, or one rlock may not signal).
+pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) -> bool {
     if !group_alive(pgid) {
-        return;
+        return true;
     }
     if !shared.lost() {
         crate::report::error(&format!(
@@ -331,11 +332,12 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) {
         }
         true
     };
-    if !until_gone(grace) {
-        // SAFETY: as above.
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        until_gone(Duration::from_secs(1));
+    if until_gone(grace) {
+        return true;
     }
+    // SAFETY: as above.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    until_gone(Duration::from_secs(1))
 }
 
 /// COMMAND's exit status as rlock's: its code, or 128+N when killed by signal N.

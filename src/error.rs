@@ -109,6 +109,13 @@ impl Error {
         }
     }
 
+    /// True when a request may have been carried out though no reply came
+    /// in time (the server was stalled, not gone).
+    pub fn reply_timed_out(&self) -> bool {
+        // The wording of a timeout, from the one place that describes server errors.
+        matches!(self, Error::Unavailable { cause, .. } if cause.contains("no reply within"))
+    }
+
     /// A usage error with this message.
     pub fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())

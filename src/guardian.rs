@@ -154,8 +154,11 @@ impl Deadlines {
         let mut current = self.cell.term_at.load(Ordering::SeqCst);
         loop {
             if current == FIRED {
-                let at = self.fired_at().unwrap_or(finished);
-                return Closed::Stopped(at);
+                return match self.fired_at() {
+                    // Fired at a group already gone: nothing ran past it.
+                    Some(at) if at > finished => Closed::InTime,
+                    at => Closed::Stopped(at.unwrap_or(finished)),
+                };
             }
             if current != NONE && finished >= Stamp(current) {
                 return Closed::Late(Stamp(current));
@@ -228,6 +231,13 @@ impl Guardian {
             return Err(io::Error::last_os_error());
         }
         let (reader, writer) = (fds[0], fds[1]);
+        // A guardian that stopped reading (SIGSTOPped) must not block rlock:
+        // a full pipe reads as a guardian gone.
+        // SAFETY: fcntl on our own descriptor.
+        unsafe {
+            let flags = libc::fcntl(writer, libc::F_GETFL);
+            libc::fcntl(writer, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
         // SAFETY: the child runs only async-signal-safe calls and never
         // returns from this function.
         let pid = unsafe { libc::fork() };
@@ -341,8 +351,10 @@ impl Drop for Guardian {
             return;
         }
         self.disarm();
-        // SAFETY: the pid is our child; the guardian exits right after reading.
+        // SAFETY: the pid is our child; the guardian exits right after reading
+        // (continued first, should someone have stopped it).
         unsafe {
+            libc::kill(self.pid, libc::SIGCONT);
             let mut status = 0;
             while libc::waitpid(self.pid, &mut status, 0) < 0
                 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted

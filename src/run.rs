@@ -95,6 +95,13 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     }
     shared.set_deadlines(deadlines);
 
+    if !deadlines.wake() {
+        deadlines.close(Stamp::now());
+        release(backend.as_ref(), Some(session), &held, lease.ttl());
+        return Err(Error::Internal(format!(
+            "{display}: the guardian process is gone; COMMAND was not started"
+        )));
+    }
     let env = child_env(&names, &locks, &holds, &inherited);
     let foreground = child::terminal_foreground();
     let spawned = child::spawn(
@@ -159,8 +166,11 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             Keeper::Idle(session)
         };
     }
-    child::stop_leftovers(pgid, grace, &shared);
+    let emptied = child::stop_leftovers(pgid, grace, &shared);
     let finished = Stamp::now();
+    // Closed at once: the guardian must not act on a group that is gone
+    // (its number could be reused) while the watchdog finishes a renewal.
+    let closed = deadlines.close(finished);
     shared.set(Phase::Finished);
     if foreground {
         child::reclaim_terminal();
@@ -172,25 +182,29 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             None => (None, None),
         },
         Keeper::Failed => {
-            deadlines.close(finished);
             guardian.disarm();
             release(backend.as_ref(), None, &held, lease.ttl());
             return Err(Error::Internal("the watchdog could not be started".into()));
         }
     };
-    // Judged by the clock, whichever thread noticed first: the lease held
-    // only if COMMAND's whole group was gone before SIGTERM was due.
-    let closed = deadlines.close(finished);
     guardian.disarm();
-    let mut lost = watched.or(match closed {
-        Closed::InTime => None,
-        Closed::Stopped(_) | Closed::Late(_) => Some(why_lapsed(lease, None, shared.late())),
-    });
+    // Judged by the clock, whichever thread noticed first: the lease held
+    // only if COMMAND's whole group was gone before SIGTERM was due. A hold
+    // the server disowned counts whenever it was seen.
+    let mut lost = match (watched, closed) {
+        _ if !emptied => Some(Lost::Unkillable),
+        (Some(lost @ Lost::NotOurs(_)), _) => Some(lost),
+        (_, Closed::InTime) => None,
+        (Some(lost), _) => Some(lost),
+        (None, _) => Some(why_lapsed(lease, None, shared.late())),
+    };
     // A refused renewal leaves that lock nothing to release, but the others
     // still are ours. After an unconfirmed renewal the server may answer again
     // (and the keys outlive our count by the drift margin): try, within the
     // connect timeout.
+    // A group that survived SIGKILL keeps the lock until it expires.
     let to_release: Vec<(LockKeys, Token)> = match &lost {
+        Some(Lost::Unkillable) => Vec::new(),
         Some(Lost::NotOurs(gone)) => held
             .iter()
             .filter(|(k, _)| &k.name != gone)
@@ -412,13 +426,17 @@ fn release(
             Err(err) => {
                 // The connection may have died with the server (a restart
                 // that lost the lock): ask again on a new one whether the
-                // hold is still ours, without changing its count.
-                let still_ours = backend
-                    .connect()
-                    .and_then(|mut s| s.renew(keys, token, ttl, ttl / 3));
-                if let Ok(false) = still_ours {
-                    gone = gone.or(Some(keys.name.clone()));
-                    continue;
+                // hold is still ours. A renewal to 1 ms changes nothing (it
+                // only lengthens). Not after a timeout: the release may have
+                // been carried out without its reply reaching us.
+                if !err.reply_timed_out() {
+                    let still_ours = backend
+                        .connect()
+                        .and_then(|mut s| s.renew(keys, token, Duration::from_millis(1), ttl / 3));
+                    if let Ok(false) = still_ours {
+                        gone = gone.or(Some(keys.name.clone()));
+                        continue;
+                    }
                 }
                 report::error(&format!(
                     "{}: could not release ({}); it expires within {}",

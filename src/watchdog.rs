@@ -73,6 +73,9 @@ pub enum Lost {
     LeaseEnded(Duration),
     /// The release found the hold gone: it ended before COMMAND did.
     GoneAtRelease(String),
+    /// A member of COMMAND's group outlived SIGKILL (stuck in the kernel, or
+    /// not rlock's to signal): the lock is left to expire, not released.
+    Unkillable,
 }
 
 impl std::fmt::Display for Lost {
@@ -94,6 +97,9 @@ impl std::fmt::Display for Lost {
                 f,
                 "lease of {} ended; COMMAND was stopped",
                 humantime::format_duration(*lease)
+            ),
+            Lost::Unkillable => f.write_str(
+                "COMMAND's process group could not be emptied (a member outlived SIGKILL); the lock is left to expire instead of being released",
             ),
             Lost::GoneAtRelease(_) => f.write_str(
                 "lock lost: it was no longer ours at release (released by force, expired, or lost in a restart), so COMMAND may have run beside another holder",
@@ -210,8 +216,14 @@ fn watch(
     let lost = loop {
         let term = match deadlines.term_at() {
             Some(term) => term,
-            // SIGTERM went out: the lease is no longer proven.
-            None if deadlines.fired() => break why_lapsed(config.lease, failing, shared.late()),
+            // SIGTERM went out: the lease is no longer proven (unless
+            // COMMAND had ended before: run judges that by the clock).
+            None if deadlines.fired() => {
+                if stopped.try_recv().is_ok() {
+                    return (session, None);
+                }
+                break why_lapsed(config.lease, failing, shared.late());
+            }
             // COMMAND's group is gone and the deadlines are closed.
             None => {
                 let _ = stopped.recv();

@@ -372,22 +372,24 @@ impl Session for RedlockSession {
     fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
         let results = self.each(|s| s.release(keys, token));
         let mut left: Option<u64> = None;
-        let mut answered = 0;
+        let mut refused = 0;
         let mut failures = Vec::new();
         for result in results {
             match result {
-                Ok(Some(n)) => {
-                    answered += 1;
-                    left = Some(left.map_or(n, |l| l.min(n)));
-                }
-                Ok(None) => answered += 1,
+                Ok(Some(n)) => left = Some(left.map_or(n, |l| l.min(n))),
+                Ok(None) => refused += 1,
                 Err(err) => failures.push(err),
             }
         }
-        if left.is_none() && answered == 0 {
-            return Err(self.no_quorum(Some(&keys.name), 0, &failures));
+        // Not ours only when no quorum can have held it: a minority that
+        // never had the hold (or lost it) says nothing about the quorum.
+        if refused > self.servers.len() - self.quorum() {
+            return Ok(None);
         }
-        Ok(left)
+        match left {
+            Some(n) => Ok(Some(n)),
+            None => Err(self.no_quorum(Some(&keys.name), 0, &failures)),
+        }
     }
 
     fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {

@@ -250,3 +250,97 @@ fn a_run_renewed_many_times_keeps_its_status() {
         .lock_keys("renewed")
         .is_empty()));
 }
+
+/// A release whose reply did not come in time (the server stalled) may have
+/// been carried out: that is no proof the hold was lost, and the run keeps
+/// COMMAND's status.
+#[test]
+fn a_release_stalled_past_its_timeout_is_not_called_lost() {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let dir = Scratch::new();
+    let script = format!(
+        "echo $$ > {}; while [ ! -e {} ]; do sleep 0.01; done",
+        dir.file("pid"),
+        dir.file("go")
+    );
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "--connect-timeout",
+                "500ms",
+                "run",
+                "--ttl",
+                "30s",
+                "stall",
+                "--",
+            ])
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    let url = redis.url();
+    let sleeper = std::thread::spawn(move || {
+        rlock::output(
+            std::process::Command::new("redis-cli").args(["-u", &url, "DEBUG", "SLEEP", "1.5"]),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    std::fs::write(dir.file("go"), "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    sleeper.join().unwrap();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(
+        rlock::stderr(&out).contains("stall: could not release"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Redlock: one server that never had the hold saying "not ours" at release,
+/// while the quorum that had it does not answer, proves nothing.
+#[test]
+fn a_redlock_minority_without_the_hold_does_not_make_it_lost() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let dir = Scratch::new();
+    // Someone else holds it on the third server only.
+    let other =
+        rlock::output(rlock(&servers[2].url()).args(["acquire", "--ttl", "60s", "minority"]));
+    assert_eq!(code(&other), 0, "{}", show(&other));
+    let script = format!(
+        "echo $$ > {}; while [ ! -e {} ]; do sleep 0.01; done",
+        dir.file("pid"),
+        dir.file("go")
+    );
+    let mut cmd = rlock::bare();
+    for server in &servers {
+        cmd.arg("--url").arg(server.url());
+    }
+    let holder = spawn(
+        cmd.args([
+            "--connect-timeout",
+            "300ms",
+            "run",
+            "--ttl",
+            "30s",
+            "minority",
+            "--",
+        ])
+        .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        !dir.read("pid").trim().is_empty()
+    });
+    servers[0].freeze();
+    servers[1].freeze();
+    std::fs::write(dir.file("go"), "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    servers[0].thaw();
+    servers[1].thaw();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(
+        rlock::stderr(&out).contains("could not release"),
+        "{}",
+        show(&out)
+    );
+}
