@@ -258,27 +258,13 @@ fn a_run_renewed_many_times_keeps_its_status() {
 fn a_release_stalled_past_its_timeout_is_not_called_lost() {
     let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
     let dir = Scratch::new();
-    let script = format!(
-        "echo $$ > {}; while [ ! -e {} ]; do sleep 0.01; done",
-        dir.file("pid"),
-        dir.file("go")
+    let (holder, _, _) = holder(
+        &redis,
+        &dir,
+        &["--connect-timeout", "500ms", "--ttl", "30s"],
+        "stall",
+        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
     );
-    let holder = spawn(
-        rlock(&redis.url())
-            .args([
-                "--connect-timeout",
-                "500ms",
-                "run",
-                "--ttl",
-                "30s",
-                "stall",
-                "--",
-            ])
-            .args(sh(&script)),
-    );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        !dir.read("pid").trim().is_empty()
-    });
     let url = redis.url();
     let sleeper = std::thread::spawn(move || {
         rlock::output(
