@@ -83,7 +83,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s v -l verbose -d 
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -l token -d 'The owner token `rlock acquire` printed' -r
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l token -d 'The owner token `rlock acquire` printed [default: $RLOCK_TOKEN]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l ttl -d 'New lease length, from now' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
@@ -96,7 +96,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'L
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The owner token `rlock acquire` printed: releases only that hold' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The owner token `rlock acquire` printed: releases only that hold [default: $RLOCK_TOKEN]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F

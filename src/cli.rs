@@ -249,9 +249,12 @@ pub struct RenewArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
 
-    /// The owner token `rlock acquire` printed.
+    /// The owner token `rlock acquire` printed [default: $RLOCK_TOKEN].
+    ///
+    /// Prefer RLOCK_TOKEN: a token on the command line is visible to every
+    /// user in `ps`.
     #[arg(long, value_name = "TOKEN")]
-    pub token: String,
+    pub token: Option<String>,
 
     /// New lease length, from now.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration)]
@@ -269,13 +272,12 @@ pub struct ReleaseArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
 
-    /// The owner token `rlock acquire` printed: releases only that hold.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        required_unless_present = "force",
-        conflicts_with = "force"
-    )]
+    /// The owner token `rlock acquire` printed: releases only that hold
+    /// [default: $RLOCK_TOKEN].
+    ///
+    /// Prefer RLOCK_TOKEN: a token on the command line is visible to every
+    /// user in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "force")]
     pub token: Option<String>,
 
     /// Remove every holder's hold, whatever holds the lock (operator break-glass).

@@ -149,10 +149,22 @@ fn parse_token(text: &str, lock: &str) -> Result<Token> {
     })
 }
 
-/// `rlock renew NAME --token T`: extends the hold to --ttl from now.
+/// The token from --token, else from RLOCK_TOKEN (which keeps it off the
+/// command line, where `ps` shows it to everyone).
+fn given_token(given: Option<&str>, lock: &str) -> Result<Token> {
+    let from_env = std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty());
+    match given.map(str::to_owned).or(from_env) {
+        Some(text) => parse_token(&text, lock),
+        None => Err(Error::usage(format!(
+            "{lock}: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment"
+        ))),
+    }
+}
+
+/// `rlock renew NAME [--token T]`: extends the hold to --ttl from now.
 pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    let token = parse_token(&args.token, &args.name)?;
+    let token = given_token(args.token.as_deref(), &args.name)?;
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
@@ -172,14 +184,14 @@ pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
     })
 }
 
-/// `rlock release NAME --token T | --force`.
+/// `rlock release NAME [--token T] | --force`.
 pub fn release(global: &Global, args: &ReleaseArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    let token = args
-        .token
-        .as_deref()
-        .map(|t| parse_token(t, &args.name))
-        .transpose()?;
+    let token = if args.force {
+        None
+    } else {
+        Some(given_token(args.token.as_deref(), &args.name)?)
+    };
     let backend = crate::connect::backend(global)?;
     let keys = lock_keys(&global.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;

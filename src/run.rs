@@ -488,11 +488,12 @@ fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
 }
 
 fn holder_info(command: &[OsString]) -> HolderInfo {
-    let mut line = command
+    let argv: Vec<String> = command
         .iter()
-        .map(|a| a.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ");
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // Stored in Redis and shown by `status`: no password or token in it.
+    let mut line = crate::redact::command_line(&argv).join(" ");
     if line.len() > MAX_COMMAND_BYTES {
         let mut cut = MAX_COMMAND_BYTES;
         while !line.is_char_boundary(cut) {

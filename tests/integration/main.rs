@@ -23,6 +23,7 @@
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions and man page are up to date
+//! - `secrets`: no password or token stored with a hold; tokens from RLOCK_TOKEN
 //! - `scripting`: acquire / renew / release, release --force
 //! - `status`: status and list
 //! - `tls`: rediss:// with certificates made by the test
@@ -47,6 +48,7 @@ mod redlock;
 mod replicas;
 mod run;
 mod scripting;
+mod secrets;
 mod sentinel;
 mod several;
 mod signals;
