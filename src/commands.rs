@@ -1,7 +1,6 @@
 //! `acquire`, `renew` and `release`: locking for shell scripts that cannot wrap
 //! a single command (CONTRACT.md §5).
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -120,7 +119,11 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         }
     }
     shared.set(Phase::Finished);
-    let printed = writeln!(std::io::stdout(), "{}", token.as_str());
+    let printed = if crate::output::stdout_was_closed() {
+        Err(std::io::Error::other("standard output is closed"))
+    } else {
+        crate::output::write_stdout(&format!("{}\n", token.as_str()))
+    };
     let handed = match (printed, keeper) {
         (Ok(()), Some(keeper)) => keeper.confirm(),
         (Ok(()), None) => Ok(()),

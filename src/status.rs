@@ -3,7 +3,6 @@
 //! it reaches a terminal; owner tokens are never shown.
 
 use std::fmt::Write as _;
-use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::backend::{LockStatus, Session};
@@ -36,7 +35,7 @@ pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
     } else {
         out = table(&states);
     }
-    print(&out);
+    crate::output::report(&out)?;
     Ok(Exit::Success)
 }
 
@@ -52,7 +51,7 @@ pub fn list(global: &Global, pattern: &str, json: bool) -> Result<Exit> {
     } else {
         table(&states)
     };
-    print(&out);
+    crate::output::report(&out)?;
     Ok(Exit::Success)
 }
 
@@ -65,10 +64,6 @@ fn read_all(
         .iter()
         .map(|name| Ok((name.clone(), session.status(&LockKeys::new(prefix, name))?)))
         .collect()
-}
-
-fn print(text: &str) {
-    let _ = std::io::stdout().write_all(text.as_bytes());
 }
 
 fn kind_word(kind: &str) -> &'static str {

@@ -1,0 +1,71 @@
+//! Output that cannot be written is an error: a token nobody got is given
+//! back (125), and `status`/`list` that cannot write exit 125 with one line;
+//! a reader that went away (`| head`) is not an error.
+
+use std::process::Stdio;
+
+use crate::support::process::Proc;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, assert_fails, code, rlock, show};
+
+fn dev_full() -> Stdio {
+    Stdio::from(std::fs::File::create("/dev/full").unwrap())
+}
+
+#[test]
+fn acquire_with_stdout_closed_gives_the_lock_back() {
+    let redis = RedisServer::start();
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let script = format!(
+        "exec {bin} --url '{}' acquire --ttl 30s closed >&-",
+        redis.url()
+    );
+    let out = rlock::output(std::process::Command::new("sh").args(["-c", &script]));
+    let err = assert_fails(&out, 125);
+    assert!(err.contains("the lock was given back"), "{err}");
+    assert!(
+        redis
+            .lock_keys("closed")
+            .iter()
+            .all(|k| k.ends_with(":fence")),
+        "{:?}",
+        redis.lock_keys("closed")
+    );
+    // A shell's >/dev/null is a place to write to: the lock is taken.
+    let script = format!(
+        "exec {bin} --url '{}' acquire --ttl 30s closed >/dev/null",
+        redis.url()
+    );
+    let out = rlock::output(std::process::Command::new("sh").args(["-c", &script]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
+#[test]
+fn status_and_list_that_cannot_write_exit_125() {
+    let redis = RedisServer::start();
+    for args in [
+        &["status", "x"][..],
+        &["list"][..],
+        &["status", "--json", "x"][..],
+    ] {
+        let child = rlock(&redis.url())
+            .args(args)
+            .stdout(dev_full())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = Proc::new(child).output_within(rlock::LIMIT);
+        let err = assert_fails(&out, 125);
+        assert!(err.contains("cannot write to standard output"), "{err}");
+    }
+    // A reader that is gone (`| head -c0`) is no error.
+    let bin = env!("CARGO_BIN_EXE_rlock");
+    let out = rlock::output(std::process::Command::new("bash").args([
+        "-c",
+        &format!(
+            "{bin} --url '{}' status a b c d | true; echo \"${{PIPESTATUS[0]}}\"",
+            redis.url()
+        ),
+    ]));
+    assert_eq!(rlock::stdout(&out).trim(), "0", "{}", show(&out));
+}
