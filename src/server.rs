@@ -117,6 +117,11 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         // redis-rs's message may quote the URL; say what is expected instead.
         Error::usage("invalid --url: expected redis://[user:password@]host[:port][/db]")
     })?;
+    if info.redis_settings().db() < 0 {
+        return Err(Error::usage(
+            "invalid --url: the database number after the last / must be 0 or more",
+        ));
+    }
     let display = match info.addr() {
         ConnectionAddr::Tcp(host, port) if host.contains(':') => format!("[{host}]:{port}"),
         ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),

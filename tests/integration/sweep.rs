@@ -62,6 +62,7 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("no host", &["--url", "redis://:secretpw@", "run", "x", "--", "true"], 2, "--url"),
         case("port out of range", &["--url", "redis://127.0.0.1:99999", "run", "x", "--", "true"], 2, "--url"),
         case("empty URL", &["--url", "", "run", "x", "--", "true"], 2, ""),
+        case("negative database", &["--url", "redis://127.0.0.1:1/-1", "run", "x", "--", "true"], 2, "database number"),
         case("bad database", &["--url", &bad_db, "run", "x", "--", "true"], 2, ""),
         case("huge URL", &["--url", &huge_url, "run", "x", "--", "true"], 2, ""),
         case("bad --wait", &["--url", u, "run", "--wait", "soon", "x", "--", "true"], 2, "soon"),
