@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Stamp;
-
 use crate::error::{Error, Result};
 use crate::signals::{Phase, Shared};
 
@@ -162,10 +161,9 @@ pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
             // Seen only after the first renewal was due (rlock itself was
             // stopped): let the watchdog judge the lease.
             n if n > 0 => {
-                if until.passed() {
-                    shared.note_wake(until);
-                }
-                break !until.passed();
+                let in_time = !until.passed();
+                shared.note_wake(until);
+                break in_time;
             }
             0 if left.is_zero() => {
                 shared.note_wake(until);

@@ -1,5 +1,5 @@
 //! The command line, defined once: `--help`, parsing, and (later) completions
-//! and the man page all come from these definitions (CONTRACT.md §1–§3).
+//! and the man page all come from these definitions (README: "Using `rlock run`").
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -38,7 +38,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Global options (CONTRACT.md §2).
+/// Global options (README: "Using `rlock run`").
 #[derive(Debug, Args)]
 pub struct Global {
     /// Redis server URL: redis://[user:password@]host[:port][/db].

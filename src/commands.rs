@@ -1,5 +1,5 @@
 //! `acquire`, `renew` and `release`: locking for shell scripts that cannot wrap
-//! a single command (CONTRACT.md §5).
+//! a single command (README: "A critical section in the middle of a shell script").
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The exit statuses of `rlock`, one variant per row of the contract's table
-//! (CONTRACT.md §4). Nothing else in the crate knows these numbers.
+//! (README: "Exit status"). Nothing else in the crate knows these numbers.
 
 use std::process::ExitCode;
 

@@ -57,19 +57,6 @@ pub struct Deadlines {
     writer: libc::c_int,
 }
 
-/// What ended the hold, as the deadlines tell it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closed {
-    /// COMMAND's group was gone before the term deadline: nothing was lost.
-    InTime,
-    /// COMMAND was told to stop (at the term deadline, or because the hold
-    /// was found gone), at this time.
-    Stopped(Stamp),
-    /// COMMAND's group was seen gone only after the term deadline, which no
-    /// one acted on (rlock and the guardian were both held up).
-    Late(Stamp),
-}
-
 impl Deadlines {
     /// Moves the deadlines to (`term`, `kill`), unless COMMAND was already
     /// told to stop; false then (the hold is lost).
@@ -149,19 +136,16 @@ impl Deadlines {
     }
 
     /// COMMAND's group is gone (seen at `finished`): no deadline is kept any
-    /// more. Says whether the lease held until then.
-    pub fn close(&self, finished: Stamp) -> Closed {
+    /// more. True when the lease held until then: SIGTERM was neither due nor
+    /// sent before `finished` (one sent at a group already gone stopped nothing).
+    pub fn close(&self, finished: Stamp) -> bool {
         let mut current = self.cell.term_at.load(Ordering::SeqCst);
         loop {
             if current == FIRED {
-                return match self.fired_at() {
-                    // Fired at a group already gone: nothing ran past it.
-                    Some(at) if at > finished => Closed::InTime,
-                    at => Closed::Stopped(at.unwrap_or(finished)),
-                };
+                return self.fired_at().is_some_and(|at| at > finished);
             }
             if current != NONE && finished >= Stamp(current) {
-                return Closed::Late(Stamp(current));
+                return false;
             }
             match self.cell.term_at.compare_exchange(
                 current,
@@ -169,7 +153,7 @@ impl Deadlines {
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             ) {
-                Ok(_) => return Closed::InTime,
+                Ok(_) => return true,
                 Err(now) => current = now,
             }
         }

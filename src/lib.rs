@@ -4,7 +4,7 @@
 //! scripts, a watchdog renewing the lease every ttl/3, push wake-ups for
 //! waiters) and adds what scripts need: COMMAND is stopped before its lease can
 //! lapse, it dies with rlock, it gets a fencing token, and every outcome has an
-//! exit status (see [`exit::Exit`]). The user-facing contract is CONTRACT.md.
+//! exit status (see [`exit::Exit`]). The user-facing contract is the README.
 
 pub mod backend;
 pub mod child;

@@ -1,4 +1,4 @@
-//! Lock names (CONTRACT.md §7) and the Redis keys built from them.
+//! Lock names (README: NAME, under "Using `rlock run`") and the Redis keys built from them.
 //!
 //! Every key of one lock carries the same Cluster hash tag `{NAME}`, so each Lua
 //! script touches a single slot. NAME may not contain `{` or `}`, which keeps the tag

@@ -11,7 +11,7 @@ use crate::cli::{Global, LockOptions, RunArgs};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::guardian::{Closed, Guardian};
+use crate::guardian::Guardian;
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
@@ -95,6 +95,9 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     }
     shared.set_deadlines(deadlines);
 
+    // The guardian looks at the deadlines again after each record, so COMMAND's
+    // announcement (after this) is enough for it to act on a lease that lapsed
+    // during the spawn.
     if !deadlines.wake() {
         deadlines.close(Stamp::now());
         release(backend.as_ref(), Some(session), &held, lease.ttl());
@@ -133,9 +136,6 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             });
         }
     };
-    // Sent only now that the guardian knows COMMAND's group: if the lease
-    // lapsed during the spawn, it acts on it at once.
-    deadlines.wake();
     let pgid = command.pid();
     let config = Config {
         holds: held.clone(),
@@ -170,7 +170,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let finished = Stamp::now();
     // Closed at once: the guardian must not act on a group that is gone
     // (its number could be reused) while the watchdog finishes a renewal.
-    let closed = deadlines.close(finished);
+    let held_in_time = deadlines.close(finished);
     shared.set(Phase::Finished);
     if foreground {
         child::reclaim_terminal();
@@ -191,18 +191,18 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     // Judged by the clock, whichever thread noticed first: the lease held
     // only if COMMAND's whole group was gone before SIGTERM was due. A hold
     // the server disowned counts whenever it was seen.
-    let mut lost = match (watched, closed) {
+    let mut lost = match (watched, held_in_time) {
         _ if !emptied => Some(Lost::Unkillable),
         (Some(lost @ Lost::NotOurs(_)), _) => Some(lost),
-        (_, Closed::InTime) => None,
-        (Some(lost), _) => Some(lost),
-        (None, _) => Some(why_lapsed(lease, None, shared.late())),
+        (_, true) => None,
+        (Some(lost), false) => Some(lost),
+        (None, false) => Some(why_lapsed(lease, None, shared.late())),
     };
     // A refused renewal leaves that lock nothing to release, but the others
     // still are ours. After an unconfirmed renewal the server may answer again
     // (and the keys outlive our count by the drift margin): try, within the
-    // connect timeout.
-    // A group that survived SIGKILL keeps the lock until it expires.
+    // connect timeout. A group that survived SIGKILL keeps the lock until it
+    // expires.
     let to_release: Vec<(LockKeys, Token)> = match &lost {
         Some(Lost::Unkillable) => Vec::new(),
         Some(Lost::NotOurs(gone)) => held

@@ -11,7 +11,7 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{Error, Result};
 
-/// The default server when no URL is given (CONTRACT.md §2).
+/// The default server when no URL is given (README: "Using `rlock run`").
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// One Redis server to connect to.

@@ -21,7 +21,7 @@ use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::token::Token;
 
-/// The signals rlock forwards to COMMAND (CONTRACT.md §3).
+/// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
 pub const FORWARDED: [i32; 6] = [
     libc::SIGHUP,
     libc::SIGINT,

@@ -1,4 +1,4 @@
-//! `status` and `list` (CONTRACT.md §6): who holds a lock, for how long, who
+//! `status` and `list` (README: "Who holds a lock?"): who holds a lock, for how long, who
 //! waits. Text other hosts wrote (host names, command lines) is sanitized before
 //! it reaches a terminal; owner tokens are never shown.
 

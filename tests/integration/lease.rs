@@ -2,6 +2,7 @@
 //! end, whatever holds rlock up, and every run whose lease could have lapsed
 //! under COMMAND exits 70 saying what happened.
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::process::{alive, Proc};
@@ -10,10 +11,21 @@ use crate::support::rlock::{self, code, rlock, sh, show, spawn};
 use crate::support::scratch::Scratch;
 use crate::support::{expect_within, wait_until};
 
-/// Starts `rlock run OPTS NAME -- sh -c SCRIPT`, where SCRIPT writes its pid to
-/// `pid` first; returns rlock, COMMAND's pid, and when rlock was started.
+/// Starts `rlock run OPTS NAME -- sh -c SCRIPT` against `redis`; see [`holder_with`].
 fn holder(
     redis: &RedisServer,
+    dir: &Scratch,
+    opts: &[&str],
+    name: &str,
+    script: &str,
+) -> (Proc, u32, Instant) {
+    holder_with(rlock(&redis.url()), dir, opts, name, script)
+}
+
+/// Starts `BASE run OPTS NAME -- sh -c SCRIPT`, where SCRIPT writes its pid to
+/// `pid` first; returns rlock, COMMAND's pid, and when rlock was started.
+fn holder_with(
+    mut base: Command,
     dir: &Scratch,
     opts: &[&str],
     name: &str,
@@ -22,8 +34,7 @@ fn holder(
     let started = Instant::now();
     let script = format!("echo $$ > {}; {script}", dir.file("pid"));
     let proc = spawn(
-        rlock(&redis.url())
-            .arg("run")
+        base.arg("run")
             .args(opts)
             .args([name, "--"])
             .args(sh(&script)),
@@ -33,6 +44,11 @@ fn holder(
     });
     let pid = dir.read("pid").trim().parse().unwrap();
     (proc, pid, started)
+}
+
+/// A COMMAND that runs until the test creates `go` in `dir`.
+fn until_go(dir: &Scratch) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go"))
 }
 
 /// When `pid` died (polled every millisecond), or None if it outlived `within`.
@@ -55,6 +71,8 @@ fn suspended_holder(stop_after: Duration) {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     let (holder, pid, _) = holder(&redis, &dir, &["--ttl", "1s"], "paused", "sleep 3");
+    // The fault's moment in the holder's life (before or after its watchdog
+    // thread starts), not a wait for a condition.
     std::thread::sleep(stop_after);
     holder.signal(libc::SIGSTOP);
     let stopped = Instant::now();
@@ -93,13 +111,7 @@ fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
 /// must exit 70, having found the hold gone at release.
 fn hold_gone_at_release(redis: &mut RedisServer, name: &str, lose: impl FnOnce(&mut RedisServer)) {
     let dir = Scratch::new();
-    let (holder, _, _) = holder(
-        redis,
-        &dir,
-        &["--ttl", "3s"],
-        name,
-        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
-    );
+    let (holder, _, _) = holder(redis, &dir, &["--ttl", "3s"], name, &until_go(&dir));
     lose(redis);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
@@ -263,15 +275,21 @@ fn a_release_stalled_past_its_timeout_is_not_called_lost() {
         &dir,
         &["--connect-timeout", "500ms", "--ttl", "30s"],
         "stall",
-        &format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go")),
+        &until_go(&dir),
     );
+    // Opened before the server sleeps: a PING on it that gets no reply shows
+    // the sleep has begun.
+    let mut probe = redis.con();
+    probe
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
     let url = redis.url();
     let sleeper = std::thread::spawn(move || {
-        rlock::output(
-            std::process::Command::new("redis-cli").args(["-u", &url, "DEBUG", "SLEEP", "1.5"]),
-        )
+        rlock::output(Command::new("redis-cli").args(["-u", &url, "DEBUG", "SLEEP", "1.5"]))
     });
-    std::thread::sleep(Duration::from_millis(100));
+    expect_within(Duration::from_secs(5), "the server to sleep", || {
+        redis::cmd("PING").query::<String>(&mut probe).is_err()
+    });
     std::fs::write(dir.file("go"), "").unwrap();
     let out = holder.output_within(rlock::LIMIT);
     sleeper.join().unwrap();
@@ -293,30 +311,17 @@ fn a_redlock_minority_without_the_hold_does_not_make_it_lost() {
     let other =
         rlock::output(rlock(&servers[2].url()).args(["acquire", "--ttl", "60s", "minority"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
-    let script = format!(
-        "echo $$ > {}; while [ ! -e {} ]; do sleep 0.01; done",
-        dir.file("pid"),
-        dir.file("go")
-    );
-    let mut cmd = rlock::bare();
+    let mut quorum = rlock::bare();
     for server in &servers {
-        cmd.arg("--url").arg(server.url());
+        quorum.arg("--url").arg(server.url());
     }
-    let holder = spawn(
-        cmd.args([
-            "--connect-timeout",
-            "300ms",
-            "run",
-            "--ttl",
-            "30s",
-            "minority",
-            "--",
-        ])
-        .args(sh(&script)),
+    let (holder, _, _) = holder_with(
+        quorum,
+        &dir,
+        &["--connect-timeout", "300ms", "--ttl", "30s"],
+        "minority",
+        &until_go(&dir),
     );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        !dir.read("pid").trim().is_empty()
-    });
     servers[0].freeze();
     servers[1].freeze();
     std::fs::write(dir.file("go"), "").unwrap();

@@ -1,6 +1,6 @@
 //! `--redisson`: rlock and a Java service using Redisson's `getLock(NAME)`
 //! exclude and wake each other. The Java side is played by Redisson's own lock
-//! and unlock Lua scripts (as quoted in shared/seeds/004), run from the test.
+//! and unlock Lua scripts (as Redisson ships them), run from the test.
 
 use std::time::Duration;
 
