@@ -5,6 +5,7 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
+mod diagnose;
 mod local;
 mod redlock;
 mod standalone;

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, ErrorKind, RedisError, Value};
+use redis::{Client, Connection, ConnectionAddr, ErrorKind, RedisError, Value};
 
+use super::diagnose::{self, acl_denial, Contact};
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
     Wake,
@@ -168,6 +169,7 @@ impl Standalone {
             con: None,
             sub: None,
             node: None,
+            answered: false,
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
@@ -189,6 +191,10 @@ struct StandaloneSession {
     /// Cluster: the node this session talks to (`host:port`), learnt from
     /// MOVED; None: the first seed that answers.
     node: Option<String>,
+    /// Some reply was read in this session: the server speaks Redis on the
+    /// protocol we use, so first-contact hints (wrong port, TLS on one end
+    /// only) no longer apply.
+    answered: bool,
 }
 
 /// Most MOVED or ASK redirections one call follows.
@@ -278,11 +284,19 @@ impl StandaloneSession {
     }
 
     fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
-        Error::Unavailable {
-            lock: None,
-            server: self.spec.display.clone(),
-            cause: describe(err, limit),
-        }
+        let socket = match self.spec.info.addr() {
+            ConnectionAddr::Unix(path) => Some(path.as_path()),
+            _ => None,
+        };
+        let contact = Contact {
+            server: &self.spec.display,
+            fixed_tcp: matches!(*self.source, Source::Fixed(_)) && socket.is_none(),
+            socket,
+            tls: self.spec.is_tls(),
+            first_contact: !self.answered,
+            db: self.spec.info.redis_settings().db(),
+        };
+        diagnose::unavailable(err, limit, &contact)
     }
 
     /// Runs `op`, each try within `limit`. A socket call with a timeout fails
@@ -318,7 +332,10 @@ impl StandaloneSession {
         let mut redirects = 0;
         loop {
             match self.con(limit).and_then(&op) {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    self.answered = true;
+                    return Ok(value);
+                }
                 Err(err) if idempotent && retries < INTERRUPTED_RETRIES && interrupted(&err) => {
                     self.con = None;
                     retries += 1;
@@ -860,83 +877,6 @@ fn interrupted(err: &RedisError) -> bool {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// A cause without secrets: redis-rs errors never carry the password, but we
-/// still word the common ones ourselves.
-/// Commands rlock's scripts run (an ACL user needs each of them).
-const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH PEXPIRE PUBLISH \
-     HGET HSET HDEL HKEYS HEXISTS HINCRBY ZADD ZREM ZSCORE ZRANGE ZRANGEBYSCORE ZCOUNT";
-
-/// What an ACL refusal (NOPERM, or a command refused inside a script) means
-/// for this lock, naming what the user lacks; None for other errors.
-fn acl_denial(err: &RedisError, keys: &LockKeys) -> Option<String> {
-    let detail = err.detail().unwrap_or_default();
-    let acl = "(see \"ACL users\" in the README)";
-    if err.code() == Some("NOPERM") {
-        if let Some(command) = detail
-            .split('\'')
-            .nth(1)
-            .filter(|_| detail.contains("to run"))
-        {
-            return Some(format!(
-                "the Redis user may not run {} {acl}",
-                command.to_uppercase()
-            ));
-        }
-        if detail.contains("keys") {
-            let pattern = match &keys.redisson {
-                Some(channel) => format!("~{} and ~{channel}", keys.lock),
-                None => format!("~{}*", keys.lock.split('{').next().unwrap_or_default()),
-            };
-            return Some(format!(
-                "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
-            ));
-        }
-        if detail.contains("channels") {
-            return Some(format!(
-                "the Redis user may not use this lock's pub/sub channels: it needs \
-                 &redisson_lock__channel:* and &{{*}}:rlock-int:* {acl}"
-            ));
-        }
-    }
-    if detail.contains("can't run this command") {
-        return Some(format!(
-            "the Redis user may not run one of the commands rlock's scripts use \
-             ({SCRIPT_COMMANDS}) {acl}"
-        ));
-    }
-    None
-}
-
-fn describe(err: &RedisError, limit: Duration) -> String {
-    let limit = Duration::from_millis(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
-    if matches!(err.kind(), ErrorKind::AuthenticationFailed)
-        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
-    {
-        return "authentication failed (check the password in the URL or REDISCLI_AUTH)".into();
-    }
-    if err.is_timeout() {
-        return format!("no reply within {}", humantime::format_duration(limit));
-    }
-    if let Some(io) =
-        std::error::Error::source(err).and_then(|s| s.downcast_ref::<std::io::Error>())
-    {
-        return match io.kind() {
-            std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                format!("no answer within {}", humantime::format_duration(limit))
-            }
-            _ => io.to_string(),
-        };
-    }
-    if err.is_connection_dropped() {
-        return "connection closed by the server".into();
-    }
-    match (err.code(), err.detail()) {
-        (Some(code), Some(detail)) => format!("server error: {code} {detail}"),
-        _ => err.to_string(),
-    }
 }
 
 fn as_int(v: &Value) -> Option<i64> {

@@ -7,6 +7,7 @@
 //! which also counts writes made inside scripts, must not move).
 
 use std::ffi::OsStr;
+use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -42,9 +43,12 @@ fn case<'a>(what: &'static str, args: &[&str], status: i32, says: &'a str) -> Ca
 struct Setup {
     url: String,
     refused: String,
+    refused_says: String,
     silent: String,
     wrong_pw: String,
     no_pw: String,
+    not_redis: String,
+    no_socket: String,
     not_executable: String,
     dir: String,
 }
@@ -97,10 +101,18 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("not executable", &["--url", u, "run", "x", "--", &s.not_executable], 126, "not-executable"),
         case("a directory", &["--url", u, "run", "x", "--", &s.dir], 126, ""),
         // Servers that cannot be used.
-        case("connection refused", &["--url", &s.refused, "run", "x", "--", "true"], 69, &s.refused[8..]),
+        case("connection refused", &["--url", &s.refused, "run", "x", "--", "true"], 69, &s.refused_says),
+        case("no such socket", &["--url", &s.no_socket, "run", "x", "--", "true"], 69, "no such socket"),
+        case("host name that cannot resolve", &["--url", "redis://a..b:6379", "run", "x", "--", "true"], 69, "cannot resolve the host name"),
+        case("not a Redis server", &["--url", &s.not_redis, "run", "x", "--", "true"], 69, "did not answer as a Redis server (wrong port?)"),
+        case("not a Redis server, status", &["--url", &s.not_redis, "status", "x"], 69, "did not answer as a Redis server"),
+        case("database the server does not have", &["--url", &format!("{u}/99"), "run", "x", "--", "true"], 2, "has no database 99"),
         case("silent server", &["--url", &s.silent, "--connect-timeout", "300ms", "run", "x", "--", "true"], 69, ""),
         case("wrong password", &["--url", &s.wrong_pw, "run", "x", "--", "true"], 69, "authentication"),
-        case("no password", &["--url", &s.no_pw, "run", "x", "--", "true"], 69, ""),
+        case("no password", &["--url", &s.no_pw, "run", "x", "--", "true"], 69, "the server needs a password"),
+        case("no password, status", &["--url", &s.no_pw, "status", "x"], 69, "the server needs a password"),
+        case("no password, acquire", &["--url", &s.no_pw, "acquire", "--ttl", "5s", "x"], 69, "the server needs a password"),
+        case("no password, list", &["--url", &s.no_pw, "list"], 69, "the server needs a password"),
         case("wrong password in status", &["--url", &s.wrong_pw, "status", "x"], 69, "authentication"),
         // Keys rlock did not write: reported, left alone.
         case("lock key of another type", &["--url", u, "run", "taken", "--", "true"], 69, "will not overwrite"),
@@ -160,9 +172,23 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644)).unwrap();
     // Accepts connections (the kernel's backlog) but never answers.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    // Answers like a web server, as a service on a mistyped port would.
+    let web = TcpListener::bind("127.0.0.1:0").unwrap();
+    let not_redis = format!("redis://127.0.0.1:{}", web.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for mut con in web.incoming().flatten() {
+            let _ = con.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let refused = free_port();
     let setup = Setup {
         url: redis.url(),
-        refused: format!("redis://127.0.0.1:{}", free_port()),
+        refused: format!("redis://127.0.0.1:{refused}"),
+        refused_says: format!(
+            "connection refused (is redis-server running on 127.0.0.1:{refused}?)"
+        ),
+        not_redis,
+        no_socket: format!("unix://{}/none.sock", dir.path().display()),
         silent: format!("redis://127.0.0.1:{}", silent.local_addr().unwrap().port()),
         wrong_pw: format!("redis://:wrong-secret-pw@127.0.0.1:{}", guarded.port),
         no_pw: format!("redis://127.0.0.1:{}", guarded.port),

@@ -223,3 +223,33 @@ fn the_while_pid_watchdog_gets_the_tls_files_of_the_command_line() {
     );
     assert_eq!(code(&out), 0, "still held: {}", show(&out));
 }
+
+#[test]
+fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
+    let dir = Scratch::new();
+    certificates(&dir);
+    let (redis, tls_url) = tls_server(&dir, false);
+    let plain_to_tls = tls_url.replacen("rediss://", "redis://", 1);
+    let out = output(bare().args(["--url", &plain_to_tls, "run", "x", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(
+        err.contains("if this is a TLS port, use rediss://"),
+        "{err}"
+    );
+    let tls_to_plain = format!("rediss://127.0.0.1:{}", redis.port);
+    let out = output(bare().args([
+        "--url",
+        &tls_to_plain,
+        "--cacert",
+        &dir.file("ca.crt"),
+        "--connect-timeout",
+        "300ms",
+        "status",
+        "x",
+    ]));
+    let err = assert_fails(&out, 69);
+    assert!(
+        err.contains("if this is a plain port, use redis://"),
+        "{err}"
+    );
+}
