@@ -113,7 +113,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,6 +124,10 @@ _rlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unreachable-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -493,7 +497,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -504,6 +508,10 @@ _rlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unreachable-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

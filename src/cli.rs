@@ -301,6 +301,15 @@ pub struct LockOptions {
     #[arg(short, long, help_heading = WAITING)]
     pub no_wait: bool,
 
+    /// Without --wait: how long to wait for a server that cannot be reached
+    /// (down, restarting, loading, failing over) before giving up with exit 69.
+    ///
+    /// With --wait the server is waited for within the wait; with --no-wait, not
+    /// at all. 0 gives up at once.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = humantime::parse_duration,
+          env = "RLOCK_UNREACHABLE_WAIT", help_heading = WAITING)]
+    pub unreachable_wait: Duration,
+
     /// Exit status when the lock was not acquired.
     #[arg(short = 'E', long, value_name = "N", default_value_t = NOT_ACQUIRED_DEFAULT, help_heading = WAITING)]
     pub conflict_exit_code: u8,

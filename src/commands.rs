@@ -37,7 +37,6 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     let keys = [lock_keys(&global.prefix, args.lock.redisson, &args.name)];
     let shared = Shared::new(&args.name);
     signals::start(Arc::clone(&shared))?;
-    let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
@@ -76,8 +75,8 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         )),
         (_, err) => err,
     };
-    let (holds, _) =
-        wait::acquire(&backend, session.as_mut(), &wanted, &shared).map_err(caller_gone)?;
+    let (mut session, holds, _) =
+        wait::acquire(&backend, &wanted, &args.name, &shared).map_err(caller_gone)?;
     let token = &holds[0].token;
     let give_back = |session: &mut Box<dyn crate::backend::Session>, err: Error| {
         let _ = session.release(&keys[0], token);

@@ -21,6 +21,18 @@ pub enum Error {
         /// What went wrong, free of secrets.
         cause: String,
     },
+    /// Like `Unavailable`, for a cause that may pass on its own: the server
+    /// refused or dropped the connection, did not reply in time, or is
+    /// loading, failing over or read-only (exit 69). A run waiting for the
+    /// lock waits this out.
+    Unreachable {
+        /// The lock being worked on, when known.
+        lock: Option<String>,
+        /// `host:port` of the server, never the URL.
+        server: String,
+        /// What went wrong, free of secrets.
+        cause: String,
+    },
     /// A key of the lock exists with a type or shape rlock did not write (exit 69).
     ForeignKey {
         /// The lock name.
@@ -82,7 +94,9 @@ impl Error {
     pub fn exit(&self) -> Exit {
         match self {
             Error::Usage(_) => Exit::Usage,
-            Error::Unavailable { .. } | Error::ForeignKey { .. } => Exit::Unavailable,
+            Error::Unavailable { .. } | Error::Unreachable { .. } | Error::ForeignKey { .. } => {
+                Exit::Unavailable
+            }
             Error::NotAcquired { code, .. } => Exit::NotAcquired(*code),
             Error::NotHeld { .. } => Exit::NotHeld,
             Error::NotFound { .. } => Exit::NotFound,
@@ -105,6 +119,15 @@ impl Error {
                 server,
                 cause,
             },
+            Error::Unreachable {
+                lock: None,
+                server,
+                cause,
+            } if !name.is_empty() => Error::Unreachable {
+                lock: Some(name.to_owned()),
+                server,
+                cause,
+            },
             other => other,
         }
     }
@@ -113,7 +136,30 @@ impl Error {
     /// in time (the server was stalled, not gone).
     pub fn reply_timed_out(&self) -> bool {
         // The wording of a timeout, from the one place that describes server errors.
-        matches!(self, Error::Unavailable { cause, .. } if cause.contains("no reply within"))
+        matches!(self, Error::Unavailable { cause, .. } | Error::Unreachable { cause, .. }
+            if cause.contains("no reply within"))
+    }
+
+    /// True when the server could not be used for a reason that may pass on
+    /// its own (a restart, a failover): waiting may be worth it.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unreachable { .. })
+    }
+
+    /// The same error, no longer worth waiting for.
+    pub fn settled(self) -> Self {
+        match self {
+            Error::Unreachable {
+                lock,
+                server,
+                cause,
+            } => Error::Unavailable {
+                lock,
+                server,
+                cause,
+            },
+            other => other,
+        }
     }
 
     /// A usage error with this message.
@@ -134,8 +180,18 @@ impl fmt::Display for Error {
                 lock: Some(lock),
                 server,
                 cause,
+            }
+            | Error::Unreachable {
+                lock: Some(lock),
+                server,
+                cause,
             } => write!(f, "{lock}: server {server} unavailable: {cause}"),
             Error::Unavailable {
+                lock: None,
+                server,
+                cause,
+            }
+            | Error::Unreachable {
                 lock: None,
                 server,
                 cause,

@@ -63,7 +63,6 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let shared = Shared::new(&display);
     signals::start(Arc::clone(&shared))?;
     child::become_subreaper();
-    let mut session = backend.connect().map_err(|e| e.for_lock(&display))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
@@ -79,7 +78,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         handoff,
     );
     wanted.replica_timeout = global.connect_timeout;
-    let (holds, acquired_at) = wait::acquire(&backend, session.as_mut(), &wanted, &shared)?;
+    let (session, holds, acquired_at) = wait::acquire(&backend, &wanted, &display, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
         .iter()
         .cloned()

@@ -20,6 +20,7 @@ use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, S
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
+use crate::outage::{Outage, Patience};
 use crate::report;
 use crate::signals::{Blocked, Phase, Shared};
 use crate::token::Token;
@@ -59,6 +60,8 @@ pub struct Wanted<'a> {
     pub min_replicas: u32,
     /// How long they may take (the caller sets the connect timeout).
     pub replica_timeout: Duration,
+    /// How long an unreachable server is waited for.
+    pub patience: Patience,
 }
 
 impl<'a> Wanted<'a> {
@@ -91,6 +94,11 @@ impl<'a> Wanted<'a> {
             handoff: handoff && locks.len() == 1 && options.min_replicas == 0,
             min_replicas: options.min_replicas,
             replica_timeout: Duration::from_secs(2),
+            patience: Patience {
+                wait_ends: options.wait.and_then(|w| Instant::now().checked_add(w)),
+                no_wait: options.no_wait || options.wait == Some(Duration::ZERO),
+                bound: options.unreachable_wait,
+            },
         }
     }
 }
@@ -161,11 +169,37 @@ fn refresh(
 /// else, the ones already held are released again before waiting for it. No
 /// run ever waits while holding, so `run a b` and `run b a` cannot deadlock,
 /// and a failure, timeout or interrupt leaves no partial hold.
+///
+/// Connects first. A server that cannot be reached, when connecting or later,
+/// is waited for as `wanted.patience` allows (see [`crate::outage`]); `lock`
+/// names the lock(s) in messages about it.
 pub fn acquire(
+    backend: &Arc<dyn Backend>,
+    wanted: &Wanted<'_>,
+    lock: &str,
+    shared: &Shared,
+) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
+    let mut outage = Outage::new(wanted.patience);
+    let mut session = loop {
+        match backend.connect() {
+            Ok(session) => break session,
+            Err(err) => outage
+                .ride_out(err, lock, shared)
+                .map_err(|e| e.for_lock(lock))?,
+        }
+    };
+    let (holds, at) = acquire_on(backend, session.as_mut(), wanted, shared, outage)?;
+    Ok((session, holds, at))
+}
+
+/// [`acquire`] on a connected session, within what is left of an outage
+/// met while connecting.
+fn acquire_on(
     backend: &Arc<dyn Backend>,
     session: &mut dyn Session,
     wanted: &Wanted<'_>,
     shared: &Shared,
+    mut outage: Outage,
 ) -> Result<(Vec<Hold>, Stamp)> {
     let start = Instant::now();
     // A wait too long to represent is a wait forever.
@@ -192,6 +226,8 @@ pub fn acquire(
         let round = Stamp::now();
         let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
         let mut taken = None;
+        // The server could not be reached: try the round again after a pause.
+        let mut retry = false;
         for (i, keys) in wanted.locks.iter().enumerate() {
             let request = AcquireRequest {
                 keys,
@@ -204,7 +240,11 @@ pub fn acquire(
                 fair: wanted.fair,
                 grant: wanted.handoff,
             };
-            match session.acquire(&request) {
+            let attempt = session.acquire(&request);
+            if attempt.is_ok() {
+                outage.over(&keys.name, backend.server());
+            }
+            match attempt {
                 Ok(Attempt::Acquired(hold)) => {
                     registered.remove(i);
                     holds.push(hold);
@@ -234,11 +274,28 @@ pub fn acquire(
                     break;
                 }
                 Err(err) => {
-                    release_all(session, wanted, &holds);
                     let err = or_signal(err, &wanted.locks[i], shared);
-                    return Err(fail(session, &mut registered, err));
+                    if err.is_transient() {
+                        // No hold is kept while waiting for the server either
+                        // (best effort, quietly: it is likely not answering).
+                        for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
+                            let _ = session.release(keys, &hold.token);
+                        }
+                    } else {
+                        release_all(session, wanted, &holds);
+                    }
+                    match outage.ride_out(err, &keys.name, shared) {
+                        Ok(()) => {
+                            retry = true;
+                            break;
+                        }
+                        Err(err) => return Err(fail(session, &mut registered, err)),
+                    }
                 }
             }
+        }
+        if retry {
+            continue;
         }
         let Some((i, pttl, holder)) = taken else {
             // A signal that came while the last request was out ends the wait
@@ -368,7 +425,9 @@ pub fn acquire(
             Ok(_) => {}
             Err(err) => {
                 let err = or_signal(err, keys, shared);
-                return Err(fail(session, &mut registered, err));
+                if let Err(err) = outage.ride_out(err, &keys.name, shared) {
+                    return Err(fail(session, &mut registered, err));
+                }
             }
         }
     }

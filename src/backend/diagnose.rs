@@ -42,11 +42,59 @@ pub fn unavailable(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> 
             contact.server, contact.db
         ));
     }
-    Error::Unavailable {
-        lock: None,
-        server: contact.server.to_owned(),
-        cause: describe(err, limit, contact),
+    let server = contact.server.to_owned();
+    let cause = describe(err, limit, contact);
+    if is_transient(err, contact) {
+        Error::Unreachable {
+            lock: None,
+            server,
+            cause,
+        }
+    } else {
+        Error::Unavailable {
+            lock: None,
+            server,
+            cause,
+        }
     }
+}
+
+/// Errors a restart or a failover causes, which pass on their own: nothing
+/// listening yet (or the socket not there yet), a dropped connection, no
+/// reply in time, a server still loading its data, a master that lost its
+/// link or was demoted, a cluster slot mid-migration. On first contact a
+/// dropped connection or a TLS failure means the wrong port or protocol, and
+/// an unknown host stays unknown: waiting would not help.
+fn is_transient(err: &RedisError, contact: &Contact<'_>) -> bool {
+    if err.code().is_some_and(|c| PASSING.contains(&c)) || err.is_connection_refusal() {
+        return true;
+    }
+    if err.is_timeout() {
+        return !(contact.first_contact && contact.tls);
+    }
+    !contact.first_contact
+        && err.is_io_error()
+        && !err.to_string().contains("lookup address information")
+}
+
+/// Error replies of a server that is loading, failing over or migrating.
+const PASSING: [&str; 7] = [
+    "LOADING",
+    "MASTERDOWN",
+    "READONLY",
+    "UNBLOCKED",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "BUSY",
+];
+
+/// Errors a failover or restart causes on a server rlock was talking to.
+pub fn failing_over(err: &RedisError) -> bool {
+    err.code().is_some_and(|c| PASSING.contains(&c))
+        || err.is_connection_refusal()
+        || err.is_connection_dropped()
+        || err.is_timeout()
+        || err.is_io_error()
 }
 
 /// One line saying why `err` happened.

@@ -133,13 +133,16 @@ impl RedlockSession {
             }
             let result = match slot {
                 Some(session) => op(session.as_mut()),
-                None => Err(Error::Unavailable {
+                None => Err(Error::Unreachable {
                     lock: None,
                     server: server.server().to_owned(),
                     cause: "not reachable".into(),
                 }),
             };
-            if matches!(result, Err(Error::Unavailable { .. })) {
+            if matches!(
+                result,
+                Err(Error::Unavailable { .. } | Error::Unreachable { .. })
+            ) {
                 *slot = None;
             }
             results.push(result);
@@ -171,14 +174,26 @@ impl RedlockSession {
             .first()
             .map(|e| format!(" ({e})"))
             .unwrap_or_default();
-        Error::Unavailable {
-            lock: lock.map(str::to_owned),
-            server: self.display.clone(),
-            cause: format!(
-                "no quorum: {answered} of {} servers answered, {} needed{first}",
-                self.servers.len(),
-                self.quorum()
-            ),
+        let lock = lock.map(str::to_owned);
+        let server = self.display.clone();
+        let cause = format!(
+            "no quorum: {answered} of {} servers answered, {} needed{first}",
+            self.servers.len(),
+            self.quorum()
+        );
+        // Servers that are restarting or failing over may answer again soon.
+        if failures.iter().all(Error::is_transient) {
+            Error::Unreachable {
+                lock,
+                server,
+                cause,
+            }
+        } else {
+            Error::Unavailable {
+                lock,
+                server,
+                cause,
+            }
         }
     }
 }

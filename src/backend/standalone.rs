@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, ConnectionAddr, ErrorKind, RedisError, Value};
 
-use super::diagnose::{self, acl_denial, Contact};
+use super::diagnose::{self, acl_denial, failing_over, Contact};
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
     Wake,
@@ -849,25 +849,13 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
     })
 }
 
-/// True for a call cut short by EINTR.
 /// How long a call behind Sentinel keeps asking for the master during a
 /// failover before it gives up (exit 69).
 const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 /// Pause between two tries during a failover.
 const FAILOVER_PAUSE: Duration = Duration::from_millis(100);
 
-/// An error a failover causes: the master went away, was demoted (writes
-/// refused, blocked clients dropped) or is still loading.
-fn failing_over(err: &RedisError) -> bool {
-    matches!(
-        err.code(),
-        Some("READONLY" | "UNBLOCKED" | "LOADING" | "MASTERDOWN")
-    ) || err.is_io_error()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_timeout()
-}
-
+/// True for a call cut short by EINTR.
 fn interrupted(err: &RedisError) -> bool {
     std::error::Error::source(err)
         .and_then(|s| s.downcast_ref::<std::io::Error>())

@@ -21,6 +21,7 @@
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
+//! - `outage`: waiting runs wait out a restarting server, within bounds
 //! - `output`: output that cannot be written is an error
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions and man page are up to date
@@ -44,6 +45,7 @@ mod lease;
 mod local;
 mod local_scripts;
 mod model;
+mod outage;
 mod output;
 mod redisson;
 mod redlock;

@@ -85,6 +85,18 @@ impl RedisServer {
         panic!("redis-server did not come back:\n{}", self.log());
     }
 
+    /// SIGKILLs the server (connections to its port are refused until
+    /// [`respawn`](Self::respawn)).
+    pub fn stop(&mut self) {
+        self.proc.kill();
+    }
+
+    /// Starts a stopped server again on the same port and directory, without
+    /// waiting for it to listen or finish loading its data.
+    pub fn respawn(&mut self) {
+        self.proc = spawn(self.port, &self.dir, &self.extra);
+    }
+
     fn wait_ready(&mut self) -> bool {
         super::wait_until(Duration::from_secs(10), || {
             self.proc.try_status().is_some() || self.try_connection().is_some()

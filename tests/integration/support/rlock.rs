@@ -32,6 +32,7 @@ pub fn bare() -> Command {
         "RLOCK_CACERT",
         "RLOCK_CERT",
         "RLOCK_KEY",
+        "RLOCK_UNREACHABLE_WAIT",
     ] {
         cmd.env_remove(var);
     }
