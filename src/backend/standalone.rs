@@ -82,17 +82,26 @@ fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<Client> {
 /// Asks the sentinels, in order, where the master is, and opens a client for it
 /// with the URL's credentials, db and TLS settings.
 fn master_client(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Client> {
+    client_at(spec, &master_address(spec, limit)?)
+}
+
+/// A client for the master at `address` (`host:port`).
+fn client_at(spec: &ServerSpec, address: &str) -> redis::RedisResult<Client> {
+    let scheme = if spec.is_tls() { "rediss" } else { "redis" };
+    let info =
+        redis::IntoConnectionInfo::into_connection_info(format!("{scheme}://{address}").as_str())?;
+    let info = info.set_redis_settings(spec.info.redis_settings().clone());
+    client_for(info, &spec.tls)
+        .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
+}
+
+/// The master's `host:port` as the first sentinel that answers names it.
+fn master_address(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<String> {
     let sentinel = spec
         .sentinel
         .as_ref()
         .expect("a Sentinel source has sentinels");
     let scheme = if sentinel.tls { "rediss" } else { "redis" };
-    let as_client = |url: String| {
-        let info = redis::IntoConnectionInfo::into_connection_info(url.as_str())?;
-        let info = info.set_redis_settings(spec.info.redis_settings().clone());
-        client_for(info, &spec.tls)
-            .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
-    };
     let mut last = None;
     for address in &sentinel.sentinels {
         let url = format!("{scheme}://{address}");
@@ -117,7 +126,7 @@ fn master_client(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Clien
                 } else {
                     host
                 };
-                return as_client(format!("{scheme}://{host}:{port}"));
+                return Ok(format!("{host}:{port}"));
             }
             Ok(None) => {
                 last = Some(RedisError::from((
@@ -170,6 +179,8 @@ impl Standalone {
             sub: None,
             node: None,
             answered: false,
+            master: None,
+            master_checked: None,
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
@@ -195,7 +206,15 @@ struct StandaloneSession {
     /// protocol we use, so first-contact hints (wrong port, TLS on one end
     /// only) no longer apply.
     answered: bool,
+    /// Sentinel: the master this session's connection goes to (`host:port`),
+    /// and when the sentinels last named it.
+    master: Option<String>,
+    master_checked: Option<Instant>,
 }
+
+/// Sentinel: how long the sentinels' answer is trusted before a call asks
+/// again (a connection opened just now needs no second question).
+const MASTER_RECHECK: Duration = Duration::from_millis(100);
 
 /// Most MOVED or ASK redirections one call follows.
 const MAX_REDIRECTS: usize = 5;
@@ -225,6 +244,13 @@ impl StandaloneSession {
                 (Source::Cluster(spec), None) => {
                     let (seed, con) = first_seed(spec, limit)?;
                     self.node = Some(seed);
+                    con
+                }
+                (Source::Sentinel(spec), _) => {
+                    let address = master_address(spec, limit)?;
+                    let con = client_at(spec, &address)?.get_connection_with_timeout(limit)?;
+                    self.master = Some(address);
+                    self.master_checked = Some(Instant::now());
                     con
                 }
                 (source, _) => source.client(limit)?.get_connection_with_timeout(limit)?,
@@ -299,6 +325,39 @@ impl StandaloneSession {
         diagnose::unavailable(err, limit, &contact)
     }
 
+    /// Sentinel: before a call that reads or writes the lock, asks the
+    /// sentinels which server is the master now. After a failover the old
+    /// master may still accept writes for seconds (the sentinels demote it
+    /// lazily); a holder renewing there, or a waiter acquiring there, would
+    /// hold a lock the new master does not know. So the connection follows
+    /// the master the sentinels name: a hold that reached the new master
+    /// carries on; one that did not is found gone (exit 70).
+    fn follow_master(&mut self, limit: Duration) {
+        let Source::Sentinel(spec) = &*self.source else {
+            return;
+        };
+        if self.con.is_none()
+            || self
+                .master_checked
+                .is_some_and(|t| t.elapsed() < MASTER_RECHECK)
+        {
+            return;
+        }
+        match master_address(spec, limit.min(self.spec.timeout)) {
+            Ok(address) if Some(&address) != self.master.as_ref() => {
+                crate::report::verbose(|| {
+                    format!("the sentinels name a new master, {address}: following it")
+                });
+                self.con = None;
+                self.sub = None;
+            }
+            Ok(_) => self.master_checked = Some(Instant::now()),
+            // No sentinel answers: none can be failing the master over
+            // either. Carry on with the master last named.
+            Err(_) => {}
+        }
+    }
+
     /// Runs `op`, each try within `limit`. A socket call with a timeout fails
     /// with EINTR when the process is stopped and continued (signal(7)); an
     /// `idempotent` call is then tried again on a fresh connection. Behind
@@ -311,6 +370,7 @@ impl StandaloneSession {
         idempotent: bool,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        self.follow_master(limit);
         let window = match *self.source {
             Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
             Source::Fixed(_) | Source::Cluster(_) => limit,
@@ -670,6 +730,9 @@ impl Session for StandaloneSession {
         limit: Duration,
     ) -> Result<bool> {
         let limit = limit.min(self.timeout());
+        let start = Instant::now();
+        self.follow_master(limit);
+        let limit = limit.saturating_sub(start.elapsed());
         if keys.redisson.is_some() {
             let field = token.redisson_field();
             let held: i64 = self.call_within(keys, limit, limit, true, |con| {

@@ -245,3 +245,69 @@ fn a_lock_the_new_master_never_got_is_reported_lost() {
         show(&out)
     );
 }
+
+/// The case operators meet at every planned maintenance: `SENTINEL FAILOVER`
+/// while a lock is held, the old primary left running (it accepts writes for
+/// seconds, until the sentinels demote it). The holder must follow the new
+/// master: its replicated hold carries on there (it finishes 0, and probes
+/// through the sentinels find the lock taken); a second holder is never
+/// granted while the first runs on unreported.
+#[test]
+fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock() {
+    let (_primary, replica, sentinels) = topology();
+    let dir = Scratch::new();
+    let url = sentinels.url();
+    let mut holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "3s", "split", "--"])
+            .args(sh(&timed_job(&dir, "holder", "7"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("holder.held")).exists()
+    });
+    expect_within(rlock::LIMIT, "the lock to reach the replica", || {
+        replica.cmd::<i64>(&["EXISTS", "rlock:{split}"]) == 1
+    });
+    expect_within(rlock::LIMIT, "the failover to start", || {
+        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+    });
+    expect_within(rlock::LIMIT, "the replica to be the master", || {
+        sentinels.master_port() == Some(replica.port)
+    });
+    // Probe through the sentinels while the holder runs.
+    let mut taken = 0;
+    let mut granted = Vec::new();
+    while holder.try_status().is_none() {
+        let out = output(bare().args(["--url", &url, "run", "--no-wait", "split", "--", "true"]));
+        match code(&out) {
+            0 => granted.push(crate::support::now_ms()),
+            75 => taken += 1,
+            // A probe that meets the failover itself.
+            69 => {}
+            other => panic!("probe exited {other}: {}", show(&out)),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = holder.output_within(rlock::LIMIT);
+    if !granted.is_empty() {
+        assert_eq!(
+            code(&out),
+            70,
+            "a probe got the lock at {granted:?} while the holder ran unreported: {}",
+            show(&out)
+        );
+        return;
+    }
+    assert_eq!(
+        code(&out),
+        0,
+        "the replicated hold carries on: {}",
+        show(&out)
+    );
+    assert!(taken > 0, "probes found the lock taken on the new master");
+    assert_eq!(
+        replica.cmd::<i64>(&["EXISTS", "rlock:{split}"]),
+        0,
+        "released on the new master"
+    );
+}
