@@ -112,6 +112,10 @@ impl Outage {
     }
 
     fn gave_up(&self, err: Error, lasted: Duration) -> Error {
+        // Met only as the wait ran out: there was no outage to speak of.
+        if lasted < Duration::from_millis(100) {
+            return err.settled();
+        }
         let lasted = format!("{:.1}s", lasted.as_secs_f64());
         match err.settled() {
             Error::Unavailable {
