@@ -410,7 +410,8 @@ unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
                         tv_nsec: 0,
                     },
                     it_value: libc::timespec {
-                        tv_sec: (next / 1_000_000_000) as libc::time_t,
+                        // `as _`: time_t is a deprecated alias on musl.
+                        tv_sec: (next / 1_000_000_000) as _,
                         tv_nsec: (next % 1_000_000_000).max(1) as libc::c_long,
                     },
                 };

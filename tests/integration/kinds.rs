@@ -253,7 +253,7 @@ fn a_crashed_semaphore_holder_frees_its_slot_within_its_ttl() {
 #[test]
 fn reentry_and_fencing_follow_the_kind() {
     let redis = RedisServer::start();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = redis.url();
     let nested =
         |inner: &str| format!("{bin} --url {url} run -n {inner} k -- sh -c 'echo $RLOCK_FENCE'");

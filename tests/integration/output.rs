@@ -15,7 +15,7 @@ fn dev_full() -> Stdio {
 #[test]
 fn acquire_with_stdout_closed_gives_the_lock_back() {
     let redis = RedisServer::start();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let script = format!(
         "exec {bin} --url '{}' acquire --ttl 30s closed >&-",
         redis.url()
@@ -59,7 +59,7 @@ fn status_and_list_that_cannot_write_exit_125() {
         assert!(err.contains("cannot write to standard output"), "{err}");
     }
     // A reader that is gone (`| head -c0`) is no error.
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let out = rlock::output(std::process::Command::new("bash").args([
         "-c",
         &format!(

@@ -200,7 +200,7 @@ fn a_short_ttl_is_renewed_for_a_longer_command() {
 fn nested_run_of_the_same_lock_reenters_and_releases_only_its_hold() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = redis.url();
     let script = format!(
         "echo \"$RLOCK_TOKEN $RLOCK_FENCE\" > {outer}; \
@@ -238,7 +238,7 @@ fn an_inherited_token_does_not_enter_a_lock_it_does_not_hold() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     let _other = hold(&redis, &dir, "other");
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let script = format!("{bin} --url {} run -n other -- true", redis.url());
     let out = output(
         rlock(&redis.url())
@@ -363,7 +363,7 @@ fn server_comes_from_rlock_url_then_redis_url() {
 #[test]
 fn nested_runs_reenter_an_outer_lock_through_an_inner_one() {
     let redis = RedisServer::start();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = redis.url();
     let out = output(
         rlock(&url)

@@ -117,7 +117,7 @@ fn watchdogs(name: &str) -> Vec<u32> {
 fn while_pid_keeps_the_lock_while_the_process_lives_and_releases_it_after() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let token_file = dir.file("token");
     let stop = dir.file("stop");
     let script = format!(

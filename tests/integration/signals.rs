@@ -371,7 +371,7 @@ fn under_a_job_control_shell_rlock_keeps_renewing_while_command_owns_the_termina
     // which must not stop it (SIGTTOU) when it takes the terminal or writes.
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let line = format!(
         "set -m; stty tostop; {bin} -v --url {url} run --ttl 1s jobs -- sh -c 'touch {started}; sleep 2'; echo $? > {rc}",
         url = redis.url(),
@@ -409,7 +409,7 @@ fn signals_ignored_when_rlock_starts_stay_ignored() {
     // What nohup does: SIGHUP ignored for rlock and for COMMAND.
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let line = format!(
         "trap '' HUP; exec {bin} --url {url} run nohup -- sh -c 'echo $$ > {pid}; while [ ! -e {stop} ]; do sleep 0.02; done'",
         url = redis.url(),

@@ -17,9 +17,18 @@ pub fn rlock(url: &str) -> Command {
     cmd
 }
 
+/// The rlock binary under test: `RLOCK_TEST_BIN` (e.g. the static release
+/// binary scripts/dist builds), else the one cargo built for these tests.
+pub fn bin() -> String {
+    std::env::var("RLOCK_TEST_BIN")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rlock").to_owned())
+}
+
 /// `rlock` without a URL.
 pub fn bare() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    let mut cmd = Command::new(bin());
     for var in [
         "RLOCK_URL",
         "REDIS_URL",
