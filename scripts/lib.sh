@@ -62,3 +62,15 @@ start_etcd() {
   echo "etcd did not start; see $work/etcd.log" >&2
   exit 1
 }
+
+# need_musl_target: the x86_64 musl standard library (rustup) and musl-gcc (for
+# the C parts of the TLS library), installed when missing; exports the C
+# compiler cargo uses for that target.
+need_musl_target() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl; then
+    echo "== rustup target add x86_64-unknown-linux-musl"
+    rustup target add x86_64-unknown-linux-musl
+  fi
+  need_packages musl-gcc musl-tools
+  export CC_x86_64_unknown_linux_musl=${CC_x86_64_unknown_linux_musl:-musl-gcc}
+}
