@@ -145,8 +145,9 @@ def handoff(res, procs, rounds):
         }
         if name == "rlock":
             # Only rlock sends these commands (the naive loop's SET and DEL are
-            # not counted).
-            entry["redis_commands_per_acquisition"] = round_trips() / (rounds * procs)
+            # not counted), from both of its builds when both are measured.
+            builds = 2 if "rlock-glibc" in TOOLS else 1
+            entry["redis_commands_per_acquisition"] = round_trips() / (rounds * procs * builds)
         res[name][f"handoff_{procs}"] = entry
 
 

@@ -222,6 +222,10 @@ pub fn acl_denial(err: &RedisError, keys: &LockKeys) -> Option<String> {
     let detail = err.detail().unwrap_or_default();
     let acl = "(see \"ACL users\" in the README)";
     if err.code() == Some("NOPERM") {
+        // Found by the scripts' own check, before they write anything.
+        if let Some(what) = detail.strip_prefix("rlock: the user ") {
+            return Some(format!("the Redis user {what} {acl}"));
+        }
         if let Some(command) = detail
             .split('\'')
             .nth(1)

@@ -66,6 +66,33 @@ local function next_fence()
     return fence
 end
 
+-- An error reply when the user's ACL would refuse one of the writes a script
+-- may make, else nil: checked before the first write, because Redis does not
+-- undo a script's writes when a later command fails, and a hold written
+-- without its expiry would never end. (redis.acl_check_cmd is Redis 7's; on
+-- older servers a refusal can still cut a script short.)
+local function acl_refusal()
+    if not redis.acl_check_cmd then return nil end
+    -- Every write command the scripts use, on the lock's own key: all keys
+    -- share its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
+    -- wake-up lists, with their `:w:` infix, and the fence get a check of
+    -- their own.
+    local writes = {
+        {'HSET', K_LOCK, 'f', '0'}, {'HINCRBY', K_LOCK, 'f', '0'}, {'HDEL', K_LOCK, 'f'},
+        {'ZADD', K_LOCK, '0', 'm'}, {'ZREM', K_LOCK, 'm'}, {'PEXPIRE', K_LOCK, '1'},
+        {'DEL', K_LOCK}, {'RPUSH', K_MINE, 'w'}, {'PEXPIRE', K_MINE, '1'}, {'SET', K_FENCE, '0'},
+    }
+    for _, w in ipairs(writes) do
+        if not redis.acl_check_cmd(unpack(w)) then
+            -- A wake-up list's name holds an owner token: never shown.
+            local key = w[2] == K_MINE and (K_LOCK .. ':w:*') or w[2]
+            return redis.error_reply('NOPERM rlock: the user may not run ' .. w[1] ..
+                ' on ' .. key .. ', which this lock needs; nothing was written')
+        end
+    end
+    return nil
+end
+
 -- An error reply when a key of this lock exists with another type (rlock never
 -- overwrites what it did not write), else nil.
 local function foreign_key()
@@ -78,7 +105,7 @@ local function foreign_key()
         end
     end
     if not fence_counter() then return not_a_counter() end
-    return nil
+    return acl_refusal()
 end
 
 -- Most waiters one wake-up pass looks at (a batch of shared waiters).

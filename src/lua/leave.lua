@@ -8,6 +8,8 @@
 -- handed while giving up (see admit in common.lua) is given back: the waiter
 -- never ran anything under it.
 
+local refused = acl_refusal()
+if refused then return refused end
 prune()
 drop_holder(ARGV[1])
 drop_waiter(ARGV[1])

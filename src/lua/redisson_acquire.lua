@@ -28,6 +28,18 @@ if fence_value then
     end
 end
 local ttl = tonumber(ARGV[1])
+-- Redis does not undo a script's writes when a later command fails: a hold
+-- written without its expiry would never end. So the user's ACL is asked
+-- first (Redis 7's redis.acl_check_cmd).
+if redis.acl_check_cmd then
+    for _, w in ipairs({{'HINCRBY', KEYS[1], 'f', '0'}, {'PEXPIRE', KEYS[1], '1'},
+            {'SET', KEYS[2], '0'}}) do
+        if not redis.acl_check_cmd(unpack(w)) then
+            return redis.error_reply('NOPERM rlock: the user may not run ' .. w[1] ..
+                ' on ' .. w[2] .. ', which this lock needs; nothing was written')
+        end
+    end
+end
 
 local own = redis.call('HGET', KEYS[1], ARGV[2])
 if own then

@@ -6,6 +6,8 @@
 -- Returns -1 when ARGV[1] does not hold the lock (nothing changed), otherwise
 -- the owner's hold count left (0 = its hold ended).
 
+local refused = acl_refusal()
+if refused then return refused end
 prune()
 local held = tonumber(redis.call('HGET', K_LOCK, ARGV[1]))
 if not held then

@@ -8,6 +8,8 @@
 -- (released, forced, flushed, or its lease ran out). Only lengthens: a nested
 -- holder with a shorter lease never cuts an enclosing holder's lease short.
 
+local refused = acl_refusal()
+if refused then return refused end
 prune()
 if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
     return 0

@@ -140,3 +140,63 @@ fn a_redisson_user_needs_the_unlock_channel() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert!(out.stderr.is_empty(), "{}", show(&out));
 }
+
+/// A user refused one of the write commands the scripts use: Redis would not
+/// undo what a script wrote before the refusal, so the scripts ask first and
+/// write nothing. Whatever a refused run leaves has an expiry (the fencing
+/// counter aside, which outlives every hold by design).
+#[test]
+fn a_write_refused_part_way_leaves_no_key_without_an_expiry() {
+    let redis = RedisServer::start();
+    let extra = [
+        "+subscribe",
+        "+unsubscribe",
+        "+publish",
+        "~x",
+        "~{x}:rlock-fence",
+        "~redisson_lock__channel:*",
+        "&redisson_lock__channel:*",
+        "&{*}:rlock-int:*",
+    ];
+    for lacks in ["-pexpire", "-zadd", "-hset", "-hincrby", "-rpush", "-set"] {
+        let mut rules = extra.to_vec();
+        rules.push(lacks);
+        let url = user(&redis, &format!("no{}", &lacks[1..]), &rules);
+        // A --redisson lock is one hash: HINCRBY, PEXPIRE and the fence's SET.
+        let redisson = ["-pexpire", "-hincrby", "-set"].contains(&lacks);
+        let kinds: &[&[&str]] = if redisson {
+            &[
+                &["--no-wait"],
+                &["--shared"],
+                &["--limit", "2"],
+                &["--redisson"],
+            ]
+        } else {
+            &[&["--no-wait"], &["--shared"], &["--limit", "2"]]
+        };
+        for kind in kinds {
+            let out = output(
+                rlock_as(&url)
+                    .arg("run")
+                    .args(*kind)
+                    .args(["x", "--", "true"]),
+            );
+            let err = assert_fails(&out, 69);
+            assert!(
+                err.contains("nothing was written"),
+                "{lacks} {kind:?}: {err}"
+            );
+            assert!(
+                err.contains(&lacks[1..].to_uppercase()),
+                "{lacks} {kind:?}: {err}"
+            );
+            for key in redis.keys() {
+                let pttl: i64 = redis.cmd(&["PTTL", &key]);
+                assert!(
+                    pttl >= 0 || key.contains("fence"),
+                    "{lacks} {kind:?}: {key} has no expiry"
+                );
+            }
+        }
+    }
+}
