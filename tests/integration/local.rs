@@ -410,3 +410,68 @@ fn a_stopped_writer_does_not_hold_readers_back_for_ever() {
     std::fs::remove_file(dir.file("go")).unwrap();
     assert_eq!(code(&writer.output_within(rlock::LIMIT)), 0);
 }
+
+/// A filesystem that refuses (full, read-only) is the lock's place being
+/// unavailable: exit 69 whether DIR exists or must be created, one line, and no
+/// temporary file left in DIR. A DIR that is not a directory is a usage error.
+/// Runs in a private mount namespace with a small tmpfs (root, or a user
+/// namespace mapping the caller to root), so nothing outside the test sees it.
+#[test]
+fn a_full_or_read_only_filesystem_exits_69_and_leaves_no_temporary_file() {
+    let dir = Scratch::new();
+    let mnt = dir.file("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        r#"set -u
+        rl() {{ "$RLOCK" --url "file:$1" run "$2" -- true 2>"$M.err"; echo "$? $(tr '\n' '|' <"$M.err")"; }}
+        M={mnt}
+        mount -t tmpfs -o size=64k tmpfs "$M" || exit 99
+        mkdir -m 700 "$M/locks"
+        head -c 10000000 /dev/zero >"$M/fill" 2>/dev/null
+        echo "full: $(rl "$M/locks" x)"
+        echo "left: $(ls "$M/locks" | grep -v -e '\.lock$' -e '\.gate$' | tr '\n' ' ')"
+        rm "$M/fill"
+        echo "room: $(rl "$M/locks" x)"
+        mount -o remount,ro "$M"
+        echo "ro: $(rl "$M/locks" y)"
+        echo "ro-missing: $(rl "$M/missing" y)"
+        echo "not-a-dir: $(rl "$M/locks/x.lock" y)"
+        "#
+    );
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = std::process::Command::new("unshare");
+    if !root {
+        cmd.arg("--map-root-user");
+    }
+    let out = output(
+        cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .env("RLOCK", rlock::bin()),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    let line = |what: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{what}: ")))
+            .unwrap_or_else(|| panic!("no {what} in {text}"))
+            .to_owned()
+    };
+    let one_line = |l: &str| l.matches("|rlock:").count() == 0 && l.matches("rlock:").count() == 1;
+    let full = line("full");
+    assert!(
+        full.starts_with("69 ") && full.contains("No space left"),
+        "{full}"
+    );
+    assert!(one_line(&full), "{full}");
+    assert_eq!(line("left").trim(), "", "temporary files left in DIR");
+    assert!(line("room").starts_with("0 "), "{text}");
+    for what in ["ro", "ro-missing"] {
+        let l = line(what);
+        assert!(
+            l.starts_with("69 ") && l.contains("Read-only"),
+            "{what}: {l}"
+        );
+        assert!(one_line(&l), "{l}");
+    }
+    let l = line("not-a-dir");
+    assert!(l.starts_with("2 ") && l.contains("not a directory"), "{l}");
+}

@@ -205,16 +205,23 @@ pub fn replace(path: &Path, text: &str) -> io::Result<()> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(".new");
     let temp = PathBuf::from(temp);
-    let mut file = OpenOptions::new()
+    let written = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_data()?;
-    fs::rename(&temp, path)?;
+        .open(&temp)
+        .and_then(|mut file| {
+            file.write_all(text.as_bytes())?;
+            file.sync_data()
+        })
+        .and_then(|()| fs::rename(&temp, path));
+    if let Err(err) = written {
+        // A full disk or a failing device: leave nothing half-written behind.
+        let _ = fs::remove_file(&temp);
+        return Err(err);
+    }
     // The rename itself lasts a power cut only once the directory is synced.
     match path.parent() {
         Some(dir) => File::open(dir)?.sync_all(),

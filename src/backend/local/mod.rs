@@ -89,16 +89,23 @@ pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
             )));
         }
     }
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::usage(format!(
+            "invalid --url file:{}: not a directory",
+            dir.display()
+        )));
+    }
     if !dir.is_dir() {
+        // The filesystem refusing (read-only, full, no permission) is the
+        // lock's place being unavailable, as when it refuses a lock file.
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| {
-                Error::usage(format!(
-                    "cannot create the lock directory {}: {e}",
-                    dir.display()
-                ))
+            .map_err(|e| Error::Unavailable {
+                lock: None,
+                server: format!("this host only ({})", dir.display()),
+                cause: format!("cannot create the lock directory: {e}"),
             })?;
     }
     Ok(dir)
