@@ -253,3 +253,186 @@ fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
         "{err}"
     );
 }
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// redis-server arguments for a TLS port (server certificate, the test CA),
+/// beside the plain port the test itself uses.
+fn tls_args(dir: &Scratch, port: u16) -> Vec<String> {
+    [
+        "--tls-port",
+        &port.to_string(),
+        "--tls-cert-file",
+        &dir.file("server.crt"),
+        "--tls-key-file",
+        &dir.file("server.key"),
+        "--tls-ca-cert-file",
+        &dir.file("ca.crt"),
+        "--tls-auth-clients",
+        "no",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// `redis-cli --tls` against port `port`.
+fn tls_cli(dir: &Scratch, port: u16, args: &[&str]) -> std::process::Output {
+    Command::new("redis-cli")
+        .args([
+            "--tls",
+            "--cacert",
+            &dir.file("ca.crt"),
+            "-p",
+            &port.to_string(),
+        ])
+        .args(args)
+        .output()
+        .expect("redis-cli must be installed")
+}
+
+/// A lock through `url` (with the test CA) is held: a second run (not a
+/// nested one: it does not inherit the first one's tokens) finds it taken (75)
+/// while the first runs, and gets it after.
+fn lock_works_through(dir: &Scratch, url: &str, name: &str) {
+    let ca = dir.file("ca.crt");
+    let rlock = |args: &[&str]| {
+        let mut cmd = bare();
+        cmd.args(["--url", url, "--cacert", &ca]).args(args);
+        cmd
+    };
+    let probe = format!(
+        "env -u RLOCK_TOKENS -u RLOCK_TOKEN \"$RLOCK_BIN\" --url '{url}' --cacert {ca} run --no-wait {name} -- true; \
+         echo \"inner $?\""
+    );
+    let out = output(
+        rlock(&["run", name, "--"])
+            .env("RLOCK_BIN", crate::support::rlock::bin())
+            .args(crate::support::rlock::sh(&probe)),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("inner 75"),
+        "held while the first ran: {}",
+        show(&out)
+    );
+    let out = output(&mut rlock(&["run", "--no-wait", name, "--", "true"]));
+    assert_eq!(code(&out), 0, "released after: {}", show(&out));
+}
+
+#[test]
+fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
+    let dir = Scratch::new();
+    certificates(&dir);
+    let master_tls = free_port();
+    let master_args = tls_args(&dir, master_tls);
+    let master =
+        RedisServer::start_with(&master_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let sentinel_port = free_port();
+    let conf = dir.file("sentinel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port 0\nbind 127.0.0.1\ndir {dir}\ntls-port {sentinel_port}\n\
+             tls-cert-file {crt}\ntls-key-file {key}\ntls-ca-cert-file {ca}\n\
+             tls-auth-clients no\ntls-replication yes\n\
+             sentinel monitor mymaster 127.0.0.1 {master_tls} 1\n",
+            dir = dir.path().display(),
+            crt = dir.file("server.crt"),
+            key = dir.file("server.key"),
+            ca = dir.file("ca.crt"),
+        ),
+    )
+    .unwrap();
+    let _sentinel = crate::support::process::Proc::new(
+        Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed"),
+    );
+    crate::support::expect_within(
+        crate::support::rlock::LIMIT,
+        "the TLS sentinel to name the master",
+        || {
+            let out = tls_cli(
+                &dir,
+                sentinel_port,
+                &["SENTINEL", "get-master-addr-by-name", "mymaster"],
+            );
+            String::from_utf8_lossy(&out.stdout).contains(&master_tls.to_string())
+        },
+    );
+    let url = format!("rediss+sentinel://127.0.0.1:{sentinel_port}/mymaster");
+    lock_works_through(&dir, &url, "via-tls-sentinel");
+    // Taken on the master the sentinel named.
+    let fence: Option<String> = master.cmd(&["GET", "rlock:{via-tls-sentinel}:fence"]);
+    assert!(fence.is_some(), "the fence is on the TLS master");
+}
+
+#[test]
+fn rediss_cluster_follows_tls_nodes() {
+    let dir = Scratch::new();
+    certificates(&dir);
+    let tls_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let nodes: Vec<RedisServer> = tls_ports
+        .iter()
+        .map(|&p| {
+            let mut args = tls_args(&dir, p);
+            args.extend(
+                [
+                    "--tls-cluster",
+                    "yes",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ]
+                .map(String::from),
+            );
+            RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .collect();
+    let mut create = Command::new("redis-cli");
+    create.args([
+        "--tls",
+        "--cacert",
+        &dir.file("ca.crt"),
+        "--cluster",
+        "create",
+    ]);
+    for p in &tls_ports {
+        create.arg(format!("127.0.0.1:{p}"));
+    }
+    let out = create
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli must be installed");
+    assert!(out.status.success(), "cluster create: {out:?}");
+    crate::support::expect_within(crate::support::rlock::LIMIT, "the cluster to be ok", || {
+        nodes.iter().all(|n| {
+            let info: String = n.cmd(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok")
+        })
+    });
+    // Seeds on one node only: the others are reached by following MOVED.
+    let url = format!("rediss+cluster://127.0.0.1:{}", tls_ports[0]);
+    for name in ["alpha", "bravo", "charlie", "delta"] {
+        lock_works_through(&dir, &url, name);
+    }
+    let holding: Vec<usize> = nodes
+        .iter()
+        .map(|n| n.cmd::<Vec<String>>(&["KEYS", "rlock:*:fence"]).len())
+        .collect();
+    assert!(
+        holding.iter().filter(|&&n| n > 0).count() > 1,
+        "the locks' slots span several TLS nodes: {holding:?}"
+    );
+}
