@@ -127,6 +127,9 @@ fn table(states: &[(String, LockStatus)]) -> String {
                 report::quote(&h.command),
             );
         }
+        if let Some(note) = s.servers.as_ref().and_then(|a| a.disagreement.as_ref()) {
+            let _ = writeln!(out, "  servers disagree: {note}");
+        }
     }
     out
 }
@@ -176,8 +179,21 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
     } else {
         kind_word(&s.kind)
     };
+    // Redlock only: how the servers' views compare.
+    let servers = match &s.servers {
+        Some(a) => format!(
+            ",\"servers\":{{\"total\":{},\"answered\":{},\"agree\":{},\"disagreement\":{}}}",
+            a.total,
+            a.answered,
+            a.disagreement.is_none(),
+            a.disagreement
+                .as_deref()
+                .map_or_else(|| "null".to_owned(), json_string)
+        ),
+        None => String::new(),
+    };
     format!(
-        "{{\"name\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"fence\":{}}}",
+        "{{\"name\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"fence\":{}{servers}}}",
         json_string(name),
         !s.holders.is_empty(),
         s.limit,
@@ -232,6 +248,7 @@ mod tests {
                 since_ms: 1000,
                 ttl_ms: 21000,
             }],
+            servers: None,
         };
         assert_eq!(
             to_json("deploy", &s),

@@ -7,6 +7,7 @@
 
 mod diagnose;
 mod local;
+mod quorum_status;
 mod redlock;
 mod standalone;
 
@@ -70,6 +71,20 @@ pub struct LockStatus {
     pub waiting: u64,
     /// Live holders.
     pub holders: Vec<HolderStatus>,
+    /// Redlock: how the servers' views compare (None for one server).
+    pub servers: Option<Agreement>,
+}
+
+/// Redlock: how many servers answered `status`, and where they disagree.
+#[derive(Debug, Clone)]
+pub struct Agreement {
+    /// Servers in the quorum.
+    pub total: usize,
+    /// Servers that answered.
+    pub answered: usize,
+    /// Holds seen on some servers only, servers that did not answer; None
+    /// when every server answered and they agree.
+    pub disagreement: Option<String>,
 }
 
 /// One holder, as `status` shows it (never its token).

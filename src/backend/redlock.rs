@@ -441,16 +441,24 @@ impl Session for RedlockSession {
     }
 
     fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
-        // The view of the first server that answers; a hold counts only on a
-        // quorum, so its holders are on most servers.
+        // A hold counts only on a quorum: every server is asked, and the
+        // holders shown are those a quorum agrees on.
+        let mut views = Vec::new();
         let mut failures = Vec::new();
         for result in self.each(|s| s.status(keys)) {
             match result {
-                Ok(status) => return Ok(status),
+                Ok(view) => views.push(view),
                 Err(err) => failures.push(err),
             }
         }
-        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+        if views.len() < self.quorum() {
+            return Err(self.no_quorum(Some(&keys.name), views.len(), &failures));
+        }
+        Ok(super::quorum_status::merge(
+            &views,
+            self.servers.len(),
+            self.quorum(),
+        ))
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {

@@ -909,6 +909,7 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
         fence: number(items.get(2)?).unwrap_or(0),
         waiting: number(items.get(3)?).unwrap_or(0),
         holders,
+        servers: None,
     })
 }
 

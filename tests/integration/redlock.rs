@@ -309,3 +309,62 @@ fn semaphores_and_fair_queues_need_one_server() {
         assert!(err.contains("need one server"), "{err}");
     }
 }
+
+/// `status` under Redlock shows what a quorum of servers agrees on, and says
+/// when the servers disagree, instead of the first server's view.
+#[test]
+fn status_shows_the_quorums_view_and_says_when_servers_disagree() {
+    let mut servers = three();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let all = || {
+        let mut cmd = bare();
+        for url in &urls {
+            cmd.arg("--url").arg(url);
+        }
+        cmd
+    };
+    let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let holders = |text: &str, name: &str| {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"));
+        row.split_whitespace().nth(2).unwrap().to_owned()
+    };
+    // Held on every server: one holder, no disagreement.
+    let held = output(all().args(["acquire", "--ttl", "30s", "everywhere"]));
+    assert_eq!(code(&held), 0, "{}", show(&held));
+    let out = output(all().args(["status", "--json", "everywhere"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let json = stdout(&out);
+    assert!(json.contains("\"held\":true"), "{json}");
+    assert!(
+        json.contains(
+            "\"servers\":{\"total\":3,\"answered\":3,\"agree\":true,\"disagreement\":null}"
+        ),
+        "{json}"
+    );
+    // Held on the first server only (taken there alone): no Redlock holder,
+    // though the first server's own view has one.
+    let minority = output(bare().args(["--url", &urls[0], "acquire", "--ttl", "30s", "first"]));
+    assert_eq!(code(&minority), 0, "{}", show(&minority));
+    let out = output(all().args(["status", "first"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert_eq!(holders(&text, "first"), "0", "no holder: {text}");
+    assert!(
+        text.contains("servers disagree: pid")
+            && text.contains("holds it on 1 of 3 servers (not a quorum: not a holder)"),
+        "{text}"
+    );
+    let out = output(all().args(["status", "--json", "first"]));
+    assert!(stdout(&out).contains("\"held\":false"), "{}", show(&out));
+    assert!(stdout(&out).contains("\"agree\":false"), "{}", show(&out));
+    // One server gone: the quorum still answers, and says which did not.
+    drop(servers.remove(2));
+    let out = output(all().args(["status", "everywhere"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(text.contains("1 of 3 servers did not answer"), "{text}");
+    assert_eq!(holders(&text, "everywhere"), "1", "still held: {text}");
+}

@@ -808,6 +808,7 @@ impl Session for LocalSession {
                     ttl_ms: crate::status::NO_LEASE,
                 })
                 .collect(),
+            servers: None,
         })
     }
 
