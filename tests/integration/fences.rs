@@ -127,7 +127,7 @@ fn a_16_digit_fence_reaches_command_and_status_exactly() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     redis.cmd::<String>(&["SET", "rlock:{big}:fence", &(BIG - 1).to_string()]);
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = redis.url();
     let script = format!(
         "echo $RLOCK_FENCE; {bin} --url {url} run -n big -- sh -c 'echo $RLOCK_FENCE'; \

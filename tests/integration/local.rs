@@ -139,7 +139,7 @@ fn several_names_reentry_and_any_name_work() {
     for run in runs {
         assert_eq!(code(&run.output_within(rlock::LIMIT)), 0);
     }
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = format!("file:{}", dir.file("locks"));
     let out = output(local(&dir).args(["run", "outer", "--"]).args(sh(&format!(
         "{bin} --url {url} run -n outer -- echo re-entered"
@@ -244,7 +244,7 @@ fn a_stale_holder_file_is_never_reentered_even_with_a_live_pid() {
 #[test]
 fn the_lock_lasts_while_anything_of_command_still_runs() {
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = format!("file:{}", dir.file("locks"));
     let inner = dir.file("inner");
     // A nested run that leaves COMMAND's group (setsid) outlives the outer run.

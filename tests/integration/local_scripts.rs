@@ -94,7 +94,7 @@ fn acquire_while_pid_holds_until_released_forced_or_the_caller_exits() {
 #[test]
 fn a_script_inside_a_run_reenters_and_a_runs_hold_is_not_released_from_outside() {
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = format!("file:{}", dir.file("locks"));
     let inside = dir.file("inside");
     let go = dir.file("go");
@@ -145,7 +145,7 @@ fn acquire_without_while_pid_is_refused_and_a_relative_dir_works() {
 #[test]
 fn a_keeper_started_inside_a_run_keeps_only_its_own_lock() {
     let dir = Scratch::new();
-    let bin = env!("CARGO_BIN_EXE_rlock");
+    let bin = &crate::support::rlock::bin();
     let url = format!("file:{}", dir.file("locks"));
     let shell = caller();
     // COMMAND inherits the run's lock on x; the keeper of y must not.

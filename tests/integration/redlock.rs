@@ -186,7 +186,7 @@ fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
     let script = format!(
         "while [ ! -e {go} ]; do sleep 0.05; done; \
          {bin} {urls} run --ttl 1500ms nest -- sleep 1.5; echo $? > {inner_out}",
-        bin = env!("CARGO_BIN_EXE_rlock"),
+        bin = crate::support::rlock::bin(),
         urls = urls.join(" "),
     );
     let parent = spawn(
