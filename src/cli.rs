@@ -293,7 +293,7 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
-    #[arg(short, long, value_name = "DUR", value_parser = humantime::parse_duration,
+    #[arg(short, long, value_name = "DUR", value_parser = duration,
           conflicts_with = "no_wait", help_heading = WAITING)]
     pub wait: Option<Duration>,
 
@@ -306,7 +306,7 @@ pub struct LockOptions {
     ///
     /// With --wait the server is waited for within the wait; with --no-wait, not
     /// at all. 0 gives up at once.
-    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = humantime::parse_duration,
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration,
           env = "RLOCK_UNREACHABLE_WAIT", help_heading = WAITING)]
     pub unreachable_wait: Duration,
 
@@ -356,8 +356,24 @@ pub struct LockOptions {
 /// integer in Redis and in Lua.
 const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// A duration: humantime (`500ms`, `1m 30s`), or a bare number of seconds
+/// (`5`, `0.5`), as flock's `-w` takes it.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let bare = text.trim();
+    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return bare
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| {
+                format!("invalid duration {bare:?}: expected seconds or e.g. 500ms, 1m 30s")
+            });
+    }
+    humantime::parse_duration(text).map_err(|e| e.to_string())
+}
+
 fn bounded(text: &str, min: Duration, min_text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    let d = duration(text)?;
     if d < min {
         return Err(format!("must be at least {min_text}"));
     }
@@ -465,6 +481,15 @@ fn one_line(rendered: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_number_is_seconds() {
+        assert_eq!(duration("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert!(duration(".").is_err());
+        assert!(duration("1.2.3").is_err());
+    }
     use clap::CommandFactory;
 
     #[test]

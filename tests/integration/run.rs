@@ -412,3 +412,21 @@ fn processes_command_leaves_behind_are_stopped_before_the_release() {
     );
     assert_eq!(redis.lock_keys("leftover"), Vec::<String>::new());
 }
+
+/// flock's habit: `-w 0.5` is half a second, `--ttl 30` thirty seconds.
+#[test]
+fn a_bare_number_is_a_duration_in_seconds() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "bare");
+    let start = std::time::Instant::now();
+    let out = output(rlock(&redis.url()).args(["run", "-w", "0.5", "bare", "--", "true"]));
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(10),
+        "waited {waited:?}"
+    );
+    let out = output(rlock(&redis.url()).args(["run", "--ttl", "30", "other", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
