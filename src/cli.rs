@@ -301,6 +301,12 @@ pub struct LockOptions {
     #[arg(short, long, help_heading = WAITING)]
     pub no_wait: bool,
 
+    /// Off a terminal: print a timestamped line when waiting starts and then
+    /// this often (who holds the lock, how long we have waited); 0: never.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,
+          env = "RLOCK_PROGRESS_INTERVAL", help_heading = WAITING)]
+    pub progress_interval: Duration,
+
     /// Without --wait: how long to wait for a server that cannot be reached
     /// (down, restarting, loading, failing over) before giving up with exit 69.
     ///

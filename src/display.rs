@@ -1,7 +1,8 @@
-//! The waiting line: on a terminal, one self-updating line on stderr saying
+//! Showing a wait. On a terminal, one self-updating line on stderr saying
 //! which lock rlock waits for, who holds it and for how long, and how long we
-//! have waited; cleared when the wait ends. Nothing when stderr is not a
-//! terminal (the `-v` log says it instead) or with `-q`.
+//! have waited; cleared when the wait ends. Off a terminal (cron, CI logs), a
+//! timestamped line when the wait starts and then every `--progress-interval`,
+//! so a long wait never looks like a hang. Nothing with `-q`.
 
 use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -104,4 +105,59 @@ fn draw(lock: &str, holder: Option<&HolderInfo>, seen_at: Instant, started: Inst
         seconds(started.elapsed())
     );
     let _ = write!(std::io::stderr(), "\r\x1b[2K{line}");
+}
+
+/// Off a terminal: a timestamped line when waiting starts and every `every`.
+pub struct ProgressLog {
+    every: Duration,
+    started: Instant,
+    next: Instant,
+}
+
+impl ProgressLog {
+    /// None on a terminal (the waiting line shows it), with `-q`, or when
+    /// `every` is zero (`--progress-interval 0`).
+    pub fn start(every: Duration) -> Option<Self> {
+        // SAFETY: isatty on fd 2 has no preconditions.
+        let tty = unsafe { libc::isatty(2) == 1 };
+        if tty || every.is_zero() || !report::enabled() {
+            return None;
+        }
+        let now = Instant::now();
+        Some(ProgressLog {
+            every,
+            started: now,
+            next: now,
+        })
+    }
+
+    /// Prints the line if one is due: what the last attempt found.
+    pub fn tick(&mut self, lock: &str, holder: Option<&HolderInfo>) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + self.every;
+        let who = match holder {
+            Some(h) => format!(
+                "held by pid {} on {} ({}) for {}",
+                report::sanitize(&h.pid),
+                report::sanitize(&h.host),
+                report::quote(&h.command),
+                seconds(h.held_for)
+            ),
+            None => "queued behind other waiters".into(),
+        };
+        let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        report::error(&format!(
+            "{at} waiting for {}: {who}; waited {}",
+            report::sanitize(lock),
+            seconds(now - self.started)
+        ));
+    }
+
+    /// How long until the next line is due.
+    pub fn until_due(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
 }

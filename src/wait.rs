@@ -62,6 +62,8 @@ pub struct Wanted<'a> {
     pub replica_timeout: Duration,
     /// How long an unreachable server is waited for.
     pub patience: Patience,
+    /// Off a terminal: how often a waiting run says so (zero: never).
+    pub progress_interval: Duration,
 }
 
 impl<'a> Wanted<'a> {
@@ -99,6 +101,7 @@ impl<'a> Wanted<'a> {
                 no_wait: options.no_wait || options.wait == Some(Duration::ZERO),
                 bound: options.unreachable_wait,
             },
+            progress_interval: options.progress_interval,
         }
     }
 }
@@ -207,6 +210,7 @@ fn acquire_on(
     let mut registered = Registrations::default();
     let mut announced = false;
     let mut line: Option<crate::display::WaitLine> = None;
+    let mut progress: Option<crate::display::ProgressLog> = None;
     // The lock last waited for (named when a signal ends the wait).
     let mut waiting_on = 0;
     loop {
@@ -344,7 +348,12 @@ fn acquire_on(
         waiting_on = i;
         if !may_wait {
             let cause = match (&holder, wanted.wait) {
-                (_, Some(w)) if !w.is_zero() => {
+                (Some(h), Some(w)) if !w.is_zero() => format!(
+                    "still held after waiting {}; held by {}",
+                    humantime::format_duration(w),
+                    describe_holder(h)
+                ),
+                (None, Some(w)) if !w.is_zero() => {
                     format!("still held after waiting {}", humantime::format_duration(w))
                 }
                 (Some(h), _) => format!("held by {}", describe_holder(h)),
@@ -357,11 +366,17 @@ fn acquire_on(
             };
             return Err(fail(session, &mut registered, err));
         }
-        if line.is_none() && !announced {
+        if line.is_none() && progress.is_none() && !announced {
             line = crate::display::WaitLine::start();
+            if line.is_none() {
+                progress = crate::display::ProgressLog::start(wanted.progress_interval);
+            }
         }
         if let Some(line) = &line {
             line.waiting(&keys.name, holder.as_ref());
+        }
+        if let Some(progress) = &mut progress {
+            progress.tick(&keys.name, holder.as_ref());
         }
         if !announced {
             announced = true;
@@ -370,7 +385,11 @@ fn acquire_on(
                 None => format!("{}: waiting", keys.name),
             });
         }
-        let block = pttl.unwrap_or(block_cap).min(block_cap).max(MIN_BLOCK);
+        let mut block = pttl.unwrap_or(block_cap).min(block_cap).max(MIN_BLOCK);
+        // Look again when the next progress line is due, so it is on time.
+        if let Some(progress) = &progress {
+            block = block.min(progress.until_due().max(MIN_BLOCK));
+        }
         {
             let mut phase = shared.phase();
             if shared.interrupted().is_some() {

@@ -430,3 +430,55 @@ fn a_bare_number_is_a_duration_in_seconds() {
     let out = output(rlock(&redis.url()).args(["run", "--ttl", "30", "other", "--", "true"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
 }
+
+/// Off a terminal (cron, CI), a waiting run says so: a timestamped line when
+/// it starts waiting and then every --progress-interval, naming the holder;
+/// a timeout names the holder too; -q silences the lines.
+#[test]
+fn a_waiting_run_logs_progress_off_a_terminal() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "busy");
+    let waiting = |extra: &[&str]| {
+        let mut cmd = rlock(&redis.url());
+        cmd.env_remove("RLOCK_PROGRESS_INTERVAL");
+        cmd.arg("run").args(extra).args(["busy", "--", "true"]);
+        output(&mut cmd)
+    };
+    // The default: one line at the start of a short wait.
+    let out = waiting(&["--wait", "1s"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    let first = lines[0];
+    assert!(first.starts_with("rlock: 20"), "timestamped: {first}");
+    assert!(first.contains("waiting for busy: held by pid"), "{first}");
+    assert!(first.contains("; waited 0s"), "{first}");
+    assert!(
+        lines[1].contains("still held after waiting 1s; held by pid"),
+        "the timeout names the holder: {}",
+        lines[1]
+    );
+    // Every interval while it waits.
+    let out = waiting(&["--wait", "2500ms", "--progress-interval", "1s"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let progress = err
+        .lines()
+        .filter(|l| l.contains("waiting for busy"))
+        .count();
+    assert!((3..=4).contains(&progress), "a line a second: {err}");
+    // -q: the exit status alone.
+    let out = waiting(&["-q", "--wait", "500ms"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+    // --progress-interval 0: no line, the verdict only.
+    let out = waiting(&["--wait", "500ms", "--progress-interval", "0"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "{}",
+        show(&out)
+    );
+}
