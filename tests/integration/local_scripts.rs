@@ -119,17 +119,29 @@ fn a_script_inside_a_run_reenters_and_a_runs_hold_is_not_released_from_outside()
 }
 
 #[test]
-fn acquire_without_while_pid_is_refused_and_a_relative_dir_works() {
+fn acquire_without_while_pid_is_refused_and_a_home_dir_works() {
     let dir = Scratch::new();
     let err = assert_fails(&output(local(&dir).args(["acquire", "x"])), 2);
     assert!(err.contains("--while-pid"), "{err}");
-    // A relative DIR names the same directory for the keeper.
+    // A relative DIR would depend on the working directory (cron's is not a
+    // shell's): refused, with the absolute path to use instead.
+    let out = output(
+        bare()
+            .current_dir(dir.path())
+            .args(["--url", "file:rel", "run", "r", "--", "true"]),
+    );
+    let err = assert_fails(&out, 2);
+    assert!(
+        err.contains("use an absolute path, e.g. file:") && err.contains("/rel"),
+        "{err}"
+    );
+    // `~/` is $HOME's, for the keeper too.
     let shell = caller();
     let relative = |args: &[&str]| {
         output(
             bare()
-                .current_dir(dir.path())
-                .args(["--url", "file:rel"])
+                .env("HOME", dir.path())
+                .args(["--url", "file:~/rel"])
                 .args(args),
         )
     };
@@ -140,6 +152,7 @@ fn acquire_without_while_pid_is_refused_and_a_relative_dir_works() {
     let out = relative(&["release", "r", "--token", &token]);
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_eq!(code(&relative(&["run", "-n", "r", "--", "true"])), 0);
+    assert!(dir.path().join("rel").is_dir(), "~ is $HOME");
 }
 
 #[test]

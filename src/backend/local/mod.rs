@@ -74,8 +74,36 @@ pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
     if dir.is_empty() {
         return Err(Error::usage("invalid --url: expected file:DIR"));
     }
-    let dir = std::path::absolute(dir)
-        .map_err(|e| Error::usage(format!("invalid --url file:{dir}: {e}")))?;
+    // `~` as a shell would expand it: the URL is often quoted, or set in a
+    // crontab, where no shell expands it.
+    let home = |rest: &str| match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(rest)),
+        None => Err(Error::usage(format!(
+            "invalid --url file:{dir}: ~ needs $HOME, which is not set; use an absolute path"
+        ))),
+    };
+    let dir = match dir.strip_prefix('~') {
+        Some("") => home("")?,
+        Some(rest) if rest.starts_with('/') => home(rest.trim_start_matches('/'))?,
+        Some(_) => {
+            return Err(Error::usage(format!(
+                "invalid --url file:{dir}: only ~/ is expanded, not ~user; use an absolute path"
+            )))
+        }
+        _ if !dir.starts_with('/') => {
+            // Two jobs started from different working directories (cron's is
+            // $HOME, a shell's anything) would silently lock in different places.
+            let suggestion = std::path::absolute(dir)
+                .map(|p| format!(", e.g. file:{}", p.display()))
+                .unwrap_or_default();
+            return Err(Error::usage(format!(
+                "invalid --url file:{dir}: a relative lock directory depends on the working directory; use an absolute path{suggestion}"
+            )));
+        }
+        _ => PathBuf::from(dir),
+    };
+    let dir = std::path::absolute(&dir)
+        .map_err(|e| Error::usage(format!("invalid --url file:{}: {e}", dir.display())))?;
     if let Ok(meta) = fs::metadata(&dir) {
         use std::os::unix::fs::MetadataExt;
         // Whoever may remove or rename files in DIR could swap a lock file
