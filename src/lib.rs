@@ -62,8 +62,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
 
 /// Prints `err` as the single `rlock: …` line the contract promises.
 pub fn report(err: &Error) {
-    // `-E 0`: "not acquired" was declared a success; success prints nothing.
+    // `-E 0`: "not acquired" was declared a success; success prints nothing,
+    // but -v says the run was skipped and why (a cron job skipped for days
+    // behind a stuck holder must leave a trace somewhere).
     if err.exit().code() == 0 {
+        report::verbose(|| format!("skipped (exit 0 by -E 0): {err}"));
         return;
     }
     // Usage errors are printed even with -q: the caller made a mistake to fix.

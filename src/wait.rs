@@ -183,6 +183,7 @@ pub fn acquire(
     shared: &Shared,
 ) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
     let mut outage = Outage::new(wanted.patience);
+    report::verbose(|| format!("{lock}: using {}", backend.server()));
     let mut session = loop {
         match backend.connect() {
             Ok(session) => break session,

@@ -482,3 +482,29 @@ fn a_waiting_run_logs_progress_off_a_terminal() {
         show(&out)
     );
 }
+
+/// `-v` names the server it uses (host:port, never the URL), and with `-E 0`
+/// still says the run was skipped and why; without `-v` a skip is silent.
+#[test]
+fn verbose_names_the_server_and_a_skip_by_e0() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "nb");
+    let url = format!("redis://:pw-not-shown@127.0.0.1:{}", redis.port);
+    redis.cmd::<String>(&["CONFIG", "SET", "requirepass", "pw-not-shown"]);
+    let out = output(rlock(&url).args(["-v", "run", "--no-wait", "-E", "0", "nb", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains(&format!("nb: using 127.0.0.1:{}", redis.port)),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped (exit 0 by -E 0): nb: not acquired: held by pid"),
+        "{err}"
+    );
+    assert!(!err.contains("pw-not-shown"), "{err}");
+    let out = output(rlock(&url).args(["run", "--no-wait", "-E", "0", "nb", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+}
