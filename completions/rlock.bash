@@ -501,7 +501,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -548,6 +548,14 @@ _rlock() {
                     return 0
                     ;;
                 --kill-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

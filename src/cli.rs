@@ -189,8 +189,27 @@ pub struct RunArgs {
     pub names: Vec<String>,
 
     /// The command to run, after `--`; executed directly, without a shell.
-    #[arg(value_name = "COMMAND", last = true, required = true)]
+    #[arg(value_name = "COMMAND", last = true, required_unless_present = "shell",
+          value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
+
+    /// Run STRING with `sh -c` instead of a COMMAND after `--` (as flock's -c).
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "STRING",
+        conflicts_with = "command"
+    )]
+    pub shell: Option<OsString>,
+}
+
+impl RunArgs {
+    /// `-c STRING` becomes the COMMAND `sh -c STRING`.
+    fn resolve_shell(&mut self) {
+        if let Some(string) = self.shell.take() {
+            self.command = vec!["sh".into(), "-c".into(), string];
+        }
+    }
 }
 
 /// Options of `rlock acquire`.
@@ -431,6 +450,12 @@ where
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
             Cli::from_arg_matches(&matches)
+        })
+        .map(|mut cli| {
+            if let Command::Run(run) = &mut cli.command {
+                run.resolve_shell();
+            }
+            cli
         });
     parsed.map_err(|err| {
         use clap::error::ErrorKind;
@@ -472,16 +497,39 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
 /// on one line and point at --help.
 fn one_line(rendered: &str) -> String {
     let mut parts = Vec::new();
+    let mut tips = Vec::new();
+    let mut help = "rlock --help".to_owned();
     for line in rendered.lines() {
         let line = line.trim();
-        if line.starts_with("Usage:") || line.starts_with("For more information") {
+        if let Some(usage) = line.strip_prefix("Usage: ") {
+            // The usage line names the subcommand whose help fits.
+            let words: Vec<&str> = usage.split_whitespace().collect();
+            if let [rlock, sub, ..] = words[..] {
+                if !sub.starts_with(['[', '<', '-']) {
+                    help = format!("{rlock} {sub} --help");
+                }
+            }
             break;
         }
-        if !line.is_empty() && !line.starts_with("tip:") {
+        if line.starts_with("For more information") {
+            break;
+        }
+        if let Some(tip) = line.strip_prefix("tip: ") {
+            tips.push(tip);
+        } else if !line.is_empty() {
             parts.push(line.strip_prefix("error: ").unwrap_or(line));
         }
     }
-    format!("{} (see 'rlock --help')", parts.join(" "))
+    let mut text = parts.join(" ");
+    for tip in tips {
+        text.push_str("; ");
+        text.push_str(tip);
+    }
+    // `rlock run demo ./backup.sh`: the command was taken for another NAME.
+    if text.contains("<COMMAND>") {
+        text.push_str("; COMMAND goes after --: rlock run NAME -- COMMAND [ARGS...], or rlock run NAME -c 'STRING'");
+    }
+    format!("{text} (see '{help}')")
 }
 
 #[cfg(test)]

@@ -204,7 +204,15 @@ impl fmt::Display for Error {
                     f,
                     "{lock}: command not found: {}",
                     crate::report::quote(program)
-                )
+                )?;
+                // One word holding a whole shell command line: rlock runs
+                // COMMAND directly, without a shell.
+                if program.contains([' ', '|', '&', ';', '<', '>', '(', '$', '`', '*']) {
+                    f.write_str(
+                        " (COMMAND runs without a shell: for a shell command line use -c 'STRING' or -- sh -c 'STRING')",
+                    )?;
+                }
+                Ok(())
             }
             Error::CannotExecute {
                 lock,

@@ -63,3 +63,43 @@ fn an_empty_rlock_url_counts_as_unset_but_an_empty_url_option_is_refused() {
     let err = assert_fails(&out, 2);
     assert!(err.contains("empty URL"), "{err}");
 }
+
+/// Usage errors keep clap's suggestions and point at the subcommand's help,
+/// and flock's habits get a hint: COMMAND after `--`, or `-c STRING`, which
+/// runs STRING with `sh -c`. Still one `rlock:` line and exit 2.
+#[test]
+fn usage_errors_suggest_and_flock_habits_get_hints() {
+    let dir = crate::support::scratch::Scratch::new();
+    let url = format!("file:{}", dir.file("locks"));
+    let err = assert_fails(&output(bare().arg("stauts")), 2);
+    assert!(
+        err.contains("a similar subcommand exists: 'status'"),
+        "{err}"
+    );
+    let err = assert_fails(
+        &output(bare().args(["run", "--wiat", "5", "x", "--", "true"])),
+        2,
+    );
+    assert!(err.contains("a similar argument exists: '--wait'"), "{err}");
+    assert!(err.contains("(see 'rlock run --help')"), "{err}");
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "demo", "./backup.sh"])),
+        2,
+    );
+    assert!(err.contains("COMMAND goes after --"), "{err}");
+    // -c STRING, as flock's -c.
+    let out = output(bare().args(["--url", &url, "run", "demo", "-c", "echo hi | tr a-z A-Z"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "HI\n");
+    let out = output(bare().args(["--url", &url, "run", "-c", "exit 3", "demo"]));
+    assert_eq!(code(&out), 3, "{}", show(&out));
+    // A whole shell command line as one word after `--`.
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "demo", "--", "echo hi | tr a-z A-Z"])),
+        127,
+    );
+    assert!(
+        err.contains("use -c 'STRING' or -- sh -c 'STRING'"),
+        "{err}"
+    );
+}
