@@ -24,7 +24,7 @@
 -- another type are never touched; nothing is written before every check
 -- passed.
 
-local foreign = foreign_key()
+local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 local fence_value = redis.call('GET', K_FENCE)
 

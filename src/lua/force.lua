@@ -5,7 +5,7 @@
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 
-local foreign = foreign_key()
+local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 
 prune()

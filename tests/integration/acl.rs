@@ -200,3 +200,26 @@ fn a_write_refused_part_way_leaves_no_key_without_an_expiry() {
         }
     }
 }
+
+/// `status` writes nothing, so a user without the write commands may run it:
+/// the scripts' check for refused writes is only in the scripts that write.
+#[test]
+fn a_user_without_write_commands_may_still_look() {
+    let redis = RedisServer::start();
+    let writer = user(&redis, "writer", &[]);
+    let held = output(rlock_as(&writer).args(["acquire", "--ttl", "30s", "seen"]));
+    assert_eq!(code(&held), 0, "{}", show(&held));
+    let reader = user(
+        &redis,
+        "reader",
+        &[
+            "-set", "-hset", "-hdel", "-hincrby", "-zadd", "-zrem", "-pexpire", "-del", "-rpush",
+        ],
+    );
+    let out = output(rlock_as(&reader).args(["status", "seen"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).contains("seen"), "{}", show(&out));
+    let out = output(rlock_as(&reader).args(["run", "--no-wait", "other", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("nothing was written"), "{err}");
+}
