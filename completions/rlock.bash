@@ -113,7 +113,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,6 +124,10 @@ _rlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --note)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -501,7 +505,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -512,6 +516,10 @@ _rlock() {
                     return 0
                     ;;
                 -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --note)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

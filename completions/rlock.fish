@@ -43,6 +43,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the lock
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l note -d 'What this holder is, shown by status and to waiting runs (default: the CI job\'s URL under GitHub Actions, GitLab CI, Jenkins or Buildkite)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited); 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
@@ -67,6 +68,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s q -l quiet -d 'Print
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l note -d 'What this holder is, shown by status and to waiting runs (default: the CI job\'s URL under GitHub Actions, GitLab CI, Jenkins or Buildkite)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited); 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r

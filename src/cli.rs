@@ -320,6 +320,11 @@ pub struct LockOptions {
     #[arg(short, long, help_heading = WAITING)]
     pub no_wait: bool,
 
+    /// What this holder is, shown by status and to waiting runs (default: the
+    /// CI job's URL under GitHub Actions, GitLab CI, Jenkins or Buildkite).
+    #[arg(long, value_name = "TEXT", env = "RLOCK_NOTE", help_heading = WAITING)]
+    pub note: Option<String>,
+
     /// Off a terminal: print a timestamped line when waiting starts and then
     /// this often (who holds the lock, how long we have waited); 0: never.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,

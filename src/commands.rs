@@ -2,15 +2,13 @@
 //! a single command (README: "A critical section in the middle of a shell script").
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::backend::HolderInfo;
 use crate::cli::{AcquireArgs, Global, ReleaseArgs, RenewArgs};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
-use crate::run::{hostname, inherited_tokens, lock_keys, refuse_conflicts};
+use crate::run::{inherited_tokens, lock_keys, refuse_conflicts};
 use crate::signals::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
@@ -46,13 +44,22 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     let caller = args
         .while_pid
         .unwrap_or_else(|| unsafe { libc::getppid() } as u32);
-    let holder = HolderInfo {
-        host: hostname(),
-        pid: caller.to_string(),
-        command: "(rlock acquire)".into(),
-        held_for: Duration::ZERO,
-        detached: true,
-    };
+    // The holder's command line is the caller's (the script that took the
+    // lock), as the kernel records it.
+    let argv: Vec<String> = std::fs::read(format!("/proc/{caller}/cmdline"))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut holder = crate::run::described(&argv, args.lock.note.as_deref());
+    if holder.command.is_empty() {
+        holder.command = "(rlock acquire)".into();
+    }
+    holder.pid = caller.to_string();
+    holder.detached = true;
     let mut wanted = Wanted::new(
         &keys,
         &token,

@@ -91,10 +91,8 @@ fn seconds(d: Duration) -> String {
 fn draw(lock: &str, holder: Option<&HolderInfo>, seen_at: Instant, started: Instant) {
     let who = match holder {
         Some(h) => format!(
-            "held by pid {} on {} ({}) for {}",
-            report::sanitize(&h.pid),
-            report::sanitize(&h.host),
-            report::quote(&h.command),
+            "held by {} for {}",
+            report::holder(&h.pid, &h.host, &h.command, &h.note),
             seconds(h.held_for + seen_at.elapsed())
         ),
         None => "queued behind other waiters".into(),
@@ -140,10 +138,8 @@ impl ProgressLog {
         self.next = now + self.every;
         let who = match holder {
             Some(h) => format!(
-                "held by pid {} on {} ({}) for {}",
-                report::sanitize(&h.pid),
-                report::sanitize(&h.host),
-                report::quote(&h.command),
+                "held by {} for {}",
+                report::holder(&h.pid, &h.host, &h.command, &h.note),
                 seconds(h.held_for)
             ),
             None => "queued behind other waiters".into(),

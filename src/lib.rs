@@ -18,6 +18,7 @@ pub mod exit;
 pub mod generate;
 pub mod guardian;
 pub mod name;
+pub mod note;
 pub mod outage;
 pub mod output;
 pub mod redact;

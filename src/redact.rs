@@ -44,7 +44,7 @@ fn argument(arg: &str) -> String {
 
 /// `scheme://user:PW@host` and `scheme://:PW@host` → `…:***@host`, for every
 /// URL in `text` (lists of URLs included).
-fn url_passwords(text: &str) -> String {
+pub fn url_passwords(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {

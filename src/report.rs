@@ -57,6 +57,23 @@ pub fn quote(text: &str) -> String {
     format!("'{}'", sanitize(text))
 }
 
+/// A holder as messages name it: `pid 42 on ci-3 ('make deploy')`, with its
+/// note when it has one (`…('make deploy', note 'https://ci/job/7')`), every
+/// part sanitized.
+pub fn holder(pid: &str, host: &str, command: &str, note: &str) -> String {
+    let note = if note.is_empty() {
+        String::new()
+    } else {
+        format!(", note {}", quote(note))
+    };
+    format!(
+        "pid {} on {} ({}{note})",
+        sanitize(pid),
+        sanitize(host),
+        quote(command)
+    )
+}
+
 /// Escapes control, escape and bidi characters in text that came from a user or
 /// from another host, so it cannot drive the terminal.
 pub fn sanitize(text: &str) -> String {

@@ -66,7 +66,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = inherited_tokens();
-    let holder = holder_info(&args.command);
+    let holder = holder_info(&args.command, args.lock.note.as_deref());
     let handoff = matches!(lease, Lease::Renewed(_));
     let mut wanted = Wanted::new(
         &locks,
@@ -486,11 +486,20 @@ fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
     tokens[excess..].join(",")
 }
 
-fn holder_info(command: &[OsString]) -> HolderInfo {
+fn holder_info(command: &[OsString], note: Option<&str>) -> HolderInfo {
     let argv: Vec<String> = command
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    HolderInfo {
+        pid: std::process::id().to_string(),
+        ..described(&argv, note)
+    }
+}
+
+/// A holder on this host running `argv`, with its note: the command line
+/// without secrets and cut to [`MAX_COMMAND_BYTES`].
+pub(crate) fn described(argv: &[String], note: Option<&str>) -> HolderInfo {
     // Stored in Redis and shown by `status`: no password or token in it.
     let mut line = crate::redact::command_line(&argv).join(" ");
     if line.len() > MAX_COMMAND_BYTES {
@@ -502,8 +511,9 @@ fn holder_info(command: &[OsString]) -> HolderInfo {
     }
     HolderInfo {
         host: hostname(),
-        pid: std::process::id().to_string(),
+        pid: String::new(),
         command: line,
+        note: crate::note::resolve(note),
         held_for: Duration::ZERO,
         detached: false,
     }

@@ -108,9 +108,9 @@ fn table(states: &[(String, LockStatus)]) -> String {
                         .to_string()
                 }
             };
-            let unknown = |text: &str| match text {
+            let unknown_raw = |text: &str| match text {
                 "" => "?".to_owned(),
-                text => report::sanitize(text),
+                text => text.to_owned(),
             };
             let lease = match h.ttl_ms {
                 NO_LEASE => "kept by the kernel (this host only)".to_owned(),
@@ -121,10 +121,13 @@ fn table(states: &[(String, LockStatus)]) -> String {
             };
             let _ = writeln!(
                 out,
-                "  pid {} on {} ({}) held for {held}, {lease}",
-                unknown(&h.pid),
-                unknown(&h.host),
-                report::quote(&h.command),
+                "  {} held for {held}, {lease}",
+                report::holder(
+                    &unknown_raw(&h.pid),
+                    &unknown_raw(&h.host),
+                    &h.command,
+                    &h.note
+                ),
             );
         }
         if let Some(note) = s.servers.as_ref().and_then(|a| a.disagreement.as_ref()) {
@@ -161,8 +164,12 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
                 .pid
                 .parse::<u64>()
                 .map_or_else(|_| "null".to_owned(), |p| p.to_string());
+            let note = match h.note.as_str() {
+                "" => "null".to_owned(),
+                note => json_string(note),
+            };
             format!(
-                "{{\"host\":{},\"pid\":{},\"command\":{},\"since\":{},\"ttl_ms\":{}}}",
+                "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{}}}",
                 json_string(&h.host),
                 pid,
                 json_string(&h.command),
@@ -245,6 +252,7 @@ mod tests {
                 host: "ci-3".into(),
                 pid: "4242".into(),
                 command: "./deploy.sh".into(),
+                note: String::new(),
                 since_ms: 1000,
                 ttl_ms: 21000,
             }],
@@ -252,7 +260,7 @@ mod tests {
         };
         assert_eq!(
             to_json("deploy", &s),
-            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
+            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
         );
     }
 }

@@ -516,10 +516,8 @@ fn interrupted(keys: &LockKeys, signal: i32) -> Error {
 pub fn describe_holder(h: &HolderInfo) -> String {
     let held = Duration::from_secs(h.held_for.as_secs());
     format!(
-        "pid {} on {} ({}) for {}",
-        report::sanitize(&h.pid),
-        report::sanitize(&h.host),
-        report::quote(&h.command),
+        "{} for {}",
+        report::holder(&h.pid, &h.host, &h.command, &h.note),
         humantime::format_duration(held)
     )
 }

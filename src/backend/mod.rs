@@ -30,6 +30,8 @@ pub struct HolderInfo {
     pub pid: String,
     /// The command line run under the lock.
     pub command: String,
+    /// What the holder says it is (`--note`, or the CI job's URL); may be empty.
+    pub note: String,
     /// How long it has held the lock (server clock).
     pub held_for: Duration,
     /// Held for a script by a `--while-pid` keeper (`rlock acquire`), not by a run.
@@ -96,6 +98,8 @@ pub struct HolderStatus {
     pub pid: String,
     /// Its command line, as it reported it.
     pub command: String,
+    /// Its note (`--note`, a CI job's URL), or empty.
+    pub note: String,
     /// When it took the lock (server clock, ms since the epoch).
     pub since_ms: u64,
     /// Lease left, in ms.

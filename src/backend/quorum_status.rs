@@ -36,9 +36,8 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
         }
         if copies.len() < views.len() {
             notes.push(format!(
-                "pid {} on {} holds it on {} of {} servers{}",
-                crate::report::sanitize(&first.pid),
-                crate::report::sanitize(&first.host),
+                "{} holds it on {} of {} servers{}",
+                crate::report::holder(&first.pid, &first.host, &first.command, &first.note),
                 copies.len(),
                 total,
                 if copies.len() < quorum {
@@ -92,6 +91,7 @@ mod tests {
             host: "h".into(),
             pid: pid.into(),
             command: "job".into(),
+            note: String::new(),
             since_ms: 1000,
             ttl_ms,
         }
@@ -142,7 +142,7 @@ mod tests {
         let note = v.servers.unwrap().disagreement.unwrap();
         assert_eq!(
             note,
-            "pid 1 on h holds it on 1 of 3 servers (not a quorum: not a holder)"
+            "pid 1 on h ('job') holds it on 1 of 3 servers (not a quorum: not a holder)"
         );
     }
 

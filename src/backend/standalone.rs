@@ -632,6 +632,7 @@ impl Session for StandaloneSession {
                 .arg(limit)
                 .arg(if req.fair { "1" } else { "0" })
                 .arg(if req.grant { "1" } else { "0" })
+                .arg(&req.holder.note)
                 .invoke(con)
         })?;
         parse_attempt(reply)
@@ -891,12 +892,13 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
         Value::Array(list) => list
             .iter()
             .filter_map(|h| match h {
-                Value::Array(f) if f.len() == 5 => Some(HolderStatus {
+                Value::Array(f) if f.len() >= 5 => Some(HolderStatus {
                     host: as_string(&f[0])?,
                     pid: as_string(&f[1])?,
                     command: as_string(&f[2])?,
                     since_ms: number(&f[3]).unwrap_or(0),
                     ttl_ms: number(&f[4]).unwrap_or(0),
+                    note: f.get(5).and_then(as_string).unwrap_or_default(),
                 }),
                 _ => None,
             })
@@ -967,10 +969,11 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
         0 => {
             let pttl = as_int(items.get(1)?)?;
             let holder = match items.get(2) {
-                Some(Value::Array(h)) if h.len() == 4 => Some(HolderInfo {
+                Some(Value::Array(h)) if h.len() >= 4 => Some(HolderInfo {
                     host: as_string(&h[0])?,
                     pid: as_string(&h[1])?,
                     command: as_string(&h[2])?,
+                    note: h.get(4).and_then(as_string).unwrap_or_default(),
                     held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
                     detached: false,
                 }),

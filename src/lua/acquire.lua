@@ -9,12 +9,13 @@
 -- ARGV[8] kind: x, s or m       ARGV[9] limit (m)       ARGV[10] "1" for --fair
 -- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
 --          makes it the holder and pushes "g<fence>" to its list)
+-- ARGV[12] the holder's note (--note, a CI job's URL), or ""
 --
 -- Returns {1, token, fence, count} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call;
 -- {0, wait-ms, holder} when not: wait-ms is how long until a holder's lease or
 -- another waiter's registration could run out (-1: neither), holder
--- {host, pid, command, held-for-ms} of a current holder or false;
+-- {host, pid, command, held-for-ms, note} of a current holder or false;
 -- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
 --
 -- Invariants: holders are compatible (one exclusive; or any number of shared;
@@ -31,6 +32,7 @@ local fence_value = redis.call('GET', K_FENCE)
 local token, ttl = ARGV[1], tonumber(ARGV[3])
 local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
 local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
+if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
 prune()
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
@@ -112,7 +114,8 @@ if raw then
     local ok, h = pcall(cjson.decode, raw)
     if ok and type(h) == 'table' then
         holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
-                  tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW)}
+                  tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
+                  type(h.note) == 'string' and h.note or ''}
     end
 end
 local register = tonumber(ARGV[7])

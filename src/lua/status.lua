@@ -3,7 +3,7 @@
 -- out and waiters whose registration lapsed are left out, not pruned.
 --
 -- Returns {kind, limit, fence, waiting, holders}, kind "" when nobody holds
--- the lock, holders a list of {host, pid, command, since-ms, ttl-ms}; never
+-- the lock, holders a list of {host, pid, command, since-ms, ttl-ms, note}; never
 -- owner tokens.
 
 local foreign = foreign_key()
@@ -22,7 +22,7 @@ for i = 1, #live, 2 do
     end
     local function text(v) if type(v) == 'string' then return v end return '' end
     holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
-        text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW}
+        text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW, text(h.note)}
 end
 local fence = fence_counter()
 local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW, '+inf')

@@ -56,7 +56,9 @@ fn acquire_while_pid_holds_until_released_forced_or_the_caller_exits() {
     let mut shell = caller();
     let token = acquire(&dir, "x", shell.pid);
     let out = output(local(&dir).args(["run", "-n", "x", "--", "true"]));
-    assert!(assert_fails(&out, 75).contains("(rlock acquire)"));
+    // The holder is the caller: its command line, not rlock's.
+    let err = assert_fails(&out, 75);
+    assert!(err.contains("('sleep 60')"), "{err}");
     let out = output(local(&dir).args(["status", "--json", "x"]));
     assert!(stdout(&out).contains("\"held\":true"), "{}", show(&out));
     let out = output(local(&dir).args(["renew", "x", "--token", &token]));

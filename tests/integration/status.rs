@@ -3,7 +3,7 @@
 use crate::support::expect_within;
 use crate::support::holder::{hold, holder};
 use crate::support::redis_server::RedisServer;
-use crate::support::rlock::{code, output, rlock, show, spawn_quiet, stdout};
+use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
 use crate::support::scratch::Scratch;
 
 #[test]
@@ -107,4 +107,79 @@ fn hostile_holder_text_is_sanitized() {
             "{text:?}"
         );
     }
+}
+
+/// A holder says what it is: `--note` (or RLOCK_NOTE), else the CI job's URL
+/// from the CI system's environment; `status`, `--json` and busy messages show
+/// it, one line, without passwords. `acquire` records its caller's command line.
+#[test]
+fn holders_carry_a_note_or_their_ci_job() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let held = |name: &str, env: &[(&str, &str)], opts: &[&str]| {
+        let mut cmd = rlock(&redis.url());
+        cmd.envs(env.iter().copied())
+            .arg("run")
+            .args(opts)
+            .args([name, "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.02; done")));
+        let proc = spawn(&mut cmd);
+        expect_within(rlock::LIMIT, "the lock to be held", || {
+            redis.cmd::<i64>(&["EXISTS", &format!("rlock:{{{name}}}")]) == 1
+        });
+        proc
+    };
+    let _a = held(
+        "noted",
+        &[],
+        &["--note", "nightly\nbackup https://u:pw@ci.example/1"],
+    );
+    let _b = held(
+        "github",
+        &[
+            ("GITHUB_SERVER_URL", "https://github.com"),
+            ("GITHUB_REPOSITORY", "acme/shop"),
+            ("GITHUB_RUN_ID", "42"),
+        ],
+        &[],
+    );
+    let _c = held(
+        "gitlab",
+        &[
+            ("RLOCK_NOTE", "deploy from laptop"),
+            ("CI_JOB_URL", "https://gl/j/7"),
+        ],
+        &[],
+    );
+    let out = output(rlock(&redis.url()).args(["status", "--json", "noted", "github", "gitlab"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let json = stdout(&out);
+    assert!(
+        json.contains("\"note\":\"nightly backup https://u:***@ci.example/1\""),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"note\":\"https://github.com/acme/shop/actions/runs/42\""),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"note\":\"deploy from laptop\""),
+        "RLOCK_NOTE first: {json}"
+    );
+    assert!(!json.contains("pw@"), "{json}");
+    let out = output(rlock(&redis.url()).args(["status", "github"]));
+    assert!(
+        stdout(&out).contains("note 'https://github.com/acme/shop/actions/runs/42'"),
+        "{}",
+        show(&out)
+    );
+    let out = output(rlock(&redis.url()).args(["run", "--no-wait", "github", "--", "true"]));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(code(&out), 75, "{err}");
+    assert!(
+        err.contains("note 'https://github.com/acme/shop/actions/runs/42'"),
+        "{err}"
+    );
+    std::fs::write(&go, "").unwrap();
 }

@@ -204,6 +204,7 @@ struct Details {
     pid: String,
     host: String,
     command: String,
+    note: String,
     since: u64,
     kind: String,
     fence: u64,
@@ -220,6 +221,7 @@ impl Details {
             .with("kind", &self.kind)
             .with("fence", self.fence)
             .with("keeper", u8::from(self.keeper))
+            .with("note", &self.note)
             .with("command", &self.command)
             .render()
     }
@@ -233,6 +235,8 @@ impl Details {
             kind: get("kind")?,
             fence: get("fence")?.parse().ok()?,
             keeper: get("keeper").as_deref() == Some("1"),
+            // Records written before notes existed have none.
+            note: get("note").unwrap_or_default(),
             command: get("command")?,
         })
     }
@@ -246,6 +250,7 @@ impl Details {
             host: self.host.clone(),
             pid: self.pid.clone(),
             command: self.command.clone(),
+            note: self.note.clone(),
             held_for: Duration::from_millis(files::now_ms().saturating_sub(self.since)),
             detached: self.keeper,
         }
@@ -622,6 +627,7 @@ impl Session for LocalSession {
             pid: req.holder.pid.clone(),
             host: req.holder.host.clone(),
             command: req.holder.command.clone(),
+            note: req.holder.note.clone(),
             since: files::now_ms(),
             kind: kind_code(req.kind),
             fence,
@@ -832,6 +838,7 @@ impl Session for LocalSession {
                     host: d.host.clone(),
                     pid: d.pid.clone(),
                     command: d.command.clone(),
+                    note: d.note.clone(),
                     since_ms: d.since,
                     ttl_ms: crate::status::NO_LEASE,
                 })
