@@ -501,7 +501,7 @@ fn holder_info(command: &[OsString], note: Option<&str>) -> HolderInfo {
 /// without secrets and cut to [`MAX_COMMAND_BYTES`].
 pub(crate) fn described(argv: &[String], note: Option<&str>) -> HolderInfo {
     // Stored in Redis and shown by `status`: no password or token in it.
-    let mut line = crate::redact::command_line(&argv).join(" ");
+    let mut line = crate::redact::command_line(argv).join(" ");
     if line.len() > MAX_COMMAND_BYTES {
         let mut cut = MAX_COMMAND_BYTES;
         while !line.is_char_boundary(cut) {
