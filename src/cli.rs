@@ -76,7 +76,7 @@ pub struct Global {
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
     #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,
-          global = true, help_heading = CONNECTION)]
+          env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
     /// Log acquisition, each renewal and the release, with timings, on stderr.
@@ -167,7 +167,7 @@ pub struct RunArgs {
 
     /// Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it
     /// ends and is killed just before it ends (exit 70).
-    #[arg(long, value_name = "DUR", value_parser = lease_duration, conflicts_with = "ttl",
+    #[arg(long, value_name = "DUR", value_parser = lease_duration, env = "RLOCK_LEASE",
           help_heading = LEASE)]
     pub lease: Option<Duration>,
 
@@ -179,7 +179,8 @@ pub struct RunArgs {
     /// lease could end, so renewals are retried until then. A longer grace
     /// leaves less time for retries; it is capped at a third of --ttl or
     /// --lease (with a note when given explicitly).
-    #[arg(long, value_name = "DUR", value_parser = grace_duration, help_heading = LEASE)]
+    #[arg(long, value_name = "DUR", value_parser = grace_duration, env = "RLOCK_KILL_AFTER",
+          help_heading = LEASE)]
     pub kill_after: Option<Duration>,
 
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
@@ -312,12 +313,12 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
-    #[arg(short, long, value_name = "DUR", value_parser = duration,
-          conflicts_with = "no_wait", help_heading = WAITING)]
+    #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
+          help_heading = WAITING)]
     pub wait: Option<Duration>,
 
     /// Give up at once if the lock is taken (same as --wait 0).
-    #[arg(short, long, help_heading = WAITING)]
+    #[arg(short, long, env = "RLOCK_NO_WAIT", value_parser = clap::builder::FalseyValueParser::new(), help_heading = WAITING)]
     pub no_wait: bool,
 
     /// What this holder is, shown by status and to waiting runs (default: the
@@ -341,46 +342,52 @@ pub struct LockOptions {
     pub unreachable_wait: Duration,
 
     /// Exit status when the lock was not acquired.
-    #[arg(short = 'E', long, value_name = "N", default_value_t = NOT_ACQUIRED_DEFAULT, help_heading = WAITING)]
+    #[arg(short = 'E', long, value_name = "N", default_value_t = NOT_ACQUIRED_DEFAULT,
+          env = "RLOCK_CONFLICT_EXIT_CODE", help_heading = WAITING)]
     pub conflict_exit_code: u8,
 
     /// Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
-          help_heading = LEASE)]
+          env = "RLOCK_TTL", help_heading = LEASE)]
     pub ttl: Duration,
 
     /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
     ///
     /// Without --fair, once an exclusive run waits, new shared runs queue behind
     /// it, so a stream of readers cannot starve a writer.
-    #[arg(short, long, conflicts_with = "limit", help_heading = KINDS)]
+    #[arg(short, long, env = "RLOCK_SHARED", value_parser = clap::builder::FalseyValueParser::new(), help_heading = KINDS)]
     pub shared: bool,
 
     /// Semaphore: at most N holders at once, each with its own lease.
     ///
     /// Runs that pass different N for one name are never more than the smallest
     /// N among the holders and the newcomer. --limit 1 is an exclusive lock.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = KINDS)]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          env = "RLOCK_LIMIT", help_heading = KINDS)]
     pub limit: Option<u32>,
 
     /// First come, first served among waiters, across kinds.
     ///
     /// Exclusive and semaphore runs without --fair may still overtake the queue.
-    #[arg(long, help_heading = KINDS)]
+    #[arg(long, env = "RLOCK_FAIR", value_parser = clap::builder::FalseyValueParser::new(), help_heading = KINDS)]
     pub fair: bool,
 
     /// The lock counts only once N replicas have it (WAIT, within
     /// --connect-timeout); otherwise it is given back and rlock exits 69.
-    #[arg(long, value_name = "N", default_value_t = 0, help_heading = KINDS)]
+    #[arg(long, value_name = "N", default_value_t = 0, env = "RLOCK_MIN_REPLICAS",
+          help_heading = KINDS)]
     pub min_replicas: u32,
 
     /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
     ///
     /// rlock and Redisson clients then exclude each other, and each side's
     /// unlock wakes the other's waiters (Redisson's unlock channel).
-    #[arg(long, help_heading = KINDS)]
+    #[arg(long, env = "RLOCK_REDISSON", value_parser = clap::builder::FalseyValueParser::new(), help_heading = KINDS)]
     pub redisson: bool,
 }
+
+/// `--ttl` when not given.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
 
 /// Longest lease or grace period: keeps every millisecond count an exact
 /// integer in Redis and in Lua.
@@ -454,9 +461,11 @@ where
         .try_get_matches_from(args)
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
-            Cli::from_arg_matches(&matches)
+            let overridden = crate::cli_env::overridden(&matches)?;
+            Cli::from_arg_matches(&matches).map(|cli| (cli, overridden))
         })
-        .map(|mut cli| {
+        .map(|(mut cli, overridden)| {
+            crate::cli_env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
                 run.resolve_shell();
             }

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod child;
 pub mod cli;
+pub mod cli_env;
 pub mod clock;
 pub mod commands;
 pub mod connect;

@@ -508,3 +508,62 @@ fn verbose_names_the_server_and_a_skip_by_e0() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert!(out.stderr.is_empty(), "{}", show(&out));
 }
+
+/// Every run and acquire option may come from the environment (as etcdctl's
+/// ETCDCTL_*); the command line wins over the environment, and two opposite
+/// options given together in one place are a usage error.
+#[test]
+fn options_come_from_the_environment_and_the_command_line_wins() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "envy");
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = rlock(&redis.url());
+        cmd.envs(env.iter().copied())
+            .arg("run")
+            .args(args)
+            .args(["envy", "--", "true"]);
+        let start = std::time::Instant::now();
+        (output(&mut cmd), start.elapsed())
+    };
+    let (out, took) = run(
+        &[("RLOCK_WAIT", "0.5"), ("RLOCK_CONFLICT_EXIT_CODE", "3")],
+        &[],
+    );
+    assert_eq!(code(&out), 3, "{}", show(&out));
+    assert!(took >= Duration::from_millis(500), "waited {took:?}");
+    let (out, took) = run(&[("RLOCK_WAIT", "1m")], &["--no-wait"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(took < Duration::from_secs(10), "--no-wait won: {took:?}");
+    let (out, _) = run(&[("RLOCK_WAIT", "1m"), ("RLOCK_NO_WAIT", "1")], &[]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RLOCK_WAIT and RLOCK_NO_WAIT"));
+    let (out, _) = run(&[], &["--shared", "--limit", "2"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    let (out, _) = run(&[("RLOCK_SHARED", "1")], &["--limit", "2", "--no-wait"]);
+    assert_eq!(
+        code(&out),
+        75,
+        "--limit wins over RLOCK_SHARED: {}",
+        show(&out)
+    );
+    let help = output(rlock(&redis.url()).args(["run", "--help"]));
+    let text = String::from_utf8_lossy(&help.stdout).into_owned();
+    for var in [
+        "RLOCK_WAIT",
+        "RLOCK_NO_WAIT",
+        "RLOCK_CONFLICT_EXIT_CODE",
+        "RLOCK_TTL",
+        "RLOCK_LEASE",
+        "RLOCK_KILL_AFTER",
+        "RLOCK_SHARED",
+        "RLOCK_LIMIT",
+        "RLOCK_FAIR",
+        "RLOCK_MIN_REPLICAS",
+        "RLOCK_REDISSON",
+        "RLOCK_NOTE",
+        "RLOCK_CONNECT_TIMEOUT",
+    ] {
+        assert!(text.contains(&format!("env: {var}")), "{var} in --help");
+    }
+}

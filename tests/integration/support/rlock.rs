@@ -42,6 +42,24 @@ pub fn bare() -> Command {
         "RLOCK_CERT",
         "RLOCK_KEY",
         "RLOCK_UNREACHABLE_WAIT",
+        "RLOCK_WAIT",
+        "RLOCK_NO_WAIT",
+        "RLOCK_CONFLICT_EXIT_CODE",
+        "RLOCK_TTL",
+        "RLOCK_LEASE",
+        "RLOCK_KILL_AFTER",
+        "RLOCK_SHARED",
+        "RLOCK_LIMIT",
+        "RLOCK_FAIR",
+        "RLOCK_MIN_REPLICAS",
+        "RLOCK_REDISSON",
+        "RLOCK_NOTE",
+        "RLOCK_CONNECT_TIMEOUT",
+        // A CI system's job URL would become every holder's note.
+        "GITHUB_RUN_ID",
+        "CI_JOB_URL",
+        "BUILD_URL",
+        "BUILDKITE_BUILD_URL",
     ] {
         cmd.env_remove(var);
     }

@@ -1,0 +1,91 @@
+//! Options from the environment (`RLOCK_WAIT`, `RLOCK_SHARED`, ...) give way
+//! to the command line.
+//!
+//! A CI system may set `RLOCK_WAIT=10m` for every job and one job pass
+//! `--no-wait`: the option given on the command line wins, the environment's
+//! opposite is ignored. Two opposites on the command line are a usage error,
+//! and so are two in the environment (there is no telling which was meant).
+
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
+use crate::cli::Command;
+
+/// An option: clap id, flag and environment variable (for messages).
+type Opt = (&'static str, &'static str, &'static str);
+
+/// Options that exclude each other.
+const OPPOSITES: [(Opt, Opt); 3] = [
+    (
+        ("wait", "--wait", "RLOCK_WAIT"),
+        ("no_wait", "--no-wait", "RLOCK_NO_WAIT"),
+    ),
+    (
+        ("shared", "--shared", "RLOCK_SHARED"),
+        ("limit", "--limit", "RLOCK_LIMIT"),
+    ),
+    (
+        ("lease", "--lease", "RLOCK_LEASE"),
+        ("ttl", "--ttl", "RLOCK_TTL"),
+    ),
+];
+
+/// The ids of options set in the environment that an opposite on the command
+/// line overrides, or the clap error for opposites given together.
+pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error> {
+    let Some((_, sub)) = matches.subcommand() else {
+        return Ok(Vec::new());
+    };
+    let source = |id: &str| {
+        sub.try_get_raw(id)
+            .ok()
+            .flatten()
+            .and_then(|_| sub.value_source(id))
+            .filter(|s| *s != ValueSource::DefaultValue)
+    };
+    let mut dropped = Vec::new();
+    for ((a, a_flag, a_env), (b, b_flag, b_env)) in OPPOSITES {
+        let together = |what: String| {
+            Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!("{what} cannot be used together\n"),
+            ))
+        };
+        match (source(a), source(b)) {
+            (Some(ValueSource::CommandLine), Some(ValueSource::CommandLine)) => {
+                return together(format!("'{a_flag}' and '{b_flag}'"));
+            }
+            (Some(ValueSource::EnvVariable), Some(ValueSource::EnvVariable)) => {
+                return together(format!("{a_env} and {b_env}"));
+            }
+            (Some(ValueSource::CommandLine), Some(ValueSource::EnvVariable)) => dropped.push(b),
+            (Some(ValueSource::EnvVariable), Some(ValueSource::CommandLine)) => dropped.push(a),
+            _ => {}
+        }
+    }
+    Ok(dropped)
+}
+
+/// Resets the options [`overridden`] found, as if the environment had not set them.
+pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
+    let (lock, mut lease) = match command {
+        Command::Run(run) => (&mut run.lock, Some(&mut run.lease)),
+        Command::Acquire(acquire) => (&mut acquire.lock, None),
+        _ => return,
+    };
+    for id in ids {
+        match *id {
+            "wait" => lock.wait = None,
+            "no_wait" => lock.no_wait = false,
+            "shared" => lock.shared = false,
+            "limit" => lock.limit = None,
+            "ttl" => lock.ttl = crate::cli::DEFAULT_TTL,
+            "lease" => {
+                if let Some(lease) = lease.as_deref_mut() {
+                    *lease = None;
+                }
+            }
+            _ => {}
+        }
+    }
+}
