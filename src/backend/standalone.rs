@@ -68,8 +68,8 @@ fn first_seed(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<(String,
     Err(last.unwrap_or_else(|| RedisError::from((ErrorKind::Io, "no seed"))))
 }
 
-/// A client for cluster node `addr` (`host:port`) with the URL's credentials
-/// and TLS settings.
+/// A client for the server at `addr` (`host:port`: a cluster node, the
+/// master the sentinels name) with the URL's credentials, db and TLS settings.
 fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<Client> {
     let scheme = if spec.is_tls() { "rediss" } else { "redis" };
     let info =
@@ -82,17 +82,7 @@ fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<Client> {
 /// Asks the sentinels, in order, where the master is, and opens a client for it
 /// with the URL's credentials, db and TLS settings.
 fn master_client(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Client> {
-    client_at(spec, &master_address(spec, limit)?)
-}
-
-/// A client for the master at `address` (`host:port`).
-fn client_at(spec: &ServerSpec, address: &str) -> redis::RedisResult<Client> {
-    let scheme = if spec.is_tls() { "rediss" } else { "redis" };
-    let info =
-        redis::IntoConnectionInfo::into_connection_info(format!("{scheme}://{address}").as_str())?;
-    let info = info.set_redis_settings(spec.info.redis_settings().clone());
-    client_for(info, &spec.tls)
-        .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
+    node_client(spec, &master_address(spec, limit)?)
 }
 
 /// The master's `host:port` as the first sentinel that answers names it.
@@ -248,7 +238,7 @@ impl StandaloneSession {
                 }
                 (Source::Sentinel(spec), _) => {
                     let address = master_address(spec, limit)?;
-                    let con = client_at(spec, &address)?.get_connection_with_timeout(limit)?;
+                    let con = node_client(spec, &address)?.get_connection_with_timeout(limit)?;
                     self.master = Some(address);
                     self.master_checked = Some(Instant::now());
                     con

@@ -549,21 +549,7 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     );
     let help = output(rlock(&redis.url()).args(["run", "--help"]));
     let text = String::from_utf8_lossy(&help.stdout).into_owned();
-    for var in [
-        "RLOCK_WAIT",
-        "RLOCK_NO_WAIT",
-        "RLOCK_CONFLICT_EXIT_CODE",
-        "RLOCK_TTL",
-        "RLOCK_LEASE",
-        "RLOCK_KILL_AFTER",
-        "RLOCK_SHARED",
-        "RLOCK_LIMIT",
-        "RLOCK_FAIR",
-        "RLOCK_MIN_REPLICAS",
-        "RLOCK_REDISSON",
-        "RLOCK_NOTE",
-        "RLOCK_CONNECT_TIMEOUT",
-    ] {
+    for var in rlock::OPTION_VARS {
         assert!(text.contains(&format!("env: {var}")), "{var} in --help");
     }
 }

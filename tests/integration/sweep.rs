@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use crate::support::redis_server::RedisServer;
+use crate::support::redis_server::{free_port, RedisServer};
 use crate::support::rlock::{assert_fails, bare, output, show};
 use crate::support::scratch::Scratch;
 
@@ -144,14 +144,6 @@ fn writes(redis: &RedisServer) -> u64 {
         .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
         .and_then(|v| v.trim().parse().ok())
         .expect("INFO persistence reports rdb_changes_since_last_save")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

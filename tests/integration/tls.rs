@@ -6,7 +6,7 @@
 use std::net::TcpListener;
 use std::process::Command;
 
-use crate::support::redis_server::RedisServer;
+use crate::support::redis_server::{free_port, RedisServer};
 use crate::support::rlock::{assert_fails, bare, code, output, show};
 use crate::support::scratch::Scratch;
 
@@ -252,14 +252,6 @@ fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
         err.contains("if this is a plain port, use redis://"),
         "{err}"
     );
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// redis-server arguments for a TLS port (server certificate, the test CA),

@@ -15,7 +15,8 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
+/// A 127.0.0.1 port nothing listens on (at the moment of asking).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
