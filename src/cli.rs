@@ -608,7 +608,7 @@ mod tests {
             &["rlock", "run", "--ttl", "2y", "x", "--", "true"],
             &["rlock", "run", "--kill-after", "100y", "x", "--", "true"],
         ] {
-            assert!(Cli::try_parse_from(args).is_err(), "{args:?}");
+            assert!(parse_from(args).is_err(), "{args:?}");
         }
     }
 
