@@ -120,8 +120,12 @@ pub enum Command {
         #[arg(value_name = "NAME")]
         names: Vec<String>,
         /// One JSON object per lock, one per line.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "check")]
         json: bool,
+        /// Print nothing; exit 0 when every NAME is held, 1 when one is free
+        /// (for monitoring scripts).
+        #[arg(long, requires = "names")]
+        check: bool,
     },
     /// List the locks that are held or waited for (SCAN, never KEYS).
     List {

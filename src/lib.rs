@@ -52,7 +52,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Renew(args) => commands::renew(&cli.global, args),
         Command::Release(args) => commands::release(&cli.global, args),
         Command::WhilePid(args) => while_pid::keep(&cli.global, args),
-        Command::Status { names, json } => status::status(&cli.global, names, *json),
+        Command::Status { names, json, check } => status::status(&cli.global, names, *json, *check),
         Command::List { pattern, json } => status::list(&cli.global, pattern, *json),
         Command::Completions { shell } => {
             use std::io::Write;

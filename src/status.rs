@@ -12,8 +12,8 @@ use crate::exit::Exit;
 use crate::name::{self, LockKeys};
 use crate::report;
 
-/// `rlock status [NAME...] [--json]`.
-pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
+/// `rlock status [NAME...] [--json | --check]`.
+pub fn status(global: &Global, names: &[String], json: bool, check: bool) -> Result<Exit> {
     for name in names {
         name::validate(name)?;
     }
@@ -26,6 +26,10 @@ pub fn status(global: &Global, names: &[String], json: bool) -> Result<Exit> {
         given => given.to_vec(),
     };
     let states = read_all(session.as_mut(), &global.prefix, &names)?;
+    if check {
+        let held = states.iter().all(|(_, s)| !s.holders.is_empty());
+        return Ok(if held { Exit::Success } else { Exit::NotHeld });
+    }
     let mut out = String::new();
     if json {
         for (name, state) in &states {

@@ -183,3 +183,25 @@ fn holders_carry_a_note_or_their_ci_job() {
     );
     std::fs::write(&go, "").unwrap();
 }
+
+/// `status --check NAME...`: nothing printed, 0 when every NAME is held and 1
+/// when one is free, for monitoring scripts.
+#[test]
+fn status_check_answers_with_its_exit_status() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = hold(&redis, &dir, "watched");
+    let check =
+        |names: &[&str]| output(rlock(&redis.url()).args(["status", "--check"]).args(names));
+    let out = check(&["watched"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        show(&out)
+    );
+    let out = check(&["watched", "idle"]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    assert_eq!(code(&check(&[])), 2, "--check needs names");
+}
