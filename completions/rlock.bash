@@ -652,3 +652,22 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _rlock -o bashdefault -o default rlock
 fi
+
+# After `--`: a command, then that command's own arguments (as flock's completion).
+_rlock_after_dashes() {
+    local i
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $(( i + 1 ))
+            elif (( COMP_CWORD == i + 1 )); then
+                mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
+            else
+                mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
+            fi
+            return 0
+        fi
+    done
+    _rlock "$@"
+}
+complete -F _rlock_after_dashes -o bashdefault -o default rlock

@@ -157,3 +157,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_su
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+
+# After `--`: a command, then that command's own arguments (as flock's completion).
+function __fish_rlock_after_dashes
+    contains -- -- (commandline -opc)
+end
+complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'

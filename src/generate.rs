@@ -13,8 +13,45 @@ pub fn completion(shell: Shell) -> String {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "rlock", &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    let mut script = String::from_utf8_lossy(&out).into_owned();
+    // clap's scripts know nothing of what follows `--`: rlock's COMMAND, as
+    // flock's completion offers it.
+    match shell {
+        Shell::Bash => script.push_str(BASH_AFTER_DASHES),
+        Shell::Fish => script.push_str(FISH_AFTER_DASHES),
+        _ => {}
+    }
+    script
 }
+
+const BASH_AFTER_DASHES: &str = r#"
+# After `--`: a command, then that command's own arguments (as flock's completion).
+_rlock_after_dashes() {
+    local i
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $(( i + 1 ))
+            elif (( COMP_CWORD == i + 1 )); then
+                mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
+            else
+                mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
+            fi
+            return 0
+        fi
+    done
+    _rlock "$@"
+}
+complete -F _rlock_after_dashes -o bashdefault -o default rlock
+"#;
+
+const FISH_AFTER_DASHES: &str = r#"
+# After `--`: a command, then that command's own arguments (as flock's completion).
+function __fish_rlock_after_dashes
+    contains -- -- (commandline -opc)
+end
+complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
+"#;
 
 /// The man page `rlock(1)`: every option of every subcommand, the environment,
 /// the exit statuses and examples. Deterministic: no build date.

@@ -48,3 +48,29 @@ fn completions_subcommand_prints_the_script() {
         rlock::generate::completion(Shell::Fish)
     );
 }
+
+/// Bash completes a command after `--` (as flock's completion does), and
+/// rlock's own options before it.
+#[test]
+fn bash_completes_a_command_after_the_dashes() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = format!(
+        "source {}; \
+         COMP_WORDS=(rlock run x -- ech); COMP_CWORD=4; _rlock_after_dashes rlock ech --; \
+         printf 'after:%s\\n' \"${{COMPREPLY[@]}}\"; \
+         COMP_WORDS=(rlock run --wa); COMP_CWORD=2; _rlock_after_dashes rlock --wa run; \
+         printf 'before:%s\\n' \"${{COMPREPLY[@]}}\"",
+        root.join("completions/rlock.bash").display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &script])
+        .output()
+        .expect("bash runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l == "after:echo"), "{text}");
+    assert!(
+        !text.contains("after:--"),
+        "no rlock option after --: {text}"
+    );
+    assert!(text.lines().any(|l| l == "before:--wait"), "{text}");
+}
