@@ -475,3 +475,38 @@ fn a_full_or_read_only_filesystem_exits_69_and_leaves_no_temporary_file() {
     let l = line("not-a-dir");
     assert!(l.starts_with("2 ") && l.contains("not a directory"), "{l}");
 }
+
+/// `file:DIR` locks are flock(2) locks on `DIR/NAME.lock`: flock(1) on the same
+/// file and rlock exclude each other (shared with shared allowed), so jobs can
+/// move from flock to rlock one at a time.
+#[test]
+fn file_locks_interoperate_with_flock() {
+    let dir = Scratch::new();
+    let url = format!("file:{}", dir.file("locks"));
+    let lock_file = dir.file("locks/fx.lock");
+    // rlock holds: flock cannot, exclusive or shared.
+    let out = output(
+        bare()
+            .args(["--url", &url, "run", "fx", "--"])
+            .args(sh(&format!(
+        "flock -n {lock_file} true; echo \"x $?\"; flock -n -s {lock_file} true; echo \"s $?\""
+    ))),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(stdout(&out), "x 1\ns 1\n");
+    // flock holds: rlock finds it taken.
+    let out = output(
+        std::process::Command::new("flock")
+            .arg(&lock_file)
+            .arg(rlock::bin())
+            .args(["--url", &url, "run", "--no-wait", "fx", "--", "true"]),
+    );
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    // Shared beside shared.
+    let out = output(
+        bare()
+            .args(["--url", &url, "run", "--shared", "fx", "--"])
+            .args(sh(&format!("flock -n -s {lock_file} true; echo \"s $?\""))),
+    );
+    assert_eq!(stdout(&out), "s 0\n", "{}", show(&out));
+}
