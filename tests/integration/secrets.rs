@@ -84,3 +84,85 @@ fn renew_and_release_take_the_token_from_rlock_token() {
     );
     assert_eq!(code(&force), 0, "{}", show(&force));
 }
+
+/// Every process whose command line (world-readable in /proc/PID/cmdline)
+/// contains `secret`.
+fn processes_showing(secret: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            shown.contains(secret).then(|| format!("{pid}: {shown}"))
+        })
+        .collect()
+}
+
+/// With the password in RLOCK_URL and the token in RLOCK_TOKEN, no process
+/// rlock runs or leaves running shows either in /proc/PID/cmdline: not a
+/// holding `run` nor its guardian, not the `acquire --while-pid` keeper, not a
+/// `renew` stuck on a stalled server.
+#[test]
+fn no_process_shows_the_password_or_the_token_on_its_command_line() {
+    let password = format!("cmdline-pw-{}", std::process::id());
+    let redis = RedisServer::start_with(&["--requirepass", &password]);
+    let url = format!("redis://:{password}@127.0.0.1:{}", redis.port);
+    let dir = crate::support::scratch::Scratch::new();
+
+    let mut holder = spawn_quiet(
+        rlock::bare()
+            .env("RLOCK_URL", &url)
+            .args(["run", "held", "--", "sleep", "30"]),
+    );
+    expect_within(rlock::LIMIT, "the hold", || {
+        !redis.lock_keys("held").is_empty()
+    });
+
+    let token_file = dir.file("token");
+    let stop = dir.file("stop");
+    let script = format!(
+        "{bin} acquire --ttl 2s --while-pid $$ kept > {token_file} || exit 9; \
+         while [ ! -e {stop} ]; do sleep 0.02; done",
+        bin = rlock::bin()
+    );
+    let mut shell = spawn_quiet(
+        std::process::Command::new("sh")
+            .env("RLOCK_URL", &url)
+            .args(["-c", &script]),
+    );
+    expect_within(rlock::LIMIT, "the token", || {
+        dir.read("token").trim().len() == 32
+    });
+    let token = dir.read("token").trim().to_owned();
+
+    // A renew that waits on a stopped server is still running when looked at.
+    redis.freeze();
+    let mut renew = spawn_quiet(
+        rlock::bare()
+            .env("RLOCK_URL", &url)
+            .env("RLOCK_TOKEN", &token)
+            .args(["--connect-timeout", "20s", "renew", "kept"]),
+    );
+    let seen_running = crate::support::wait_until(rlock::LIMIT, || {
+        std::fs::read(format!("/proc/{}/cmdline", renew.pid))
+            .is_ok_and(|c| c.windows(5).any(|w| w == b"renew"))
+    });
+    let shown = [processes_showing(&password), processes_showing(&token)];
+    redis.thaw();
+    assert!(seen_running, "the renew process was not seen");
+    assert!(
+        shown[0].is_empty(),
+        "password on a command line: {:?}",
+        shown[0]
+    );
+    assert!(
+        shown[1].is_empty(),
+        "token on a command line: {:?}",
+        shown[1]
+    );
+    assert_eq!(renew.wait_within(rlock::LIMIT).code(), Some(0));
+    std::fs::write(&stop, "").unwrap();
+    assert!(shell.wait_within(rlock::LIMIT).success());
+    holder.kill();
+}
