@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
+use crate::signal::Signal;
 use crate::signals::{Phase, Shared};
 
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo
@@ -342,7 +343,7 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) -> bo
 pub fn status_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code).unwrap_or(255),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        (None, Some(signal)) => Signal::from_number(signal).exit_status(),
         _ => 255,
     }
 }

@@ -57,6 +57,12 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Safety margin for clock drift between us and the server (Redlock's rule:
+/// 1% of the ttl plus 2 ms).
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,9 @@ use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
-use crate::run::{inherited_tokens, lock_keys, refuse_conflicts};
+use crate::run::{lock_keys, refuse_conflicts};
 use crate::signals::{self, Phase, Shared};
+use crate::token::inherited_tokens;
 use crate::token::Token;
 use crate::wait::{self, Wanted};
 use crate::while_pid::{self, Watched};
@@ -72,7 +73,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     );
     wanted.replica_timeout = global.connect_timeout;
     if let Some(watched) = &watched {
-        watched.interrupt_on_exit(&shared);
+        while_pid::interrupt_on_exit(watched, &shared);
     }
     let caller_gone = |err: Error| match (&watched, err) {
         (Some(w), Error::Interrupted { .. }) if w.gone() => Error::Internal(format!(

@@ -18,7 +18,10 @@ pub fn backend(global: &Global) -> Result<Arc<dyn Backend>> {
                 "file: locks this host only; it cannot be combined with other --url",
             ));
         }
-        return Ok(Arc::new(Local::new(&dir)?));
+        return Ok(Arc::new(Local::new(
+            &dir,
+            crate::token::inherited_tokens(),
+        )?));
     }
     let auth = std::env::var("REDISCLI_AUTH").ok();
     let tls = server::TlsFiles {

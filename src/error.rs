@@ -76,8 +76,8 @@ pub enum Error {
     Interrupted {
         /// The lock name.
         lock: String,
-        /// The signal number.
-        signal: i32,
+        /// The signal.
+        signal: crate::signal::Signal,
     },
     /// The lease lapsed between acquiring and starting COMMAND (rlock was
     /// held up); COMMAND was not started (exit 70).
@@ -227,8 +227,7 @@ impl fmt::Display for Error {
             }
             Error::Interrupted { lock, signal } => write!(
                 f,
-                "{lock}: interrupted by {} while waiting; nothing acquired",
-                crate::signals::name(*signal)
+                "{lock}: interrupted by {signal} while waiting; nothing acquired"
             ),
         }
     }
@@ -270,7 +269,7 @@ mod tests {
         assert_eq!(missing.to_string(), "a: command not found: 'x\\ny'");
         let interrupted = Error::Interrupted {
             lock: "a".into(),
-            signal: libc::SIGINT,
+            signal: crate::signal::Signal::INT,
         };
         assert_eq!(interrupted.exit().code(), 130);
         assert!(interrupted.to_string().contains("SIGINT"));

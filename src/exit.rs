@@ -27,7 +27,7 @@ pub enum Exit {
     /// 127: COMMAND not found.
     NotFound,
     /// 128+N: rlock was interrupted by signal N while waiting.
-    Signal(i32),
+    Signal(crate::signal::Signal),
 }
 
 /// The default status for "lock not acquired" (`EX_TEMPFAIL` from sysexits.h).
@@ -47,7 +47,7 @@ impl Exit {
             Exit::Internal => 125,
             Exit::CannotExecute => 126,
             Exit::NotFound => 127,
-            Exit::Signal(n) => u8::try_from(128 + n).unwrap_or(255),
+            Exit::Signal(signal) => signal.exit_status(),
         }
     }
 }
@@ -73,7 +73,7 @@ mod tests {
         assert_eq!(Exit::Internal.code(), 125);
         assert_eq!(Exit::CannotExecute.code(), 126);
         assert_eq!(Exit::NotFound.code(), 127);
-        assert_eq!(Exit::Signal(libc::SIGINT).code(), 130);
-        assert_eq!(Exit::Signal(libc::SIGTERM).code(), 143);
+        assert_eq!(Exit::Signal(crate::signal::Signal::INT).code(), 130);
+        assert_eq!(Exit::Signal(crate::signal::Signal::TERM).code(), 143);
     }
 }

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Hold, HolderInfo, Kind, Session};
+use crate::backend::{Backend, Hold, HolderInfo, Session};
 use crate::child;
 use crate::cli::{Global, LockOptions, RunArgs};
 use crate::clock::Stamp;
@@ -15,7 +15,7 @@ use crate::guardian::Guardian;
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
-use crate::token::Token;
+use crate::token::{inherited_tokens, tokens_for_child, Token};
 use crate::wait::{self, Wanted};
 use crate::watchdog::{why_lapsed, Config, Lease, Lost, Watchdog};
 
@@ -372,15 +372,6 @@ pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()
     Ok(())
 }
 
-/// The kind of hold the options ask for.
-pub(crate) fn kind(lock: &LockOptions) -> Kind {
-    match (lock.shared, lock.limit) {
-        (true, _) => Kind::Shared,
-        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
-        _ => Kind::Exclusive,
-    }
-}
-
 /// The keys of lock `name`: rlock's own, or Redisson's with `--redisson`.
 pub(crate) fn lock_keys(prefix: &str, redisson: bool, name: &str) -> LockKeys {
     if redisson {
@@ -447,43 +438,6 @@ fn release(
         }
     }
     gone
-}
-
-/// Most ancestor tokens passed down: a nesting deeper than this re-enters only
-/// the innermost locks.
-const MAX_INHERITED: usize = 32;
-
-/// Tokens of the ancestor `rlock run`s (RLOCK_TOKENS, and RLOCK_TOKEN for a
-/// parent that set only that). Any of them that holds the lock re-enters it;
-/// malformed entries are ignored.
-pub(crate) fn inherited_tokens() -> Vec<Token> {
-    let listed = std::env::var("RLOCK_TOKENS").unwrap_or_default();
-    let single = std::env::var("RLOCK_TOKEN").unwrap_or_default();
-    let mut tokens: Vec<Token> = Vec::new();
-    for token in listed
-        .split(',')
-        .chain([single.as_str()])
-        .filter_map(Token::parse)
-    {
-        if !tokens.contains(&token) {
-            tokens.push(token);
-        }
-    }
-    let excess = tokens.len().saturating_sub(MAX_INHERITED);
-    tokens.drain(..excess);
-    tokens
-}
-
-/// RLOCK_TOKENS for COMMAND: the ancestors' tokens and this run's, newest last.
-fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
-    let mut tokens: Vec<&str> = Vec::new();
-    // Newest last: an inherited token that holds again here moves to the end.
-    for token in inherited.iter().chain(own.iter().copied()) {
-        tokens.retain(|t| *t != token.as_str());
-        tokens.push(token.as_str());
-    }
-    let excess = tokens.len().saturating_sub(MAX_INHERITED);
-    tokens[excess..].join(",")
 }
 
 fn holder_info(command: &[OsString], note: Option<&str>) -> HolderInfo {

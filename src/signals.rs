@@ -19,6 +19,7 @@ use crate::backend::Backend;
 use crate::clock::Stamp;
 use crate::guardian::Deadlines;
 use crate::name::LockKeys;
+use crate::signal::Signal;
 use crate::token::Token;
 
 /// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
@@ -30,21 +31,6 @@ pub const FORWARDED: [i32; 6] = [
     libc::SIGUSR1,
     libc::SIGUSR2,
 ];
-
-/// A signal's name for messages.
-pub fn name(signal: i32) -> String {
-    let known = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGKILL => "SIGKILL",
-        _ => return format!("signal {signal}"),
-    };
-    known.to_owned()
-}
 
 /// Whom to wake when a signal interrupts a blocked waiter.
 pub struct Blocked {
@@ -141,10 +127,10 @@ impl Shared {
     }
 
     /// The first signal that interrupted the wait, if any.
-    pub fn interrupted(&self) -> Option<i32> {
+    pub fn interrupted(&self) -> Option<Signal> {
         match self.interrupted.load(Ordering::SeqCst) {
             0 => None,
-            n => Some(n),
+            n => Some(Signal::from_number(n)),
         }
     }
 
@@ -186,9 +172,9 @@ impl Shared {
                 crate::report::error(&format!(
                     "{}: interrupted by {} while connecting; nothing acquired",
                     self.lock,
-                    name(signal)
+                    Signal::from_number(signal)
                 ));
-                std::process::exit(128 + signal);
+                std::process::exit(i32::from(Signal::from_number(signal).exit_status()));
             }
             Phase::Acquiring => {
                 let _ = self.interrupted.compare_exchange(
@@ -221,9 +207,9 @@ impl Shared {
                     crate::report::error(&format!(
                         "{lock}: interrupted by {} while waiting; the server did not answer, \
                          so anything handed over meanwhile expires by itself ({err})",
-                        name(signal)
+                        Signal::from_number(signal)
                     ));
-                    std::process::exit(128 + signal);
+                    std::process::exit(i32::from(Signal::from_number(signal).exit_status()));
                 }
             }
         }

@@ -116,9 +116,9 @@ fn table(states: &[(String, LockStatus)]) -> String {
                 "" => "?".to_owned(),
                 text => text.to_owned(),
             };
-            let lease = match h.ttl_ms {
-                NO_LEASE => "kept by the kernel (this host only)".to_owned(),
-                ms => format!(
+            let lease = match h.lease_ms {
+                None => "kept by the kernel (this host only)".to_owned(),
+                Some(ms) => format!(
                     "lease left {}",
                     humantime::format_duration(Duration::from_secs(ms / 1000))
                 ),
@@ -140,9 +140,6 @@ fn table(states: &[(String, LockStatus)]) -> String {
     }
     out
 }
-
-/// `ttl_ms` of a hold with no lease (file: locks, kept by the kernel).
-pub const NO_LEASE: u64 = u64::MAX;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -178,10 +175,8 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
                 pid,
                 json_string(&h.command),
                 since,
-                match h.ttl_ms {
-                    NO_LEASE => "null".to_owned(),
-                    ms => ms.to_string(),
-                }
+                h.lease_ms
+                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string())
             )
         })
         .collect();
@@ -258,7 +253,7 @@ mod tests {
                 command: "./deploy.sh".into(),
                 note: String::new(),
                 since_ms: 1000,
-                ttl_ms: 21000,
+                lease_ms: Some(21000),
             }],
             servers: None,
         };

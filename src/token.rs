@@ -98,6 +98,43 @@ impl fmt::Display for Fence {
     }
 }
 
+/// Most ancestor tokens passed down: a nesting deeper than this re-enters only
+/// the innermost locks.
+const MAX_INHERITED: usize = 32;
+
+/// Tokens of the ancestor `rlock run`s (RLOCK_TOKENS, and RLOCK_TOKEN for a
+/// parent that set only that). Any of them that holds the lock re-enters it;
+/// malformed entries are ignored.
+pub fn inherited_tokens() -> Vec<Token> {
+    let listed = std::env::var("RLOCK_TOKENS").unwrap_or_default();
+    let single = std::env::var("RLOCK_TOKEN").unwrap_or_default();
+    let mut tokens: Vec<Token> = Vec::new();
+    for token in listed
+        .split(',')
+        .chain([single.as_str()])
+        .filter_map(Token::parse)
+    {
+        if !tokens.contains(&token) {
+            tokens.push(token);
+        }
+    }
+    let excess = tokens.len().saturating_sub(MAX_INHERITED);
+    tokens.drain(..excess);
+    tokens
+}
+
+/// RLOCK_TOKENS for COMMAND: the ancestors' tokens and this run's, newest last.
+pub fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
+    let mut tokens: Vec<&str> = Vec::new();
+    // Newest last: an inherited token that holds again here moves to the end.
+    for token in inherited.iter().chain(own.iter().copied()) {
+        tokens.retain(|t| *t != token.as_str());
+        tokens.push(token.as_str());
+    }
+    let excess = tokens.len().saturating_sub(MAX_INHERITED);
+    tokens[excess..].join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

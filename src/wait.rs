@@ -89,7 +89,7 @@ impl<'a> Wanted<'a> {
                 options.wait
             },
             conflict_code: options.conflict_exit_code,
-            kind: crate::run::kind(options),
+            kind: kind(options),
             fair: options.fair,
             // A handoff is written by the releasing client's connection, which
             // this one's WAIT cannot vouch for.
@@ -505,7 +505,7 @@ fn or_signal(err: Error, keys: &LockKeys, shared: &Shared) -> Error {
     }
 }
 
-fn interrupted(keys: &LockKeys, signal: i32) -> Error {
+fn interrupted(keys: &LockKeys, signal: crate::signal::Signal) -> Error {
     Error::Interrupted {
         lock: keys.name.clone(),
         signal,
@@ -520,4 +520,13 @@ pub fn describe_holder(h: &HolderInfo) -> String {
         report::holder(&h.pid, &h.host, &h.command, &h.note),
         humantime::format_duration(held)
     )
+}
+
+/// The kind of hold the options ask for.
+pub(crate) fn kind(lock: &crate::cli::LockOptions) -> Kind {
+    match (lock.shared, lock.limit) {
+        (true, _) => Kind::Shared,
+        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
+        _ => Kind::Exclusive,
+    }
 }

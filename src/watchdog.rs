@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::backend::Session;
-use crate::clock::Stamp;
+use crate::clock::{drift, Stamp};
 use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::report;
@@ -115,12 +115,6 @@ fn seconds(d: Duration) -> String {
     } else {
         format!("{} ms", d.as_millis())
     }
-}
-
-/// Safety margin for clock drift between us and the server (Redlock's rule:
-/// 1% of the ttl plus 2 ms).
-pub fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
 }
 
 /// Margin between SIGKILL and the proven end of the lease: the guardian's

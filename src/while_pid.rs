@@ -3,7 +3,7 @@
 //! files of a `file:` lock), how `acquire` starts it, and how both follow PID.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -13,124 +13,17 @@ use crate::exit::Exit;
 use crate::run::lock_keys;
 use crate::token::Token;
 
-/// The process a hold follows. With a pidfd it is this very process, even
-/// if its pid is reused later.
-pub struct Watched {
-    pid: u32,
-    fd: Option<OwnedFd>,
-}
+pub use crate::sys::process::{Ready, Watched};
 
-impl Watched {
-    /// Opens PID for `acquire NAME`; a missing process is a usage error.
-    pub fn open(pid: u32, name: &str) -> Result<Self> {
-        // SAFETY: pidfd_open has no memory-safety preconditions.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor, owned from here on.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-            return Ok(Watched { pid, fd: Some(fd) });
-        }
-        let watched = Watched { pid, fd: None };
-        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) || watched.gone() {
-            return Err(Error::usage(format!(
-                "{name}: --while-pid {pid}: no such process"
-            )));
-        }
-        Ok(watched)
-    }
-
-    /// The keeper's end: the pidfd `acquire` handed over, else PID by number.
-    fn inherited(pid: u32) -> Self {
-        let fd = std::env::var("RLOCK_KEEP_PIDFD")
-            .ok()
-            .and_then(|fd| fd.parse::<RawFd>().ok())
-            .and_then(take_fd);
-        match fd {
-            Some(fd) => Watched { pid, fd: Some(fd) },
-            None => Watched { pid, fd: None },
-        }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.pid
-    }
-
-    /// Ends the wait of `acquire` (as a signal would) if the process exits
-    /// first: nobody would be left to hold the lock for.
-    pub fn interrupt_on_exit(&self, shared: &std::sync::Arc<crate::signals::Shared>) {
-        let watched = Watched {
-            pid: self.pid,
-            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
-        };
-        let shared = std::sync::Arc::clone(shared);
-        std::thread::spawn(move || {
-            while !watched.exits_within(Duration::from_secs(3600)) {}
-            shared.interrupt(libc::SIGHUP);
-        });
-    }
-
-    /// The pidfd, readable once the process has exited.
-    pub fn fd(&self) -> Option<RawFd> {
-        self.fd.as_ref().map(AsRawFd::as_raw_fd)
-    }
-
-    /// Whether the process has exited (a zombie counts as exited).
-    pub fn gone(&self) -> bool {
-        self.exits_within(Duration::ZERO)
-    }
-
-    /// Waits up to `within` for the process to exit.
-    pub fn exits_within(&self, within: Duration) -> bool {
-        if let Some(fd) = self.fd() {
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = libc::c_int::try_from(within.as_millis()).unwrap_or(libc::c_int::MAX);
-            // SAFETY: one valid pollfd.
-            return unsafe { libc::poll(&mut p, 1, ms) } > 0;
-        }
-        // No pidfd (an old kernel): look by signal 0 once `within` has passed.
-        std::thread::sleep(within);
-        // SAFETY: signal 0 only checks that the process exists.
-        let missing = unsafe { libc::kill(self.pid as libc::pid_t, 0) } != 0;
-        missing && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-    }
-}
-
-/// Takes ownership of an inherited descriptor, if it is open.
-fn take_fd(fd: RawFd) -> Option<OwnedFd> {
-    // SAFETY: F_SETFD on a descriptor number: fails harmlessly if not open.
-    if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-        return None;
-    }
-    // SAFETY: the descriptor is open and was handed to this process to own.
-    Some(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// The keeper's end of the handshake with `acquire` (see [`start`]).
-pub struct Ready(Option<std::os::unix::net::UnixStream>);
-
-impl Ready {
-    fn inherited() -> Self {
-        let fd = std::env::var("RLOCK_KEEP_READY")
-            .ok()
-            .and_then(|fd| fd.parse::<RawFd>().ok())
-            .and_then(take_fd);
-        Ready(fd.map(std::os::unix::net::UnixStream::from))
-    }
-
-    /// Tells `acquire` the hold is taken over, then waits until it has handed
-    /// the token to the script. False when `acquire` gave up or died first:
-    /// nobody knows the token, so the keeper must let go.
-    pub fn handshake(&mut self) -> bool {
-        let Some(mut stream) = self.0.take() else {
-            return true;
-        };
-        let mut byte = [0u8; 1];
-        stream.write_all(b"1").is_ok() && matches!(stream.read(&mut byte), Ok(1))
-    }
+/// Ends the wait of `acquire` (as a signal would) if `watched` exits first:
+/// nobody would be left to hold the lock for.
+pub fn interrupt_on_exit(watched: &Watched, shared: &std::sync::Arc<crate::signals::Shared>) {
+    let watched = watched.try_clone();
+    let shared = std::sync::Arc::clone(shared);
+    std::thread::spawn(move || {
+        while !watched.exits_within(Duration::from_secs(3600)) {}
+        shared.interrupt(libc::SIGHUP);
+    });
 }
 
 /// `acquire`'s end of a keeper that has taken over the hold.
@@ -162,7 +55,7 @@ pub enum StartError {
     /// It could not start, or did not take over in time.
     Failed(std::io::Error),
     /// A signal came while `acquire` waited for it.
-    Interrupted(i32),
+    Interrupted(crate::signal::Signal),
 }
 
 /// Starts the detached keeper (a new session, no terminal, no inherited stdio,
@@ -179,7 +72,7 @@ pub fn start(
     watched: &Watched,
     token: &Token,
     fds: &[RawFd],
-    interrupted: &dyn Fn() -> Option<i32>,
+    interrupted: &dyn Fn() -> Option<crate::signal::Signal>,
 ) -> std::result::Result<Keeper, StartError> {
     use std::os::unix::process::CommandExt;
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(StartError::Failed)?;
@@ -204,7 +97,7 @@ pub fn start(
         .arg("--connect-timeout")
         .arg(humantime::format_duration(global.connect_timeout).to_string())
         .arg("--pid")
-        .arg(watched.pid.to_string())
+        .arg(watched.pid().to_string())
         .arg("--ttl")
         .arg(humantime::format_duration(args.lock.ttl).to_string());
     if args.lock.redisson {
@@ -316,8 +209,13 @@ pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
         .ok()
         .and_then(|t| Token::parse(&t))
         .ok_or_else(|| Error::usage("__while-pid is internal to rlock acquire --while-pid"))?;
-    let watched = Watched::inherited(args.pid);
-    let mut ready = Ready::inherited();
+    let inherited = |var: &str| {
+        std::env::var(var)
+            .ok()
+            .and_then(|fd| fd.parse::<RawFd>().ok())
+    };
+    let watched = Watched::inherited(args.pid, inherited("RLOCK_KEEP_PIDFD"));
+    let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
     if let Some(dir) = crate::server::local_dir(&global.urls) {
         let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
             .unwrap_or_default()
@@ -339,7 +237,7 @@ pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
     let period = args.ttl / 3;
-    let margin = crate::watchdog::drift(args.ttl);
+    let margin = crate::clock::drift(args.ttl);
     let mut confirmed = Instant::now();
     loop {
         if watched.exits_within(period) {

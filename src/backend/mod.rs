@@ -102,8 +102,9 @@ pub struct HolderStatus {
     pub note: String,
     /// When it took the lock (server clock, ms since the epoch).
     pub since_ms: u64,
-    /// Lease left, in ms.
-    pub ttl_ms: u64,
+    /// Lease left, in ms; None for a hold with no lease (file: locks, kept
+    /// by the kernel while the holder lives).
+    pub lease_ms: Option<u64>,
 }
 
 /// One acquisition attempt.

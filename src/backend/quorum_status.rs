@@ -25,12 +25,12 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
     let mut notes = Vec::new();
     for (first, copies) in &seen {
         if copies.len() >= quorum {
-            let mut leases: Vec<u64> = copies.iter().map(|h| h.ttl_ms).collect();
+            let mut leases: Vec<Option<u64>> = copies.iter().map(|h| h.lease_ms).collect();
             leases.sort_unstable_by(|a, b| b.cmp(a));
             holders.push(HolderStatus {
                 since_ms: copies.iter().map(|h| h.since_ms).max().unwrap_or(0),
                 // What a quorum still holds: the quorum-th longest lease.
-                ttl_ms: leases[quorum - 1],
+                lease_ms: leases[quorum - 1],
                 ..(*first).clone()
             });
         }
@@ -93,7 +93,7 @@ mod tests {
             command: "job".into(),
             note: String::new(),
             since_ms: 1000,
-            ttl_ms,
+            lease_ms: Some(ttl_ms),
         }
     }
 
@@ -120,7 +120,11 @@ mod tests {
             2,
         );
         assert_eq!(v.holders.len(), 1);
-        assert_eq!(v.holders[0].ttl_ms, 900, "what a quorum still holds");
+        assert_eq!(
+            v.holders[0].lease_ms,
+            Some(900),
+            "what a quorum still holds"
+        );
         assert_eq!(v.fence, 7);
         assert_eq!(v.kind, "x");
         assert!(v.servers.unwrap().disagreement.is_none());
@@ -157,7 +161,7 @@ mod tests {
             2,
         );
         assert_eq!(v.holders.len(), 1);
-        assert_eq!(v.holders[0].ttl_ms, 700);
+        assert_eq!(v.holders[0].lease_ms, Some(700));
         let a = v.servers.unwrap();
         assert_eq!((a.total, a.answered), (3, 2));
         assert_eq!(a.disagreement.unwrap(), "1 of 3 servers did not answer");

@@ -251,7 +251,7 @@ impl Session for RedlockSession {
             .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
             .cloned();
         // Half the lease at least must be left for COMMAND and the first renewal.
-        let margin = crate::watchdog::drift(req.ttl);
+        let margin = crate::clock::drift(req.ttl);
         let valid = start.elapsed() + margin < req.ttl / 2;
         if let (Some(token), true, None, None) = (&winner, valid, &incompatible, &foreign) {
             let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) =

@@ -887,7 +887,7 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
                     pid: as_string(&f[1])?,
                     command: as_string(&f[2])?,
                     since_ms: number(&f[3]).unwrap_or(0),
-                    ttl_ms: number(&f[4]).unwrap_or(0),
+                    lease_ms: Some(number(&f[4]).unwrap_or(0)),
                     note: f.get(5).and_then(as_string).unwrap_or_default(),
                 }),
                 _ => None,

@@ -8,8 +8,8 @@ use std::os::fd::{FromRawFd, RawFd};
 use super::files::Paths;
 use super::watch::DirWatch;
 use crate::error::{Error, Result};
+use crate::sys::process::{Ready, Watched};
 use crate::token::Token;
-use crate::while_pid::{Ready, Watched};
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the

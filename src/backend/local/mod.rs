@@ -53,16 +53,20 @@ const GATE: Duration = Duration::from_millis(200);
 pub struct Local {
     paths: Paths,
     display: String,
+    /// The enclosing runs' tokens: a release of one of them from inside its
+    /// run leaves the run's hold in place.
+    inherited: Vec<Token>,
 }
 
 impl Local {
     /// The backend for `file:DIR`; creates DIR (mode 0700) when missing.
-    pub fn new(dir: &str) -> Result<Self> {
+    pub fn new(dir: &str, inherited: Vec<Token>) -> Result<Self> {
         let dir = absolute_dir(dir)?;
         let display = format!("this host only ({})", dir.display());
         Ok(Local {
             paths: Paths::new(dir),
             display,
+            inherited,
         })
     }
 }
@@ -151,6 +155,7 @@ impl Backend for Local {
             held: HashMap::new(),
             waiting: HashMap::new(),
             watch: None,
+            inherited: self.inherited.clone(),
         }))
     }
 }
@@ -197,6 +202,7 @@ struct LocalSession {
     waiting: HashMap<String, Waiting>,
     /// Set up when this session first waits; None inside when inotify is refused.
     watch: Option<Option<watch::DirWatch>>,
+    inherited: Vec<Token>,
 }
 
 /// A holder's record.
@@ -768,7 +774,7 @@ impl Session for LocalSession {
             }
             // From inside the run that holds it (a script's nested acquire
             // re-entered it): the run keeps its hold until COMMAND ends.
-            _ if crate::run::inherited_tokens().contains(token) => Ok(Some(1)),
+            _ if self.inherited.contains(token) => Ok(Some(1)),
             details => Err(Error::usage(format!(
                 "{name}: this token is held by rlock run{}, which keeps a file: lock until its COMMAND ends; stop that process instead",
                 details.map_or(String::new(), |d| format!(" (pid {})", d.pid))
@@ -840,7 +846,7 @@ impl Session for LocalSession {
                     command: d.command.clone(),
                     note: d.note.clone(),
                     since_ms: d.since,
-                    ttl_ms: crate::status::NO_LEASE,
+                    lease_ms: None,
                 })
                 .collect(),
             servers: None,

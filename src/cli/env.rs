@@ -9,7 +9,7 @@
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
-use crate::cli::Command;
+use super::Command;
 
 /// An option: clap id, flag and environment variable (for messages).
 type Opt = (&'static str, &'static str, &'static str);
@@ -79,7 +79,7 @@ pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
             "no_wait" => lock.no_wait = false,
             "shared" => lock.shared = false,
             "limit" => lock.limit = None,
-            "ttl" => lock.ttl = crate::cli::DEFAULT_TTL,
+            "ttl" => lock.ttl = super::DEFAULT_TTL,
             "lease" => {
                 if let Some(lease) = lease.as_deref_mut() {
                     *lease = None;

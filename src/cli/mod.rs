@@ -8,6 +8,8 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::exit::{Exit, NOT_ACQUIRED_DEFAULT};
 
+mod env;
+
 const CONNECTION: &str = "Connection";
 const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
@@ -465,11 +467,11 @@ where
         .try_get_matches_from(args)
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
-            let overridden = crate::cli_env::overridden(&matches)?;
+            let overridden = env::overridden(&matches)?;
             Cli::from_arg_matches(&matches).map(|cli| (cli, overridden))
         })
         .map(|(mut cli, overridden)| {
-            crate::cli_env::drop_overridden(&mut cli.command, &overridden);
+            env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
                 run.resolve_shell();
             }
