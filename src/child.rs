@@ -9,6 +9,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::signal::Signal;
 use crate::signals::{Phase, Shared};
+use crate::sys::{self, process::ChildEvent};
 
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo
 /// costs no Redis round trip: 127 when it does not exist, 126 when it is not
@@ -70,9 +72,7 @@ fn check_executable(path: &Path) -> Option<std::result::Result<(), String>> {
     if meta.is_dir() {
         return Some(Err("is a directory".into()));
     }
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: c_path is a valid NUL-terminated string.
-    if unsafe { libc::access(c_path.as_ptr(), libc::X_OK) } != 0 {
+    if !sys::process::executable(path) {
         return Some(Err("permission denied".into()));
     }
     Some(Ok(()))
@@ -81,8 +81,7 @@ fn check_executable(path: &Path) -> Option<std::result::Result<(), String>> {
 /// True when rlock runs in the foreground of a terminal on stdin: then COMMAND
 /// gets the terminal.
 pub fn terminal_foreground() -> bool {
-    // SAFETY: plain syscalls on fd 0.
-    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+    sys::terminal::foreground()
 }
 
 /// COMMAND, started and not yet reaped.
@@ -122,7 +121,7 @@ pub fn spawn(
             signal,
         });
     }
-    let pid = crate::spawn::spawn(path, argv, env, foreground, guardian)
+    let pid = crate::sys::spawn::spawn(path, argv, env, foreground, guardian)
         .map_err(|e| spawn_error(&argv[0], shared.lock(), &e))?;
     *phase = Phase::Running { pid, exited: false };
     Ok(Running { pid })
@@ -144,40 +143,32 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
 /// Whether COMMAND exits before `until`, as seen in time (false as well when
 /// the kernel has no pidfd to wait with). Leaves it unreaped, for [`wait`].
 pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
-    // SAFETY: pidfd_open has no memory-safety preconditions.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid, 0) } as libc::c_int;
-    if pidfd < 0 {
+    let Ok(pidfd) = sys::process::pidfd_open(child.pid) else {
         return false;
-    }
-    let exited = loop {
+    };
+    loop {
         let left = until.from_now();
-        let ms = libc::c_int::try_from(left.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
-        let mut poll = libc::pollfd {
-            fd: pidfd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut poll, 1, ms) } {
+        // Rounded up to whole milliseconds, as poll(2) counts.
+        let within = Duration::from_millis(
+            u64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
+        );
+        match sys::process::poll_readable(&[pidfd.as_fd()], Some(within)) {
             // Seen only after the first renewal was due (rlock itself was
             // stopped): let the watchdog judge the lease.
-            n if n > 0 => {
+            Ok(n) if n > 0 => {
                 let in_time = !until.passed();
                 shared.note_wake(until);
-                break in_time;
+                return in_time;
             }
-            0 if left.is_zero() => {
+            Ok(_) if left.is_zero() => {
                 shared.note_wake(until);
-                break false;
+                return false;
             }
-            0 => {}
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            _ => break false,
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
         }
-    };
-    // SAFETY: our own descriptor.
-    unsafe { libc::close(pidfd) };
-    exited
+    }
 }
 
 /// Waits for COMMAND to exit, marks it exited (so no one signals a recycled
@@ -189,54 +180,31 @@ pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
 /// ends in exit 70 when it resumes.
 pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
     let pid = child.pid;
-    let flags = if foreground {
-        libc::WEXITED | libc::WSTOPPED
-    } else {
-        libc::WEXITED
-    };
     loop {
-        // SAFETY: siginfo_t is plain data; waitid with WNOWAIT leaves the child unreaped.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                flags | libc::WNOWAIT,
-            )
-        };
-        if rc != 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
+        match sys::process::wait_child(pid, foreground) {
+            Ok(ChildEvent::Ended) => break,
+            Ok(ChildEvent::Stopped(libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)) => {
+                suspend_with(pid, shared);
             }
-            return Err(Error::Internal(format!(
-                "waiting for COMMAND failed: {err}"
-            )));
-        }
-        if info.si_code != libc::CLD_STOPPED {
-            break;
-        }
-        // SAFETY: si_status is valid for CLD_STOPPED.
-        let stop = unsafe { info.si_status() };
-        if matches!(stop, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
-            suspend_with(pid, shared);
-        } else {
             // Stopped by someone else (SIGSTOP from a debugger, a user): not
             // job control. Only take note, so the next wait sees new events.
-            consume_stop(pid);
+            Ok(ChildEvent::Stopped(_)) => sys::process::consume_stop(pid),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                return Err(Error::Internal(format!(
+                    "waiting for COMMAND failed: {err}"
+                )))
+            }
         }
     }
     shared.mark_exited();
-    let mut status = 0;
-    // SAFETY: reaps our own child, whose exit waitid just reported.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(Error::Internal(format!("reaping COMMAND failed: {err}")));
+    loop {
+        match sys::process::reap(pid) {
+            Ok(status) => return Ok(ExitStatus::from_raw(status)),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(Error::Internal(format!("reaping COMMAND failed: {err}"))),
         }
     }
-    Ok(ExitStatus::from_raw(status))
 }
 
 /// COMMAND stopped at the terminal: stop rlock as well, and on continuation
@@ -244,60 +212,37 @@ pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitSta
 /// COMMAND, unless the lease ran out meanwhile: then the guardian has stopped
 /// it for good (SIGTERM with SIGCONT, then SIGKILL; exit 70).
 fn suspend_with(pid: libc::pid_t, shared: &Shared) {
-    consume_stop(pid);
-    // SAFETY: plain syscalls.
-    unsafe {
-        reclaim_terminal();
-        libc::raise(libc::SIGSTOP);
-        if terminal_foreground() {
-            libc::tcsetpgrp(0, pid);
-        }
-        if shared.lease_valid() {
-            libc::killpg(pid, libc::SIGCONT);
-        }
+    // (A pending stop notification: WSTOPPED without WNOWAIT or WEXITED
+    // cannot reap an exit.)
+    sys::process::consume_stop(pid);
+    reclaim_terminal();
+    sys::process::stop_self();
+    if terminal_foreground() {
+        sys::terminal::give_to(pid);
     }
-}
-
-/// Consumes COMMAND's pending stop notification (WSTOPPED without WNOWAIT or
-/// WEXITED cannot reap an exit).
-fn consume_stop(pid: libc::pid_t) {
-    // SAFETY: siginfo_t is plain data; waitid only reports on our child.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WSTOPPED | libc::WNOHANG,
-        );
+    if shared.lease_valid() {
+        sys::process::signal_group(pid, libc::SIGCONT);
     }
 }
 
 /// Takes the terminal back after COMMAND had it (rlock ignores SIGTTOU, so a
 /// background rlock may).
 pub fn reclaim_terminal() {
-    // SAFETY: plain syscalls on fd 0.
-    unsafe { libc::tcsetpgrp(0, libc::getpgrp()) };
+    sys::terminal::reclaim();
 }
 
 /// Makes rlock the reaper of its orphaned descendants: what COMMAND leaves
 /// behind when it exits is reparented to rlock, not to init, so rlock can reap
 /// it and tell when COMMAND's process group is really empty.
 pub fn become_subreaper() {
-    // SAFETY: prctl with these arguments only sets a flag on this process.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    sys::process::become_subreaper();
 }
 
 /// True while COMMAND's process group has live members; reaps the ones that
 /// were reparented to rlock and have exited. A member rlock may not signal
 /// (EPERM: another user's) counts as alive.
 pub fn group_alive(pgid: libc::pid_t) -> bool {
-    // SAFETY: plain syscalls; waitpid(-pgid) reaps only members of COMMAND's group.
-    unsafe {
-        let mut status = 0;
-        while libc::waitpid(-pgid, &mut status, libc::WNOHANG) > 0 {}
-        libc::killpg(pgid, 0) == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-    }
+    sys::process::group_alive(pgid)
 }
 
 /// After COMMAND itself exited: processes it left running in its process group
@@ -316,11 +261,8 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) -> bo
             shared.lock()
         ));
     }
-    // SAFETY: signals COMMAND's process group, which still has members.
-    unsafe {
-        libc::killpg(pgid, libc::SIGTERM);
-        libc::killpg(pgid, libc::SIGCONT);
-    }
+    sys::process::signal_group(pgid, libc::SIGTERM);
+    sys::process::signal_group(pgid, libc::SIGCONT);
     let until_gone = |within: Duration| {
         let deadline = Instant::now() + within;
         while group_alive(pgid) {
@@ -334,8 +276,7 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) -> bo
     if until_gone(grace) {
         return true;
     }
-    // SAFETY: as above.
-    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    sys::process::signal_group(pgid, libc::SIGKILL);
     until_gone(Duration::from_secs(1))
 }
 

@@ -30,7 +30,11 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     // its pid is reused meanwhile.
     let watched = args
         .while_pid
-        .map(|pid| Watched::open(pid, &args.name))
+        .map(|pid| {
+            Watched::open(pid).ok_or_else(|| {
+                Error::usage(format!("{}: --while-pid {pid}: no such process", args.name))
+            })
+        })
         .transpose()?;
     let backend = crate::connect::backend(global)?;
     let keys = [lock_keys(&global.prefix, args.lock.redisson, &args.name)];
@@ -41,10 +45,9 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     let inherited = inherited_tokens();
     // The holder is the calling script, which outlives this process: the
     // process it follows, or else its parent.
-    // SAFETY: getppid has no preconditions.
     let caller = args
         .while_pid
-        .unwrap_or_else(|| unsafe { libc::getppid() } as u32);
+        .unwrap_or_else(crate::sys::process::parent_pid);
     // The holder's command line is the caller's (the script that took the
     // lock), as the kernel records it.
     let argv: Vec<String> = std::fs::read(format!("/proc/{caller}/cmdline"))

@@ -33,8 +33,7 @@ pub struct WaitLine {
 impl WaitLine {
     /// Starts the line if stderr is a terminal and diagnostics are on.
     pub fn start() -> Option<Self> {
-        // SAFETY: isatty on fd 2 has no preconditions.
-        let tty = unsafe { libc::isatty(2) == 1 };
+        let tty = crate::sys::terminal::stderr_is_terminal();
         if !tty || !report::enabled() {
             return None;
         }
@@ -116,8 +115,7 @@ impl ProgressLog {
     /// None on a terminal (the waiting line shows it), with `-q`, or when
     /// `every` is zero (`--progress-interval 0`).
     pub fn start(every: Duration) -> Option<Self> {
-        // SAFETY: isatty on fd 2 has no preconditions.
-        let tty = unsafe { libc::isatty(2) == 1 };
+        let tty = crate::sys::terminal::stderr_is_terminal();
         if tty || every.is_zero() || !report::enabled() {
             return None;
         }

@@ -11,10 +11,10 @@ use crate::cli::{Global, LockOptions, RunArgs};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::guardian::Guardian;
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
+use crate::sys::guardian::Guardian;
 use crate::token::{inherited_tokens, tokens_for_child, Token};
 use crate::wait::{self, Wanted};
 use crate::watchdog::{why_lapsed, Config, Lease, Lost, Watchdog};
@@ -281,8 +281,7 @@ impl Keeper {
                 report::error(&format!(
                     "{display}: cannot start the watchdog ({e}); stopping COMMAND"
                 ));
-                // SAFETY: COMMAND's process group, which we started.
-                unsafe { libc::killpg(pgid, libc::SIGKILL) };
+                crate::sys::process::signal_group(pgid, libc::SIGKILL);
                 Keeper::Failed
             }
         }
@@ -474,12 +473,5 @@ pub(crate) fn described(argv: &[String], note: Option<&str>) -> HolderInfo {
 }
 
 pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its whole length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::sys::process::host_name()
 }

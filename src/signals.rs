@@ -17,20 +17,11 @@ use signal_hook::iterator::Signals;
 
 use crate::backend::Backend;
 use crate::clock::Stamp;
-use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::signal::Signal;
+use crate::sys::guardian::Deadlines;
+use crate::sys::signals::{self as dispositions, FORWARDED};
 use crate::token::Token;
-
-/// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
-pub const FORWARDED: [i32; 6] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
 
 /// Whom to wake when a signal interrupts a blocked waiter.
 pub struct Blocked {
@@ -147,8 +138,8 @@ impl Shared {
     /// Sends `signal` to COMMAND's whole process group if COMMAND has not exited.
     pub fn signal_group(&self, signal: i32) {
         if let Phase::Running { pid, exited: false } = *self.phase() {
-            // SAFETY: killpg has no memory-safety preconditions; pid is our live child.
-            unsafe { libc::killpg(pid, signal) };
+            // COMMAND has not been reaped: its group cannot have been reused.
+            crate::sys::process::signal_group(pid, signal);
         }
     }
 
@@ -164,8 +155,8 @@ impl Shared {
         let mut phase = self.phase();
         match &*phase {
             Phase::Running { pid, exited: false } => {
-                // SAFETY: as above; the child is not reaped while we hold the lock.
-                unsafe { libc::kill(*pid, signal) };
+                // Not reaped while the phase is locked: the pid is COMMAND's.
+                crate::sys::process::signal_process(*pid, signal);
             }
             Phase::Running { .. } | Phase::Finished => {}
             Phase::Connecting => {
@@ -216,19 +207,6 @@ impl Shared {
     }
 }
 
-/// Bit N set: signal N was ignored (SIG_IGN) when rlock started. Read in the
-/// child before exec, so it is an atomic, not a lock.
-static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
-
-/// Signals whose dispositions rlock changes: the forwarded ones, and SIGTTOU.
-fn changed() -> impl Iterator<Item = i32> {
-    FORWARDED.into_iter().chain([libc::SIGTTOU])
-}
-
-fn ignored_at_start(signal: i32) -> bool {
-    IGNORED_AT_START.load(Ordering::Relaxed) & (1 << signal) != 0
-}
-
 /// Starts the signal thread. Call before connecting, so an early ^C is not lost,
 /// and before starting any other thread.
 ///
@@ -241,68 +219,24 @@ fn ignored_at_start(signal: i32) -> bool {
 /// timeout are never restarted after a handler runs (signal(7)), so a signal
 /// landing on a thread inside a Redis call would fail that call with EINTR.
 pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
-    let mut mask = 0u64;
-    for signal in changed() {
-        // SAFETY: sigaction with a null new action only reads the disposition.
-        let ignored = unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(signal, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-        };
-        if ignored {
-            mask |= 1 << signal;
-        }
-    }
-    IGNORED_AT_START.store(mask, Ordering::Relaxed);
-    // SAFETY: setting a disposition to SIG_IGN has no preconditions.
-    unsafe { libc::signal(libc::SIGTTOU, libc::SIG_IGN) };
+    dispositions::note_ignored_at_start();
+    dispositions::ignore_sigttou();
     let caught: Vec<i32> = FORWARDED
         .into_iter()
-        .filter(|s| !ignored_at_start(*s))
+        .filter(|s| !dispositions::ignored_at_start(*s))
         .collect();
     let mut signals = Signals::new(&caught).map_err(|e| {
         crate::error::Error::Internal(format!("cannot install signal handlers: {e}"))
     })?;
-    set_mask(libc::SIG_BLOCK);
+    dispositions::block_forwarded(true);
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            set_mask(libc::SIG_UNBLOCK);
+            dispositions::block_forwarded(false);
             for signal in signals.forever() {
                 shared.on_signal(signal);
             }
         })
         .map_err(|e| crate::error::Error::Internal(format!("cannot start signal thread: {e}")))?;
     Ok(())
-}
-
-/// In COMMAND's process before exec: gives back the dispositions rlock changed
-/// (and SIGPIPE, which Rust's runtime ignores) and empties the signal mask.
-///
-/// # Safety
-/// Only for a forked child before exec; calls async-signal-safe functions only.
-pub unsafe fn restore_for_child() {
-    for signal in changed() {
-        if !ignored_at_start(signal) {
-            libc::signal(signal, libc::SIG_DFL);
-        }
-    }
-    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    let mut empty: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut empty);
-    libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-}
-
-/// Blocks or unblocks [`FORWARDED`] in the calling thread.
-fn set_mask(how: libc::c_int) {
-    // SAFETY: the set is initialised by sigemptyset before use; pthread_sigmask
-    // only changes this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for signal in FORWARDED {
-            libc::sigaddset(&mut set, signal);
-        }
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
-    }
 }

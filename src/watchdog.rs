@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use crate::backend::Session;
 use crate::clock::{drift, Stamp};
-use crate::guardian::Deadlines;
 use crate::name::LockKeys;
 use crate::report;
 use crate::signals::Shared;
+use crate::sys::guardian::Deadlines;
 use crate::token::Token;
 
 /// How the lease is kept.

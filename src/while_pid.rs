@@ -3,7 +3,7 @@
 //! files of a `file:` lock), how `acquire` starts it, and how both follow PID.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -74,13 +74,12 @@ pub fn start(
     fds: &[RawFd],
     interrupted: &dyn Fn() -> Option<crate::signal::Signal>,
 ) -> std::result::Result<Keeper, StartError> {
-    use std::os::unix::process::CommandExt;
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(StartError::Failed)?;
     let write = OwnedFd::from(theirs);
     let mut kept: Vec<RawFd> = fds.to_vec();
     kept.push(write.as_raw_fd());
     kept.extend(watched.fd());
-    only_these_inherited(&kept).map_err(StartError::Failed)?;
+    crate::sys::process::only_these_inherited(&kept).map_err(StartError::Failed)?;
     let exe = std::env::current_exe().map_err(StartError::Failed)?;
     let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
     let list = |fds: &[RawFd]| {
@@ -129,14 +128,7 @@ pub fn start(
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe; it detaches from the caller's
-    // session and terminal so job control and hangups do not reach it.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    crate::sys::process::new_session(&mut cmd);
     let mut child = cmd.spawn().map_err(StartError::Failed)?;
     drop(write);
     let mut stream = ours;
@@ -151,15 +143,11 @@ pub fn start(
                 "it did not take over in time",
             )));
         }
-        let mut p = libc::pollfd {
-            fd: stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
         // Short steps, so a signal is seen soon.
-        let step = left.min(Duration::from_millis(50)).as_millis().max(1) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut p, 1, step) } > 0 {
+        let step = left
+            .min(Duration::from_millis(50))
+            .max(Duration::from_millis(1));
+        if crate::sys::process::poll_readable(&[stream.as_fd()], Some(step)).is_ok_and(|n| n > 0) {
             let mut byte = [0u8; 1];
             break match stream.read(&mut byte) {
                 Ok(1) => Ok(()),
@@ -177,27 +165,6 @@ pub fn start(
             Err(err)
         }
     }
-}
-
-/// Marks every descriptor but 0-2 and `kept` close-on-exec, and `kept`
-/// inheritable: anything else (say the locks of an enclosing `file:` run,
-/// which COMMAND inherits) would otherwise live as long as the keeper.
-fn only_these_inherited(kept: &[RawFd]) -> std::io::Result<()> {
-    let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    for fd in open.into_iter().filter(|&fd| fd > 2) {
-        let flags = if kept.contains(&fd) {
-            0
-        } else {
-            libc::FD_CLOEXEC
-        };
-        // SAFETY: F_SETFD only changes this descriptor's flags (a number
-        // that closed meanwhile, like read_dir's own, fails harmlessly).
-        unsafe { libc::fcntl(fd, libc::F_SETFD, flags) };
-    }
-    Ok(())
 }
 
 /// `__while-pid`: keeps the hold while PID lives and lets it go when PID

@@ -3,4 +3,12 @@
 //! On `rustix` where it has the call; raw `libc` where it has none (each such
 //! place says why).
 
+pub mod clock;
+pub mod fs;
+pub mod guardian;
+pub mod inotify;
 pub mod process;
+pub mod signals;
+pub mod spawn;
+pub mod stdio;
+pub mod terminal;

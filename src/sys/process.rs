@@ -3,10 +3,11 @@
 //! to shake hands.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use rustix::event::{PollFd, PollFlags};
+use rustix::process::{Pid, Signal};
 
 /// The process a hold follows. With a pidfd it is this very process, even
 /// if its pid is reused later.
@@ -16,22 +17,15 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// Opens PID for `acquire NAME`; a missing process is a usage error.
-    pub fn open(pid: u32, name: &str) -> Result<Self> {
-        // SAFETY: pidfd_open has no memory-safety preconditions.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor, owned from here on.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-            return Ok(Watched { pid, fd: Some(fd) });
+    /// Opens PID; None when there is no such process.
+    pub fn open(pid: u32) -> Option<Self> {
+        let opened = pidfd_open(pid as i32);
+        if let Ok(fd) = opened {
+            return Some(Watched { pid, fd: Some(fd) });
         }
         let watched = Watched { pid, fd: None };
-        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) || watched.gone() {
-            return Err(Error::usage(format!(
-                "{name}: --while-pid {pid}: no such process"
-            )));
-        }
-        Ok(watched)
+        let missing = matches!(opened, Err(e) if e == rustix::io::Errno::SRCH) || watched.gone();
+        (!missing).then_some(watched)
     }
 
     /// The keeper's end: the pidfd `acquire` handed over (descriptor
@@ -55,6 +49,11 @@ impl Watched {
         self.pid
     }
 
+    /// The pidfd, to poll with others.
+    pub fn borrowed_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().map(AsFd::as_fd)
+    }
+
     /// The pidfd, readable once the process has exited.
     pub fn fd(&self) -> Option<RawFd> {
         self.fd.as_ref().map(AsRawFd::as_raw_fd)
@@ -67,26 +66,20 @@ impl Watched {
 
     /// Waits up to `within` for the process to exit.
     pub fn exits_within(&self, within: Duration) -> bool {
-        if let Some(fd) = self.fd() {
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = libc::c_int::try_from(within.as_millis()).unwrap_or(libc::c_int::MAX);
-            // SAFETY: one valid pollfd.
-            return unsafe { libc::poll(&mut p, 1, ms) } > 0;
+        if let Some(fd) = &self.fd {
+            return poll_readable(&[fd.as_fd()], Some(within)).is_ok_and(|n| n > 0);
         }
         // No pidfd (an old kernel): look by signal 0 once `within` has passed.
         std::thread::sleep(within);
-        // SAFETY: signal 0 only checks that the process exists.
-        let missing = unsafe { libc::kill(self.pid as libc::pid_t, 0) } != 0;
-        missing && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        Pid::from_raw(self.pid as i32).is_some_and(|pid| {
+            rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+        })
     }
 }
 
-/// Takes ownership of an inherited descriptor, if it is open.
-fn take_fd(fd: RawFd) -> Option<OwnedFd> {
+/// Takes ownership of an inherited descriptor, if it is open (and makes it
+/// close-on-exec).
+pub fn take_fd(fd: RawFd) -> Option<OwnedFd> {
     // SAFETY: F_SETFD on a descriptor number: fails harmlessly if not open.
     if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
         return None;
@@ -118,4 +111,184 @@ impl Ready {
         let mut byte = [0u8; 1];
         stream.write_all(b"1").is_ok() && matches!(stream.read(&mut byte), Ok(1))
     }
+}
+
+/// A pidfd for `pid`: readable once it has exited, and never another process
+/// even if the pid is reused.
+pub fn pidfd_open(pid: i32) -> rustix::io::Result<OwnedFd> {
+    let pid = Pid::from_raw(pid).ok_or(rustix::io::Errno::SRCH)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+}
+
+/// Polls `fds` for input for up to `within` (None: no limit); the number
+/// readable. EINTR is an error for the caller to retry.
+pub fn poll_readable(fds: &[BorrowedFd<'_>], within: Option<Duration>) -> std::io::Result<usize> {
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(fd, PollFlags::IN))
+        .collect();
+    let timeout = within.map(|d| rustix::time::Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(d.subsec_nanos()),
+    });
+    Ok(rustix::event::poll(&mut polled, timeout.as_ref())?)
+}
+
+/// Sends `signal` to process `pid`. Failures (it is gone, or not ours) are the
+/// caller's to ignore: it signals only processes it has not reaped.
+pub fn signal_process(pid: i32, signal: i32) {
+    if let (Some(pid), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// Sends `signal` to process group `pgid`; false when it failed (no member
+/// left, or none that may be signalled).
+pub fn signal_group(pgid: i32, signal: i32) -> bool {
+    match (Pid::from_raw(pgid), Signal::from_named_raw(signal)) {
+        (Some(pgid), Some(signal)) => rustix::process::kill_process_group(pgid, signal).is_ok(),
+        _ => false,
+    }
+}
+
+/// True while process group `pgid` has live members; reaps the ones that were
+/// reparented to this process and have exited. A member this process may not
+/// signal (EPERM: another user's) counts as alive.
+pub fn group_alive(pgid: i32) -> bool {
+    let Some(group) = Pid::from_raw(pgid) else {
+        return false;
+    };
+    while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {
+    }
+    match rustix::process::test_kill_process_group(group) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants.
+pub fn become_subreaper() {
+    let _ = rustix::process::set_child_subreaper(rustix::process::getpid().into());
+}
+
+/// Stops this process (SIGSTOP) until someone continues it.
+pub fn stop_self() {
+    signal_process(
+        rustix::process::getpid().as_raw_nonzero().get(),
+        libc::SIGSTOP,
+    );
+}
+
+/// This process's parent (0 if it has none).
+pub fn parent_pid() -> u32 {
+    rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+}
+
+/// Whether `path` may be executed by this process (access(2) with X_OK).
+pub fn executable(path: &std::path::Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
+}
+
+/// This host's name.
+pub fn host_name() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What became of a child, as `waitid` reports it without reaping it.
+pub enum ChildEvent {
+    /// It exited or was killed (not reaped yet).
+    Ended,
+    /// It was stopped by this signal.
+    Stopped(i32),
+}
+
+/// Waits for child `pid` to end (or, with `stops`, to stop), leaving it
+/// unreaped (WNOWAIT), so its pid cannot be reused while it is looked at.
+/// On `libc`: rustix's waitid cannot leave the child unreaped and report it.
+pub fn wait_child(pid: i32, stops: bool) -> std::io::Result<ChildEvent> {
+    let flags = if stops {
+        libc::WEXITED | libc::WSTOPPED
+    } else {
+        libc::WEXITED
+    };
+    // SAFETY: siginfo_t is plain data; waitid with WNOWAIT leaves the child unreaped.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            flags | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if info.si_code != libc::CLD_STOPPED {
+        return Ok(ChildEvent::Ended);
+    }
+    // SAFETY: si_status is valid for CLD_STOPPED.
+    Ok(ChildEvent::Stopped(unsafe { info.si_status() }))
+}
+
+/// Consumes child `pid`'s pending stop notification, if any.
+pub fn consume_stop(pid: i32) {
+    // SAFETY: siginfo_t is plain data; waitid only reports on our child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WSTOPPED | libc::WNOHANG,
+        );
+    }
+}
+
+/// Reaps child `pid`, which has ended; its raw wait status.
+pub fn reap(pid: i32) -> std::io::Result<i32> {
+    let mut status = 0;
+    // SAFETY: reaps our own child, whose end was reported.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(status)
+}
+
+/// Makes the process `cmd` starts the leader of a new session, away from the
+/// caller's terminal, so job control and hangups do not reach it.
+pub fn new_session(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
+
+/// Marks every descriptor but 0-2 and `kept` close-on-exec, and `kept`
+/// inheritable, so a process started next inherits only those.
+/// On `libc`: the descriptors are numbers read from /proc, which rustix's
+/// fcntl would first have to borrow unsafely.
+pub fn only_these_inherited(kept: &[RawFd]) -> std::io::Result<()> {
+    let open: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    for fd in open.into_iter().filter(|&fd| fd > 2) {
+        let flags = if kept.contains(&fd) {
+            0
+        } else {
+            libc::FD_CLOEXEC
+        };
+        // SAFETY: F_SETFD only changes this descriptor's flags (a number
+        // that closed meanwhile, like read_dir's own, fails harmlessly).
+        unsafe { libc::fcntl(fd, libc::F_SETFD, flags) };
+    }
+    Ok(())
 }

@@ -3,7 +3,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -143,23 +142,7 @@ pub fn open(path: &Path) -> io::Result<File> {
 
 /// `flock` without waiting; false when someone else holds it.
 pub fn try_flock(file: &File, exclusive: bool) -> io::Result<bool> {
-    let op = if exclusive {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_SH
-    } | libc::LOCK_NB;
-    loop {
-        // SAFETY: a valid descriptor of ours.
-        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
-            return Ok(true);
-        }
-        let err = io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            _ => return Err(err),
-        }
-    }
+    crate::sys::fs::try_flock(file, exclusive)
 }
 
 /// LOCK_EX on `file`, trying until `within` has passed.
@@ -193,8 +176,7 @@ pub fn held_by_someone(path: &Path) -> bool {
 /// Lets a child inherit `file`, so the kernel lock lasts as long as the child
 /// (COMMAND, or the `--while-pid` keeper) holds it open, as with flock(1).
 pub fn inheritable(file: &File) {
-    // SAFETY: F_SETFD on a valid descriptor of ours.
-    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0) };
+    crate::sys::fs::inheritable(file);
 }
 
 /// Writes `text` to `path` in one step (a new file renamed over it), so a

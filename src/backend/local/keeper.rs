@@ -3,12 +3,12 @@
 //! kernel's locks) until PID exits or `rlock release` asks it to let go.
 
 use std::fs::{self, File};
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::RawFd;
 
 use super::files::Paths;
-use super::watch::DirWatch;
 use crate::error::{Error, Result};
-use crate::sys::process::{Ready, Watched};
+use crate::sys::inotify::DirWatch;
+use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
 use crate::token::Token;
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
@@ -27,18 +27,16 @@ pub fn keep_while(
             "{name}: no lock file was handed over"
         )));
     }
+    // Handed to this process alone to own (rlock acquire exits after
+    // starting it).
     let held: Vec<File> = fds
         .iter()
         .map(|&fd| {
-            // SAFETY: F_GETFD only reads the flags of a descriptor number.
-            if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-                return Err(Error::Internal(format!(
+            take_fd(fd).map(File::from).ok_or_else(|| {
+                Error::Internal(format!(
                     "{name}: lock file descriptor {fd} was not handed over"
-                )));
-            }
-            // SAFETY: the descriptor is open and was handed to this process
-            // alone to own (rlock acquire exits after starting it).
-            Ok(unsafe { File::from_raw_fd(fd) })
+                ))
+            })
         })
         .collect::<Result<_>>()?;
     let paths = Paths::new(super::absolute_dir(dir)?);
@@ -50,12 +48,11 @@ pub fn keep_while(
     let handed = ready.handshake();
     while handed && !(marker.exists() || exit.gone()) {
         let mut fds = Vec::new();
-        fds.extend(exit.fd().map(pollin));
-        fds.extend(watch.as_ref().map(|w| pollin(w.fd())));
+        fds.extend(exit.borrowed_fd());
+        fds.extend(watch.as_ref().map(|w| w.as_fd()));
         // Without a pidfd or inotify, look again each second.
-        let timeout = if fds.len() == 2 { -1 } else { 1000 };
-        // SAFETY: a valid array of pollfd of the given length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        let timeout = (fds.len() < 2).then_some(std::time::Duration::from_secs(1));
+        let _ = poll_readable(&fds, timeout);
         if let Some(watch) = &watch {
             watch.drain();
         }
@@ -67,12 +64,4 @@ pub fn keep_while(
     let _ = fs::remove_file(&record);
     let _ = fs::remove_file(&marker);
     Ok(())
-}
-
-fn pollin(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
 }

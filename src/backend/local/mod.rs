@@ -18,7 +18,6 @@
 
 mod files;
 mod keeper;
-mod watch;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -201,7 +200,7 @@ struct LocalSession {
     held: HashMap<String, Held>,
     waiting: HashMap<String, Waiting>,
     /// Set up when this session first waits; None inside when inotify is refused.
-    watch: Option<Option<watch::DirWatch>>,
+    watch: Option<Option<crate::sys::inotify::DirWatch>>,
     inherited: Vec<Token>,
 }
 
@@ -526,7 +525,7 @@ impl LocalSession {
     fn watch(&mut self) {
         if self.watch.is_none() {
             let mask = libc::IN_DELETE | libc::IN_CREATE | libc::IN_MOVED_TO;
-            self.watch = Some(watch::DirWatch::new(self.paths.dir(), mask));
+            self.watch = Some(crate::sys::inotify::DirWatch::new(self.paths.dir(), mask));
         }
     }
 

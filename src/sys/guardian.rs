@@ -26,7 +26,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::clock::Stamp;
+use crate::sys::clock::Stamp;
 
 /// No deadline.
 const NONE: u64 = u64::MAX;

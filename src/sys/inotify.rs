@@ -1,11 +1,11 @@
 //! Files appearing in or leaving the lock directory (inotify), so waiters and
 //! keepers wake when something happens instead of looking again and again.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,38 +19,27 @@ impl DirWatch {
     /// None when the kernel refuses (no inotify, or the user's instances are
     /// used up): callers then look again on a timer.
     pub fn new(dir: &Path, mask: u32) -> Option<Self> {
-        let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
-        // SAFETY: plain system calls; the descriptor is owned by the File.
-        unsafe {
-            let fd = libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK);
-            if fd < 0 {
-                return None;
-            }
-            let file = File::from_raw_fd(fd);
-            if libc::inotify_add_watch(fd, path.as_ptr(), mask) < 0 {
-                return None;
-            }
-            Some(DirWatch(file))
-        }
+        use rustix::fs::inotify;
+        let fd =
+            inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+        inotify::add_watch(&fd, dir, inotify::WatchFlags::from_bits_retain(mask)).ok()?;
+        Some(DirWatch(File::from(fd)))
     }
 
     pub fn fd(&self) -> std::os::fd::RawFd {
         self.0.as_raw_fd()
     }
 
+    /// The inotify descriptor, to poll with others.
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+
     /// Waits up to `timeout` (None: without end) for events; returns those
     /// that came (none when the time passed).
     pub fn wait(&self, timeout: Option<Duration>) -> Vec<Event> {
-        let mut fd = libc::pollfd {
-            fd: self.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.map_or(-1, |t| {
-            libc::c_int::try_from(t.as_millis().max(1)).unwrap_or(libc::c_int::MAX)
-        });
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut fd, 1, ms) } <= 0 {
+        let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
+        if !super::process::poll_readable(&[self.0.as_fd()], timeout).is_ok_and(|n| n > 0) {
             return Vec::new();
         }
         self.drain()

@@ -151,7 +151,7 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         if libc::setpgid(0, 0) != 0 {
             fail(job);
         }
-        crate::guardian::announce(job.guardian);
+        crate::sys::guardian::announce(job.guardian);
         if job.foreground {
             // rlock ignores SIGTTOU, and so does this process until
             // restore_for_child: a background group may take the terminal.
@@ -164,7 +164,7 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
         if libc::getppid() != job.parent {
             libc::_exit(128 + libc::SIGKILL);
         }
-        crate::signals::restore_for_child();
+        crate::sys::signals::restore_for_child();
         libc::execve(job.path.as_ptr(), job.argv.as_ptr(), job.envp.as_ptr());
         if *libc::__errno_location() == libc::ENOEXEC {
             libc::execve(job.sh_argv[0], job.sh_argv.as_ptr(), job.envp.as_ptr());
