@@ -11,6 +11,16 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{Error, Result};
 
+/// `host:port`, with an IPv6 address in brackets (`[::1]:6379`), as
+/// messages show a server and as redis-rs takes it back in a URL.
+pub fn host_port(host: &str, port: impl std::fmt::Display) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// The default server when no URL is given (README: "Using `rlock run`").
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -123,8 +133,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         ));
     }
     let display = match info.addr() {
-        ConnectionAddr::Tcp(host, port) if host.contains(':') => format!("[{host}]:{port}"),
-        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        ConnectionAddr::Tcp(host, port) => host_port(host, port),
         ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
         ConnectionAddr::Unix(path) => path.display().to_string(),
         _ => "the server".to_owned(),
@@ -339,6 +348,15 @@ mod tests {
         assert_eq!(spec.display, "127.0.0.1:7000");
         assert_eq!(spec.info.redis_settings().password(), Some("s3cret"));
         assert_eq!(spec.info.redis_settings().db(), 2);
+    }
+
+    #[test]
+    fn ipv6_servers_are_shown_in_brackets() {
+        assert_eq!(host_port("::1", 6379), "[::1]:6379");
+        assert_eq!(host_port("127.0.0.1", 6379), "127.0.0.1:6379");
+        assert_eq!(host_port("redis.example", 7000), "redis.example:7000");
+        let spec = parse_url("redis://[::1]:7000", None, T).unwrap();
+        assert_eq!(spec.display, "[::1]:7000");
     }
 
     #[test]

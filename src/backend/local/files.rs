@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Longest file-name stem: NAME_MAX (255) less the longest suffix
 /// (`.h.` and a 32-digit token).
@@ -113,19 +113,6 @@ fn fnv128(bytes: &[u8]) -> u128 {
     bytes
         .iter()
         .fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
-}
-
-/// The host's clock (CLOCK_REALTIME) in microseconds since the epoch.
-pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Opens (creating, mode 0600) a file of the lock directory, never through a
