@@ -87,13 +87,19 @@ fn seconds(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
+/// `pid 42 on host ('command') for 3s`: `h`, which has held the lock for
+/// `held` (shown in whole seconds), sanitized for the terminal.
+pub fn holder_for(h: &HolderInfo, held: Duration) -> String {
+    format!(
+        "{} for {}",
+        report::holder(&h.pid, &h.host, &h.command, &h.note),
+        seconds(held)
+    )
+}
+
 fn draw(lock: &str, holder: Option<&HolderInfo>, seen_at: Instant, started: Instant) {
     let who = match holder {
-        Some(h) => format!(
-            "held by {} for {}",
-            report::holder(&h.pid, &h.host, &h.command, &h.note),
-            seconds(h.held_for + seen_at.elapsed())
-        ),
+        Some(h) => format!("held by {}", holder_for(h, h.held_for + seen_at.elapsed())),
         None => "queued behind other waiters".into(),
     };
     let line = format!(
@@ -135,11 +141,7 @@ impl ProgressLog {
         }
         self.next = now + self.every;
         let who = match holder {
-            Some(h) => format!(
-                "held by {} for {}",
-                report::holder(&h.pid, &h.host, &h.command, &h.note),
-                seconds(h.held_for)
-            ),
+            Some(h) => format!("held by {}", holder_for(h, h.held_for)),
             None => "queued behind other waiters".into(),
         };
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());

@@ -11,6 +11,16 @@ use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{Error, Result};
 
+/// `host:port`, with an IPv6 address in brackets (`[::1]:6379`), as
+/// messages show a server and as redis-rs takes it back in a URL.
+pub fn host_port(host: &str, port: impl std::fmt::Display) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// The default server when no URL is given (README: "Using `rlock run`").
 pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -123,8 +133,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         ));
     }
     let display = match info.addr() {
-        ConnectionAddr::Tcp(host, port) if host.contains(':') => format!("[{host}]:{port}"),
-        ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        ConnectionAddr::Tcp(host, port) => host_port(host, port),
         ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port}"),
         ConnectionAddr::Unix(path) => path.display().to_string(),
         _ => "the server".to_owned(),
@@ -152,31 +161,66 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
     })
 }
 
-/// Sentinel and Cluster URLs: the part after the scheme split into the
-/// user info (credentials) and the rest (hosts, path).
-fn split_userinfo(url: &str) -> Option<(Option<&str>, &str)> {
-    let rest = url.split_once("://")?.1;
-    Some(match rest.rsplit_once('@') {
-        Some((userinfo, rest)) => (Some(userinfo), rest),
-        None => (None, rest),
-    })
+/// A Sentinel or Cluster URL, `SCHEME://[user:password@]host:port[,host:port...]`
+/// and what follows the hosts, taken apart in the steps both share. Any
+/// fault is one usage error showing the form expected.
+struct HostListUrl<'a> {
+    scheme: &'a str,
+    /// What the form shows after the host list (`/MASTER[/db]`, or nothing).
+    tail: &'static str,
+    /// The credentials, if the URL has some.
+    userinfo: Option<&'a str>,
+    /// The host list and what follows it.
+    rest: &'a str,
 }
 
-/// The spec of a server found later (by sentinels, or by MOVED): the URL's
-/// credentials and db, TLS or not, on a placeholder address.
-fn found_later(
-    tls: bool,
-    userinfo: Option<&str>,
-    db: &str,
-    auth: Option<&str>,
-    timeout: Duration,
-) -> Result<ServerSpec> {
-    let template = format!(
-        "{}://{}127.0.0.1:1/{db}",
-        if tls { "rediss" } else { "redis" },
-        userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
-    );
-    parse_url(&template, auth, timeout)
+impl<'a> HostListUrl<'a> {
+    fn new(url: &'a str, scheme: &'a str, tail: &'static str) -> Result<Self> {
+        let mut parts = HostListUrl {
+            scheme,
+            tail,
+            userinfo: None,
+            rest: "",
+        };
+        parts.rest = url.split_once("://").ok_or_else(|| parts.invalid())?.1;
+        if let Some((userinfo, rest)) = parts.rest.rsplit_once('@') {
+            parts.userinfo = Some(userinfo);
+            parts.rest = rest;
+        }
+        Ok(parts)
+    }
+
+    /// The usage error for this URL.
+    fn invalid(&self) -> Error {
+        Error::usage(format!(
+            "invalid --url: expected {}://[user:password@]host:port[,host:port...]{}",
+            self.scheme, self.tail
+        ))
+    }
+
+    /// The hosts of the comma-separated `list`, each one as `host` makes it
+    /// (None: not a host).
+    fn hosts(&self, list: &str, host: impl Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+        list.split(',')
+            .map(|h| host(h).ok_or_else(|| self.invalid()))
+            .collect()
+    }
+
+    /// The spec of a server found later (by sentinels, or by MOVED): the
+    /// URL's credentials and `db`, TLS or not as the scheme says, on a
+    /// placeholder address.
+    fn found_later(&self, db: &str, auth: Option<&str>, timeout: Duration) -> Result<ServerSpec> {
+        let template = format!(
+            "{}://{}127.0.0.1:1/{db}",
+            if self.tls() { "rediss" } else { "redis" },
+            self.userinfo.map(|u| format!("{u}@")).unwrap_or_default(),
+        );
+        parse_url(&template, auth, timeout).map_err(|_| self.invalid())
+    }
+
+    fn tls(&self) -> bool {
+        self.scheme.starts_with("rediss")
+    }
 }
 
 /// `redis+cluster://[user:password@]host:port[,host:port…]`.
@@ -186,23 +230,13 @@ fn parse_cluster(
     auth: Option<&str>,
     timeout: Duration,
 ) -> Result<ServerSpec> {
-    let form = || {
-        Error::usage(format!(
-            "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]"
-        ))
-    };
-    let (userinfo, hosts) = split_userinfo(url).ok_or_else(form)?;
-    let hosts = hosts.trim_end_matches('/');
-    let seeds: Vec<String> = hosts.split(',').map(str::to_owned).collect();
-    let valid = |h: &String| {
+    let url = HostListUrl::new(url, scheme, "")?;
+    let seeds = url.hosts(url.rest.trim_end_matches('/'), |h| {
         h.rsplit_once(':')
             .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
-    };
-    if seeds.is_empty() || !seeds.iter().all(valid) {
-        return Err(form());
-    }
-    let tls = scheme.starts_with("rediss");
-    let mut spec = found_later(tls, userinfo, "0", auth, timeout).map_err(|_| form())?;
+            .then(|| h.to_owned())
+    })?;
+    let mut spec = url.found_later("0", auth, timeout)?;
     spec.display = format!("cluster (seeds {})", seeds.join(","));
     spec.cluster = Some(seeds);
     Ok(spec)
@@ -215,40 +249,32 @@ fn parse_sentinel(
     auth: Option<&str>,
     timeout: Duration,
 ) -> Result<ServerSpec> {
-    let form = || {
-        Error::usage(format!(
-            "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]/MASTER[/db]"
-        ))
-    };
-    let (userinfo, rest) = split_userinfo(url).ok_or_else(form)?;
-    let (hosts, path) = rest.split_once('/').ok_or_else(form)?;
+    let url = HostListUrl::new(url, scheme, "/MASTER[/db]")?;
+    let (hosts, path) = url.rest.split_once('/').ok_or_else(|| url.invalid())?;
     let (master, db) = match path.split_once('/') {
         Some((m, d)) => (m, Some(d)),
         None => (path, None),
     };
-    let sentinels: Vec<String> = hosts
-        .split(',')
-        .map(|h| {
-            if h.rsplit_once(':')
-                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-            {
-                h.to_owned()
-            } else {
-                format!("{h}:26379")
-            }
-        })
-        .collect();
-    if master.is_empty() || sentinels.iter().any(|h| h.starts_with(':')) {
-        return Err(form());
+    if master.is_empty() {
+        return Err(url.invalid());
     }
-    let tls = scheme.starts_with("rediss");
-    let mut spec =
-        found_later(tls, userinfo, db.unwrap_or("0"), auth, timeout).map_err(|_| form())?;
+    let sentinels = url.hosts(hosts, |h| {
+        let h = if h
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            h.to_owned()
+        } else {
+            format!("{h}:26379")
+        };
+        (!h.starts_with(':')).then_some(h)
+    })?;
+    let mut spec = url.found_later(db.unwrap_or("0"), auth, timeout)?;
     spec.display = format!("{master} (via sentinel {})", sentinels.join(","));
     spec.sentinel = Some(SentinelSpec {
         master: master.to_owned(),
         sentinels,
-        tls,
+        tls: url.tls(),
     });
     Ok(spec)
 }
@@ -334,11 +360,61 @@ mod tests {
     const T: Duration = Duration::from_secs(2);
 
     #[test]
+    fn sentinel_and_cluster_urls_parse_or_show_the_form_expected() {
+        let ok = |url: &str| parse_url(url, Some("envpw"), T).unwrap();
+        let spec = ok("redis+cluster://u:p@a:1,[::1]:2/");
+        assert_eq!(spec.display, "cluster (seeds a:1,[::1]:2)");
+        assert_eq!(spec.cluster.unwrap(), ["a:1", "[::1]:2"]);
+        assert_eq!(spec.info.redis_settings().username(), Some("u"));
+        assert_eq!(spec.info.redis_settings().password(), Some("p"));
+        let spec = ok("rediss+sentinel://a:1,b,[::1]/m/2");
+        assert_eq!(spec.display, "m (via sentinel a:1,b:26379,[::1]:26379)");
+        let sentinel = spec.sentinel.as_ref().unwrap();
+        assert_eq!(sentinel.master, "m");
+        assert!(sentinel.tls && spec.is_tls());
+        assert_eq!(spec.info.redis_settings().db(), 2);
+        assert_eq!(spec.info.redis_settings().password(), Some("envpw"));
+        for (url, form) in [
+            ("redis+cluster://a", ""),
+            ("redis+cluster://:1", ""),
+            ("redis+cluster://a:1,", ""),
+            ("redis+cluster://a:1/0", ""),
+            ("redis+cluster://a:99999", ""),
+            ("redis+cluster:a:1", ""),
+            ("redis+sentinel://a", "/MASTER[/db]"),
+            ("redis+sentinel://a/", "/MASTER[/db]"),
+            ("redis+sentinel:///m", "/MASTER[/db]"),
+            ("redis+sentinel://a,/m", "/MASTER[/db]"),
+            ("redis+sentinel://a/m/-1", "/MASTER[/db]"),
+            ("redis+sentinel:a/m", "/MASTER[/db]"),
+        ] {
+            let err = parse_url(url, None, T).err().expect(url);
+            let scheme = url.split_once(':').unwrap().0;
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "invalid --url: expected {scheme}://[user:password@]host:port[,host:port...]{form}"
+                )
+            );
+            assert_eq!(err.exit().code(), 2, "{url}");
+        }
+    }
+
+    #[test]
     fn parses_host_port_and_password_without_showing_it() {
         let spec = parse_url("redis://:s3cret@127.0.0.1:7000/2", None, T).unwrap();
         assert_eq!(spec.display, "127.0.0.1:7000");
         assert_eq!(spec.info.redis_settings().password(), Some("s3cret"));
         assert_eq!(spec.info.redis_settings().db(), 2);
+    }
+
+    #[test]
+    fn ipv6_servers_are_shown_in_brackets() {
+        assert_eq!(host_port("::1", 6379), "[::1]:6379");
+        assert_eq!(host_port("127.0.0.1", 6379), "127.0.0.1:6379");
+        assert_eq!(host_port("redis.example", 7000), "redis.example:7000");
+        let spec = parse_url("redis://[::1]:7000", None, T).unwrap();
+        assert_eq!(spec.display, "[::1]:7000");
     }
 
     #[test]

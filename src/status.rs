@@ -7,6 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::backend::{LockStatus, Session};
 use crate::cli::Global;
+use crate::clock::now_ms;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::name::{self, LockKeys};
@@ -139,12 +140,6 @@ fn table(states: &[(String, LockStatus)]) -> String {
         }
     }
     out
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// One lock as the JSON object of §6.

@@ -15,21 +15,7 @@ impl Token {
     /// A fresh token from the kernel's random source.
     pub fn generate() -> Result<Self> {
         let mut bytes = [0u8; 16];
-        let mut filled = 0;
-        while filled < bytes.len() {
-            // SAFETY: the pointer and length describe the unfilled tail of `bytes`.
-            let n = unsafe {
-                libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
-            };
-            if n < 0 {
-                let err = std::io::Error::last_os_error();
-                if err.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(Error::Internal(format!("cannot read random bytes: {err}")));
-            }
-            filled += n as usize;
-        }
+        random_bytes(&mut bytes)?;
         Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
@@ -63,6 +49,13 @@ impl Token {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Fills `bytes` from the kernel's random source (getrandom(2)), the one
+/// source of randomness in rlock: owner tokens and Redlock's retry delays.
+pub fn random_bytes(bytes: &mut [u8]) -> Result<()> {
+    crate::sys::random::fill(bytes)
+        .map_err(|err| Error::Internal(format!("cannot read random bytes: {err}")))
 }
 
 impl fmt::Debug for Token {

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
 use crate::clock::Stamp;
+use crate::display::holder_for;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::outage::{Outage, Patience};
@@ -352,12 +353,12 @@ fn acquire_on(
                 (Some(h), Some(w)) if !w.is_zero() => format!(
                     "still held after waiting {}; held by {}",
                     humantime::format_duration(w),
-                    describe_holder(h)
+                    holder_for(h, h.held_for)
                 ),
                 (None, Some(w)) if !w.is_zero() => {
                     format!("still held after waiting {}", humantime::format_duration(w))
                 }
-                (Some(h), _) => format!("held by {}", describe_holder(h)),
+                (Some(h), _) => format!("held by {}", holder_for(h, h.held_for)),
                 (None, _) => "held by another owner".into(),
             };
             let err = Error::NotAcquired {
@@ -382,7 +383,11 @@ fn acquire_on(
         if !announced {
             announced = true;
             report::verbose(|| match &holder {
-                Some(h) => format!("{}: waiting; held by {}", keys.name, describe_holder(h)),
+                Some(h) => format!(
+                    "{}: waiting; held by {}",
+                    keys.name,
+                    holder_for(h, h.held_for)
+                ),
                 None => format!("{}: waiting", keys.name),
             });
         }
@@ -511,17 +516,6 @@ fn interrupted(keys: &LockKeys, signal: crate::signal::Signal) -> Error {
         signal,
     }
 }
-
-/// `pid 42 on host ('command') for 3s`, sanitized for the terminal.
-pub fn describe_holder(h: &HolderInfo) -> String {
-    let held = Duration::from_secs(h.held_for.as_secs());
-    format!(
-        "{} for {}",
-        report::holder(&h.pid, &h.host, &h.command, &h.note),
-        humantime::format_duration(held)
-    )
-}
-
 /// The kind of hold the options ask for.
 pub(crate) fn kind(lock: &crate::cli::LockOptions) -> Kind {
     match (lock.shared, lock.limit) {

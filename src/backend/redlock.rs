@@ -24,7 +24,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::server::ServerSpec;
-use crate::token::{Fence, Token};
+use crate::token::{random_bytes, Fence, Token};
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.
@@ -200,11 +200,12 @@ impl RedlockSession {
 
 /// A short random pause, so contenders that split the servers between them
 /// do not retry in step.
-fn retry_delay() -> Duration {
-    let mut byte = [0u8; 2];
-    // SAFETY: getrandom writes at most the buffer's length.
-    unsafe { libc::getrandom(byte.as_mut_ptr().cast(), byte.len(), 0) };
-    Duration::from_millis(10 + u64::from(u16::from_ne_bytes(byte)) % 90)
+fn retry_delay() -> Result<Duration> {
+    let mut bytes = [0u8; 2];
+    random_bytes(&mut bytes)?;
+    Ok(Duration::from_millis(
+        10 + u64::from(u16::from_ne_bytes(bytes)) % 90,
+    ))
 }
 
 impl Session for RedlockSession {
@@ -287,7 +288,7 @@ impl Session for RedlockSession {
             self.forget(req, &failed);
             self.waiting_on = None;
             return Ok(Attempt::Taken {
-                pttl: Some(retry_delay()),
+                pttl: Some(retry_delay()?),
                 holder: None,
             });
         }
@@ -312,7 +313,7 @@ impl Session for RedlockSession {
         let pttl = if taken.len() >= quorum {
             taken.iter().filter_map(|(_, p, _)| *p).min()
         } else {
-            Some(retry_delay())
+            Some(retry_delay()?)
         };
         Ok(Attempt::Taken { pttl, holder })
     }
@@ -327,7 +328,7 @@ impl Session for RedlockSession {
                 Ok(wake) => Ok(wake),
                 // That server failed: the next attempt asks them all again.
                 Err(_) => {
-                    std::thread::sleep(timeout.min(retry_delay()));
+                    std::thread::sleep(timeout.min(retry_delay()?));
                     Ok(Wake::TimedOut)
                 }
             },

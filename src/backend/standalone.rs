@@ -13,7 +13,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::script;
-use crate::server::ServerSpec;
+use crate::server::{host_port, ServerSpec};
 use crate::token::{Fence, Token};
 
 /// Locks on a single Redis server: a fixed one, or the master a set of
@@ -110,14 +110,7 @@ fn master_address(spec: &ServerSpec, limit: Duration) -> redis::RedisResult<Stri
                     .query::<Option<(String, u16)>>(&mut con)
             });
         match asked {
-            Ok(Some((host, port))) => {
-                let host = if host.contains(':') {
-                    format!("[{host}]")
-                } else {
-                    host
-                };
-                return Ok(format!("{host}:{port}"));
-            }
+            Ok(Some((host, port))) => return Ok(host_port(&host, port)),
             Ok(None) => {
                 last = Some(RedisError::from((
                     ErrorKind::Server(redis::ServerErrorKind::ResponseError),
@@ -849,12 +842,7 @@ impl Session for StandaloneSession {
             ) else {
                 continue;
             };
-            let host = if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host
-            };
-            let addr = format!("{host}:{port}");
+            let addr = host_port(&host, port);
             if !masters.contains(&addr) {
                 masters.push(addr);
             }

@@ -8,6 +8,7 @@ pub mod fs;
 pub mod guardian;
 pub mod inotify;
 pub mod process;
+pub mod random;
 pub mod signals;
 pub mod spawn;
 pub mod stdio;

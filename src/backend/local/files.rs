@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Longest file-name stem: NAME_MAX (255) less the longest suffix
 /// (`.h.` and a 32-digit token).
@@ -112,19 +112,6 @@ fn fnv128(bytes: &[u8]) -> u128 {
     bytes
         .iter()
         .fold(OFFSET, |h, &b| (h ^ u128::from(b)).wrapping_mul(PRIME))
-}
-
-/// The host's clock (CLOCK_REALTIME) in microseconds since the epoch.
-pub fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Opens (creating, mode 0600) a file of the lock directory, never through a
@@ -250,17 +237,39 @@ pub fn field(text: &str, key: &str, last: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// `*` and `?` glob matching (the patterns `list` takes).
+/// `*` and `?` glob matching (the patterns `list` takes): `*` matches any
+/// run of bytes, `?` exactly one byte, every other byte itself.
+///
+/// Greedy with backtracking to the last `*` only, so it takes
+/// O(pattern × text) steps at worst, whatever the number of `*`s: a later
+/// `*` can absorb anything an earlier one would have, so earlier ones never
+/// need to be revisited.
 pub fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    match (pattern.first(), text.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => {
-            glob(&pattern[1..], text) || (!text.is_empty() && glob(pattern, &text[1..]))
+    let (mut p, mut t) = (0, 0);
+    // The last `*` seen, and where in the text what follows it was tried.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                // Let that `*` take one more byte and try again after it.
+                Some((sp, st)) => {
+                    star = Some((sp, st + 1));
+                    p = sp + 1;
+                    t = st + 1;
+                }
+                None => return false,
+            },
         }
-        (Some(b'?'), Some(_)) => glob(&pattern[1..], &text[1..]),
-        (Some(p), Some(t)) if p == t => glob(&pattern[1..], &text[1..]),
-        _ => false,
     }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]
@@ -319,5 +328,88 @@ mod tests {
         assert!(glob(b"deploy-*", b"deploy-prod"));
         assert!(!glob(b"deploy-*", b"backup"));
         assert!(glob(b"a?c", b"abc"));
+    }
+
+    /// The recursive definition `glob` replaced, kept as the reference.
+    fn reference(pattern: &[u8], text: &[u8]) -> bool {
+        match (pattern.first(), text.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => {
+                reference(&pattern[1..], text)
+                    || (!text.is_empty() && reference(pattern, &text[1..]))
+            }
+            (Some(b'?'), Some(_)) => reference(&pattern[1..], &text[1..]),
+            (Some(p), Some(t)) if p == t => reference(&pattern[1..], &text[1..]),
+            _ => false,
+        }
+    }
+
+    /// Every string of up to `max` bytes from `alphabet`.
+    fn strings(alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
+        let mut all = vec![vec![]];
+        let mut last = vec![vec![]];
+        for _ in 0..max {
+            last = last
+                .iter()
+                .flat_map(|s: &Vec<u8>| {
+                    alphabet.iter().map(move |&c| {
+                        let mut s = s.clone();
+                        s.push(c);
+                        s
+                    })
+                })
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    #[test]
+    fn globs_agree_with_the_recursive_definition() {
+        let texts = strings(b"ab", 6);
+        for pattern in strings(b"ab*?", 5) {
+            for text in &texts {
+                assert_eq!(
+                    glob(&pattern, text),
+                    reference(&pattern, text),
+                    "{:?} against {:?}",
+                    String::from_utf8_lossy(&pattern),
+                    String::from_utf8_lossy(text)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn globs_edge_cases() {
+        assert!(glob(b"", b""));
+        assert!(!glob(b"", b"a"));
+        assert!(glob(b"*", b""));
+        assert!(glob(b"**", b""));
+        assert!(!glob(b"?", b""));
+        assert!(glob(b"*a", b"bba"));
+        assert!(!glob(b"*a", b"ab"));
+        assert!(glob(b"a*b*c", b"aXbYbZc"));
+        assert!(!glob(b"a*b*c", b"aXbYbZ"));
+        // No escapes or classes: `\`, `[` and `]` are ordinary bytes.
+        assert!(glob(b"[a]\\*", b"[a]\\x"));
+        assert!(!glob(b"[a]", b"a"));
+        // Bytes, not characters: `?` is one byte of a two-byte character.
+        assert!(glob("caf??".as_bytes(), "caf\u{e9}".as_bytes()));
+        assert!(!glob("caf?".as_bytes(), "caf\u{e9}".as_bytes()));
+    }
+
+    #[test]
+    fn globs_with_many_stars_take_linear_time() {
+        // Exponential for the recursive definition; instant here.
+        let text = "a".repeat(10_000);
+        let start = std::time::Instant::now();
+        assert!(!glob(b"*a*a*a*a*a*a*a*a*a*a*b", text.as_bytes()));
+        assert!(glob(b"*a*a*a*a*a*a*a*a*a*a*", text.as_bytes()));
+        assert!(glob(
+            b"*a*a*a*a*a*a*a*a*a*a*b",
+            format!("{text}b").as_bytes()
+        ));
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
     }
 }

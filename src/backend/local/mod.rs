@@ -34,6 +34,7 @@ use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
     Wake,
 };
+use crate::clock;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::token::{Fence, Token};
@@ -256,7 +257,7 @@ impl Details {
             pid: self.pid.clone(),
             command: self.command.clone(),
             note: self.note.clone(),
-            held_for: Duration::from_millis(files::now_ms().saturating_sub(self.since)),
+            held_for: Duration::from_millis(clock::now_ms().saturating_sub(self.since)),
             detached: self.keeper,
         }
     }
@@ -376,7 +377,7 @@ impl LocalSession {
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
             Err(e) => return Err(bad(&e.to_string())),
         };
-        let Fence(next) = Fence::next(last, files::now_us())
+        let Fence(next) = Fence::next(last, clock::now_us())
             .ok_or_else(|| bad("at its largest value (fences stay below 2^53)"))?;
         files::replace(&path, &next.to_string()).map_err(|e| bad(&e.to_string()))?;
         Ok(next)
@@ -633,7 +634,7 @@ impl Session for LocalSession {
             host: req.holder.host.clone(),
             command: req.holder.command.clone(),
             note: req.holder.note.clone(),
-            since: files::now_ms(),
+            since: clock::now_ms(),
             kind: kind_code(req.kind),
             fence,
             keeper: req.holder.detached,
