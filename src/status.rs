@@ -150,7 +150,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// One lock as the JSON object of §6.
+/// One lock as the JSON object the README describes ("Who holds a lock?", `--json`).
 pub fn to_json(name: &str, s: &LockStatus) -> String {
     let holders: Vec<String> = s
         .holders
