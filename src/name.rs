@@ -10,8 +10,8 @@ use crate::token::Token;
 /// Longest NAME in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
 
-/// Checks NAME against §7: 1–200 bytes of UTF-8, no whitespace, no control
-/// characters, no braces.
+/// Checks NAME against the README (NAME, under "Using `rlock run`"): 1–200
+/// bytes of UTF-8, no whitespace, no control characters, no braces.
 pub fn validate(name: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::usage(format!(

@@ -142,7 +142,7 @@ fn table(states: &[(String, LockStatus)]) -> String {
     out
 }
 
-/// One lock as the JSON object of §6.
+/// One lock as the JSON object the README describes ("Who holds a lock?", `--json`).
 pub fn to_json(name: &str, s: &LockStatus) -> String {
     let holders: Vec<String> = s
         .holders
