@@ -37,6 +37,10 @@ pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error
         return Ok(Vec::new());
     };
     let source = |id: &str| {
+        // A flag the environment sets false (RLOCK_NO_WAIT=0) is not given.
+        if let Ok(Some(false)) = sub.try_get_one::<bool>(id) {
+            return None;
+        }
         sub.try_get_raw(id)
             .ok()
             .flatten()

@@ -538,6 +538,14 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     let (out, _) = run(&[("RLOCK_WAIT", "1m"), ("RLOCK_NO_WAIT", "1")], &[]);
     assert_eq!(code(&out), 2, "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("RLOCK_WAIT and RLOCK_NO_WAIT"));
+    // A flag the environment sets false is not given: no conflict.
+    for off in ["0", "false", ""] {
+        let (out, took) = run(&[("RLOCK_WAIT", "0.3"), ("RLOCK_NO_WAIT", off)], &[]);
+        assert_eq!(code(&out), 75, "RLOCK_NO_WAIT={off:?}: {}", show(&out));
+        assert!(took >= Duration::from_millis(300), "waited {took:?}");
+    }
+    let (out, _) = run(&[("RLOCK_SHARED", "false"), ("RLOCK_LIMIT", "2")], &["--no-wait"]);
+    assert_eq!(code(&out), 75, "RLOCK_SHARED=false: {}", show(&out));
     let (out, _) = run(&[], &["--shared", "--limit", "2"]);
     assert_eq!(code(&out), 2, "{}", show(&out));
     let (out, _) = run(&[("RLOCK_SHARED", "1")], &["--limit", "2", "--no-wait"]);
