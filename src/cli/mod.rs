@@ -459,10 +459,15 @@ where
                 command: Command::WhilePid(w.args),
             })
             .map_err(|err| {
-                crate::report::error(&one_line(&err.render().to_string()));
+                let at = Context {
+                    sub: None,
+                    dashes: false,
+                };
+                crate::report::error(&one_line(&err.render().to_string(), &at));
                 Exit::Usage
             });
     }
+    let at = Context::of(&args);
     let parsed = Cli::command()
         .try_get_matches_from(args)
         .and_then(|matches| {
@@ -489,7 +494,7 @@ where
                 Exit::Usage
             }
             _ => {
-                crate::report::error(&one_line(&err.render().to_string()));
+                crate::report::error(&one_line(&err.render().to_string(), &at));
                 Exit::Usage
             }
         }
@@ -513,29 +518,51 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
     Ok(())
 }
 
-/// clap renders several lines (`error: …`, usage, a tip); keep the message part
-/// on one line and point at --help.
-fn one_line(rendered: &str) -> String {
+/// Where a usage error was made: the subcommand named on the command line
+/// (before any `--`), and whether `--` was given.
+struct Context {
+    sub: Option<String>,
+    dashes: bool,
+}
+
+impl Context {
+    fn of(args: &[OsString]) -> Self {
+        let names: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        let before: Vec<&OsString> = args.iter().skip(1).take_while(|a| *a != "--").collect();
+        Context {
+            sub: before
+                .iter()
+                .find_map(|a| names.iter().find(|n| *a == n.as_str()).cloned()),
+            dashes: before.len() + 1 < args.len(),
+        }
+    }
+}
+
+/// clap renders several lines (`error: …`, usage, tips); keep them on one
+/// line: the message, clap's suggestions, the usage of the subcommand, and
+/// where its help is.
+fn one_line(rendered: &str, at: &Context) -> String {
     let mut parts = Vec::new();
     let mut tips = Vec::new();
-    let mut help = "rlock --help".to_owned();
+    let mut usage = None;
     for line in rendered.lines() {
         let line = line.trim();
-        if let Some(usage) = line.strip_prefix("Usage: ") {
-            // The usage line names the subcommand whose help fits.
-            let words: Vec<&str> = usage.split_whitespace().collect();
-            if let [rlock, sub, ..] = words[..] {
-                if !sub.starts_with(['[', '<', '-']) {
-                    help = format!("{rlock} {sub} --help");
-                }
-            }
+        if let Some(text) = line.strip_prefix("Usage: ") {
+            usage = Some(text.to_owned());
             break;
         }
         if line.starts_with("For more information") {
             break;
         }
         if let Some(tip) = line.strip_prefix("tip: ") {
-            tips.push(tip);
+            // "to pass '-l' as a value, use '-- -l'": never right for rlock,
+            // where only COMMAND takes such words, and it goes after `--`.
+            if !tip.starts_with("to pass ") {
+                tips.push(tip);
+            }
         } else if !line.is_empty() {
             parts.push(line.strip_prefix("error: ").unwrap_or(line));
         }
@@ -545,10 +572,20 @@ fn one_line(rendered: &str) -> String {
         text.push_str("; ");
         text.push_str(tip);
     }
-    // `rlock run demo ./backup.sh`: the command was taken for another NAME.
-    if text.contains("<COMMAND>") {
+    // `rlock run demo ./backup.sh` or `rlock run demo ls -l`: the command was
+    // taken for another NAME, or its options for rlock's.
+    let run = at.sub.as_deref() == Some("run");
+    if text.contains("<COMMAND>") || (run && !at.dashes && text.contains("unexpected argument")) {
         text.push_str("; COMMAND goes after --: rlock run NAME -- COMMAND [ARGS...], or rlock run NAME -c 'STRING'");
     }
+    if let Some(usage) = usage {
+        text.push_str("; usage: ");
+        text.push_str(&usage);
+    }
+    let help = match &at.sub {
+        Some(sub) => format!("rlock {sub} --help"),
+        None => "rlock --help".to_owned(),
+    };
     format!("{text} (see '{help}')")
 }
 

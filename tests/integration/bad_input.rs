@@ -87,6 +87,28 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
         2,
     );
     assert!(err.contains("COMMAND goes after --"), "{err}");
+    assert!(
+        err.contains("usage: rlock run "),
+        "the subcommand's usage: {err}"
+    );
+    // flock's `flock LOCK ls -l`: not a hint to pass `-l` as a value.
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "demo", "ls", "-l"])),
+        2,
+    );
+    assert!(err.contains("COMMAND goes after --"), "{err}");
+    assert!(!err.contains("as a value"), "{err}");
+    // A bad value inside a subcommand points at that subcommand's help.
+    for args in [
+        &["run", "--ttl", "5x", "x", "--", "true"][..],
+        &["completions", "bsh"],
+    ] {
+        let err = assert_fails(&output(bare().args(args)), 2);
+        assert!(
+            err.contains(&format!("(see 'rlock {} --help')", args[0])),
+            "{err}"
+        );
+    }
     // -c STRING, as flock's -c.
     let out = output(bare().args(["--url", &url, "run", "demo", "-c", "echo hi | tr a-z A-Z"]));
     assert_eq!(code(&out), 0, "{}", show(&out));

@@ -544,7 +544,10 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
         assert_eq!(code(&out), 75, "RLOCK_NO_WAIT={off:?}: {}", show(&out));
         assert!(took >= Duration::from_millis(300), "waited {took:?}");
     }
-    let (out, _) = run(&[("RLOCK_SHARED", "false"), ("RLOCK_LIMIT", "2")], &["--no-wait"]);
+    let (out, _) = run(
+        &[("RLOCK_SHARED", "false"), ("RLOCK_LIMIT", "2")],
+        &["--no-wait"],
+    );
     assert_eq!(code(&out), 75, "RLOCK_SHARED=false: {}", show(&out));
     let (out, _) = run(&[], &["--shared", "--limit", "2"]);
     assert_eq!(code(&out), 2, "{}", show(&out));
