@@ -657,9 +657,11 @@ mod tests {
 
     #[test]
     fn usage_errors_fit_on_one_line() {
-        let err = Cli::try_parse_from(["rlock", "run", "x"]).unwrap_err();
-        let line = one_line(&err.render().to_string());
+        let args: Vec<OsString> = ["rlock", "run", "x"].map(OsString::from).to_vec();
+        let err = Cli::try_parse_from(&args).unwrap_err();
+        let line = one_line(&err.render().to_string(), &Context::of(&args));
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("COMMAND"), "{line}");
+        assert!(line.ends_with("(see 'rlock run --help')"), "{line}");
     }
 }
