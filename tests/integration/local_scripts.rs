@@ -155,6 +155,23 @@ fn acquire_without_while_pid_is_refused_and_a_home_dir_works() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_eq!(code(&relative(&["run", "-n", "r", "--", "true"])), 0);
     assert!(dir.path().join("rel").is_dir(), "~ is $HOME");
+    // The URL form file:///DIR is that absolute DIR; file://~/x names a
+    // host, not the home directory: refused, nothing created.
+    let url = format!("file://{}", dir.file("triple"));
+    let out = output(bare().args(["--url", &url, "run", "t", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(dir.path().join("triple").is_dir(), "file:///DIR is DIR");
+    let out = output(bare().env("HOME", dir.path()).args([
+        "--url",
+        "file://~/tilde",
+        "run",
+        "t",
+        "--",
+        "true",
+    ]));
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("file:~/DIR"), "{err}");
+    assert!(!std::path::Path::new("/~").exists(), "nothing made at /~");
 }
 
 #[test]

@@ -78,6 +78,21 @@ pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
     if dir.is_empty() {
         return Err(Error::usage("invalid --url: expected file:DIR"));
     }
+    // The URL form file:///DIR (or file://localhost/DIR) names an absolute
+    // path; anything else after `//` would be a host, which a lock directory
+    // of this host cannot have (`file://~/x` is not the home directory).
+    let dir = match dir.strip_prefix("//") {
+        Some(rest) => match rest.split_once('/') {
+            Some(("" | "localhost", path)) => format!("/{path}"),
+            _ => {
+                return Err(Error::usage(format!(
+                    "invalid --url file:{dir}: after file:// comes an absolute path (file:///DIR), not a host; for a directory in your home use file:~/DIR"
+                )))
+            }
+        },
+        None => dir.to_owned(),
+    };
+    let dir = dir.as_str();
     // `~` as a shell would expand it: the URL is often quoted, or set in a
     // crontab, where no shell expands it.
     let home = |rest: &str| match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
