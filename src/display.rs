@@ -19,6 +19,7 @@ enum Update {
     Waiting {
         lock: String,
         holder: Option<HolderInfo>,
+        place: Option<u32>,
         at: Instant,
     },
     Done,
@@ -42,17 +43,20 @@ impl WaitLine {
             .name("wait-line".into())
             .spawn(move || {
                 let started = Instant::now();
-                let mut shown: Option<(String, Option<HolderInfo>, Instant)> = None;
+                let mut shown: Option<(String, Option<HolderInfo>, Option<u32>, Instant)> = None;
                 loop {
                     match rx.recv_timeout(TICK) {
-                        Ok(Update::Waiting { lock, holder, at }) => {
-                            shown = Some((lock, holder, at))
-                        }
+                        Ok(Update::Waiting {
+                            lock,
+                            holder,
+                            place,
+                            at,
+                        }) => shown = Some((lock, holder, place, at)),
                         Ok(Update::Done) | Err(RecvTimeoutError::Disconnected) => break,
                         Err(RecvTimeoutError::Timeout) => {}
                     }
-                    if let Some((lock, holder, at)) = &shown {
-                        draw(lock, holder.as_ref(), *at, started);
+                    if let Some((lock, holder, place, at)) = &shown {
+                        draw(lock, holder.as_ref(), *place, *at, started);
                     }
                 }
                 let _ = write!(std::io::stderr(), "\r\x1b[2K");
@@ -65,10 +69,11 @@ impl WaitLine {
     }
 
     /// What the last attempt found.
-    pub fn waiting(&self, lock: &str, holder: Option<&HolderInfo>) {
+    pub fn waiting(&self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
         let _ = self.tx.send(Update::Waiting {
             lock: lock.to_owned(),
             holder: holder.cloned(),
+            place,
             at: Instant::now(),
         });
     }
@@ -97,14 +102,36 @@ pub fn holder_for(h: &HolderInfo, held: Duration) -> String {
     )
 }
 
-fn draw(lock: &str, holder: Option<&HolderInfo>, seen_at: Instant, started: Instant) {
+/// `; 2nd in line`: a waiter's place in the queue, when the backend knows it.
+fn in_line(place: Option<u32>) -> String {
+    let Some(n) = place else {
+        return String::new();
+    };
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("; {n}{suffix} in line")
+}
+
+fn draw(
+    lock: &str,
+    holder: Option<&HolderInfo>,
+    place: Option<u32>,
+    seen_at: Instant,
+    started: Instant,
+) {
     let who = match holder {
         Some(h) => format!("held by {}", holder_for(h, h.held_for + seen_at.elapsed())),
         None => "queued behind other waiters".into(),
     };
     let line = format!(
-        "rlock: waiting for {}: {who}; waited {}",
+        "rlock: waiting for {}: {who}{}; waited {}",
         report::sanitize(lock),
+        in_line(place),
         seconds(started.elapsed())
     );
     let _ = write!(std::io::stderr(), "\r\x1b[2K{line}");
@@ -134,7 +161,7 @@ impl ProgressLog {
     }
 
     /// Prints the line if one is due: what the last attempt found.
-    pub fn tick(&mut self, lock: &str, holder: Option<&HolderInfo>) {
+    pub fn tick(&mut self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
         let now = Instant::now();
         if now < self.next {
             return;
@@ -146,8 +173,9 @@ impl ProgressLog {
         };
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         report::error(&format!(
-            "{at} waiting for {}: {who}; waited {}",
+            "{at} waiting for {}: {who}{}; waited {}",
             report::sanitize(lock),
+            in_line(place),
             seconds(now - self.started)
         ));
     }
@@ -155,5 +183,21 @@ impl ProgressLog {
     /// How long until the next line is due.
     pub fn until_due(&self) -> Duration {
         self.next.saturating_duration_since(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_in_line_read_as_ordinals() {
+        assert_eq!(in_line(None), "");
+        assert_eq!(in_line(Some(1)), "; 1st in line");
+        assert_eq!(in_line(Some(2)), "; 2nd in line");
+        assert_eq!(in_line(Some(3)), "; 3rd in line");
+        assert_eq!(in_line(Some(11)), "; 11th in line");
+        assert_eq!(in_line(Some(22)), "; 22nd in line");
+        assert_eq!(in_line(Some(104)), "; 104th in line");
     }
 }

@@ -272,11 +272,15 @@ fn acquire_on(
                     };
                     return Err(fail(session, &mut registered, err));
                 }
-                Ok(Attempt::Taken { pttl, holder }) => {
+                Ok(Attempt::Taken {
+                    pttl,
+                    holder,
+                    place,
+                }) => {
                     if may_wait {
                         registered.add(i);
                     }
-                    taken = Some((i, pttl, holder));
+                    taken = Some((i, pttl, holder, place));
                     break;
                 }
                 Err(err) => {
@@ -303,7 +307,7 @@ fn acquire_on(
         if retry {
             continue;
         }
-        let Some((i, pttl, holder)) = taken else {
+        let Some((i, pttl, holder, place)) = taken else {
             // A signal that came while the last request was out ends the wait
             // all the same: nothing may stay held.
             if let Some(signal) = shared.interrupted() {
@@ -375,10 +379,10 @@ fn acquire_on(
             }
         }
         if let Some(line) = &line {
-            line.waiting(&keys.name, holder.as_ref());
+            line.waiting(&keys.name, holder.as_ref(), place);
         }
         if let Some(progress) = &mut progress {
-            progress.tick(&keys.name, holder.as_ref());
+            progress.tick(&keys.name, holder.as_ref(), place);
         }
         if !announced {
             announced = true;

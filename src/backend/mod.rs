@@ -158,6 +158,8 @@ pub enum Attempt {
         pttl: Option<Duration>,
         /// The current holder, when known.
         holder: Option<HolderInfo>,
+        /// Our place among the waiters (1: next in line), when known.
+        place: Option<u32>,
     },
 }
 

@@ -233,7 +233,7 @@ impl Session for RedlockSession {
         for (i, result) in results.into_iter().enumerate() {
             match result {
                 Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
-                Ok(Attempt::Taken { pttl, holder }) => taken.push((i, pttl, holder)),
+                Ok(Attempt::Taken { pttl, holder, .. }) => taken.push((i, pttl, holder)),
                 Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
                 Err(err @ Error::ForeignKey { .. }) => foreign = Some(err),
                 Err(err) => {
@@ -290,6 +290,7 @@ impl Session for RedlockSession {
             return Ok(Attempt::Taken {
                 pttl: Some(retry_delay()?),
                 holder: None,
+                place: None,
             });
         }
         self.give_back(req.keys, &holds);
@@ -315,7 +316,12 @@ impl Session for RedlockSession {
         } else {
             Some(retry_delay()?)
         };
-        Ok(Attempt::Taken { pttl, holder })
+        // Each server keeps its own queue: no one place to show.
+        Ok(Attempt::Taken {
+            pttl,
+            holder,
+            place: None,
+        })
     }
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {

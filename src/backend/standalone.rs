@@ -960,6 +960,11 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
             Some(Attempt::Taken {
                 pttl: u64::try_from(pttl).ok().map(Duration::from_millis),
                 holder,
+                place: items
+                    .get(3)
+                    .and_then(as_int)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0),
             })
         }
         _ => None,

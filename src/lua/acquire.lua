@@ -13,9 +13,10 @@
 --
 -- Returns {1, token, fence, count} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call;
--- {0, wait-ms, holder} when not: wait-ms is how long until a holder's lease or
--- another waiter's registration could run out (-1: neither), holder
--- {host, pid, command, held-for-ms, note} of a current holder or false;
+-- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
+-- lease or another waiter's registration could run out (-1: neither), holder
+-- {host, pid, command, held-for-ms, note} of a current holder or false, place
+-- the caller's place among the registered waiters (1: first) or false;
 -- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
 --
 -- Invariants: holders are compatible (one exclusive; or any number of shared;
@@ -119,6 +120,7 @@ if raw then
     end
 end
 local register = tonumber(ARGV[7])
+local place = false
 if register > 0 then
     -- Holding nothing here, whatever is on the caller's list predates this look.
     redis.call('DEL', K_MINE)
@@ -128,6 +130,7 @@ if register > 0 then
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
     if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
     redis.call('HSET', K_WKIND, token, spec)
+    place = redis.call('ZRANK', K_WAITERS, token) + 1
     settle()
 end
 -- Look again no later than when a holder's lease or another waiter's
@@ -141,4 +144,4 @@ for i = 1, #soonest, 2 do
         break
     end
 end
-return {0, wait or -1, holder}
+return {0, wait or -1, holder, place}

@@ -456,6 +456,10 @@ fn a_waiting_run_logs_progress_off_a_terminal() {
     assert!(first.contains("waiting for busy: held by pid"), "{first}");
     assert!(first.contains("; waited 0s"), "{first}");
     assert!(
+        first.contains("; 1st in line;"),
+        "its place in the queue: {first}"
+    );
+    assert!(
         lines[1].contains("still held after waiting 1s; held by pid"),
         "the timeout names the holder: {}",
         lines[1]
@@ -469,6 +473,23 @@ fn a_waiting_run_logs_progress_off_a_terminal() {
         .filter(|l| l.contains("waiting for busy"))
         .count();
     assert!((3..=4).contains(&progress), "a line a second: {err}");
+    // Behind another waiter: second in line.
+    let mut first =
+        spawn_quiet(rlock(&redis.url()).args(["run", "--wait", "20s", "busy", "--", "true"]));
+    expect_within(rlock::LIMIT, "the first waiter", || {
+        stdout(&output(
+            rlock(&redis.url()).args(["status", "--json", "busy"]),
+        ))
+        .contains("\"waiting\":1")
+    });
+    let out = waiting(&["--wait", "300ms"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("; 2nd in line;"),
+        "behind the first waiter: {err}"
+    );
+    first.kill();
     // -q: the exit status alone.
     let out = waiting(&["-q", "--wait", "500ms"]);
     assert_eq!(code(&out), 75, "{}", show(&out));

@@ -634,6 +634,8 @@ impl Session for LocalSession {
             return Ok(Attempt::Taken {
                 pttl: Some(if woken { RETRY } else { POLL }),
                 holder: holders.first().map(Details::info),
+                // Waiters here are records, not a queue with places.
+                place: None,
             });
         };
         let fence = self.next_fence(name).map_err(|e| self.fail(name, e))?;
