@@ -152,6 +152,53 @@ fn holders_carry_a_note_or_their_ci_job() {
         ],
         &[],
     );
+    let _d = held("gitlab-job", &[("CI_JOB_URL", "https://gl/j/8")], &[]);
+    let _e = held("jenkins", &[("BUILD_URL", "https://jenkins/job/x/9/")], &[]);
+    let _f = held(
+        "buildkite",
+        &[(
+            "BUILDKITE_BUILD_URL",
+            "https://buildkite.com/acme/builds/10",
+        )],
+        &[],
+    );
+    let out = output(rlock(&redis.url()).args([
+        "status",
+        "--json",
+        "gitlab-job",
+        "jenkins",
+        "buildkite",
+    ]));
+    let json = stdout(&out);
+    for note in [
+        "https://gl/j/8",
+        "https://jenkins/job/x/9/",
+        "https://buildkite.com/acme/builds/10",
+    ] {
+        assert!(
+            json.contains(&format!("\"note\":\"{note}\"")),
+            "{note}: {json}"
+        );
+    }
+    let out = output(rlock(&redis.url()).args(["list", "--json"]));
+    assert!(
+        stdout(&out).contains("\"note\":\"https://github.com/acme/shop/actions/runs/42\""),
+        "list --json: {}",
+        show(&out)
+    );
+    // The waiting line off a terminal and the timeout name the note too.
+    let out = output(
+        rlock(&redis.url())
+            .env_remove("RLOCK_PROGRESS_INTERVAL")
+            .args(["run", "--wait", "300ms", "github", "--", "true"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(code(&out), 75, "{err}");
+    let noted = err
+        .lines()
+        .filter(|l| l.contains("note 'https://github.com/acme/shop/actions/runs/42'"))
+        .count();
+    assert_eq!(noted, 2, "the waiting line and the timeout: {err}");
     let out = output(rlock(&redis.url()).args(["status", "--json", "noted", "github", "gitlab"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
     let json = stdout(&out);
@@ -182,6 +229,32 @@ fn holders_carry_a_note_or_their_ci_job() {
         "{err}"
     );
     std::fs::write(&go, "").unwrap();
+}
+
+/// `acquire` records the command line of the script that called it, not its own.
+#[test]
+fn acquire_records_the_command_line_of_its_caller() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let script = dir.file("caller.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{} --url {} acquire --ttl 30s scripted >/dev/null\n",
+            rlock::bin(),
+            redis.url()
+        ),
+    )
+    .unwrap();
+    let out = output(std::process::Command::new("sh").args([&script, "some-arg"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(rlock(&redis.url()).args(["status", "--json", "scripted"]));
+    let json = stdout(&out);
+    assert!(
+        json.contains("caller.sh some-arg"),
+        "the caller's command line: {json}"
+    );
+    assert!(!json.contains("acquire"), "not rlock's own: {json}");
 }
 
 /// `status --check NAME...`: nothing printed, 0 when every NAME is held and 1
