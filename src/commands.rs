@@ -3,24 +3,24 @@
 
 use std::sync::Arc;
 
-use crate::cli::{AcquireArgs, Global, ReleaseArgs, RenewArgs};
+use crate::cli::{AcquireArgs, ReleaseArgs, RenewArgs};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
 use crate::run::{lock_keys, refuse_conflicts};
 use crate::signals::{self, Phase, Shared};
-use crate::token::inherited_tokens;
 use crate::token::Token;
 use crate::wait::{self, Wanted};
 use crate::while_pid::{self, Watched};
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
-pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
+pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    refuse_conflicts(global, &args.lock)?;
-    let local = crate::server::local_dir(&global.urls).is_some();
+    refuse_conflicts(config, &args.lock)?;
+    let local = config.is_local();
     if local && args.while_pid.is_none() {
         return Err(Error::usage(
             "rlock acquire needs --while-pid with file: locks: the kernel keeps a file lock only while a process holds it open (or use rlock run)",
@@ -36,13 +36,13 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
             })
         })
         .transpose()?;
-    let backend = crate::connect::backend(global)?;
-    let keys = [lock_keys(&global.prefix, args.lock.redisson, &args.name)];
+    let backend = config.backend()?;
+    let keys = [lock_keys(&config.prefix, args.lock.redisson, &args.name)];
     let shared = Shared::new(&args.name);
     signals::start(Arc::clone(&shared))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
-    let inherited = inherited_tokens();
+    let inherited = &config.inherited;
     // The holder is the calling script, which outlives this process: the
     // process it follows, or else its parent.
     let caller = args
@@ -58,7 +58,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut holder = crate::run::described(&argv, args.lock.note.as_deref());
+    let mut holder = crate::run::described(&argv, &config.note);
     if holder.command.is_empty() {
         holder.command = "(rlock acquire)".into();
     }
@@ -67,14 +67,14 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
     let mut wanted = Wanted::new(
         &keys,
         &token,
-        &inherited,
+        inherited,
         &holder,
         &args.lock,
         args.lock.ttl,
         // The lock must last its ttl from when this command returns.
         false,
     );
-    wanted.replica_timeout = global.connect_timeout;
+    wanted.replica_timeout = config.connect_timeout;
     if let Some(watched) = &watched {
         while_pid::interrupt_on_exit(watched, &shared);
     }
@@ -103,7 +103,7 @@ pub fn acquire(global: &Global, args: &AcquireArgs) -> Result<Exit> {
         if !local || !fds.is_empty() {
             // Signals are noted, not acted on, until the keeper has answered.
             let started =
-                while_pid::start(global, args, watched, token, &fds, &|| shared.interrupted());
+                while_pid::start(config, args, watched, token, &fds, &|| shared.interrupted());
             match started {
                 Ok(started) => keeper = Some(started),
                 Err(while_pid::StartError::Interrupted(signal)) => {
@@ -164,10 +164,9 @@ fn parse_token(text: &str, lock: &str) -> Result<Token> {
 
 /// The token from --token, else from RLOCK_TOKEN (which keeps it off the
 /// command line, where `ps` shows it to everyone).
-fn given_token(given: Option<&str>, lock: &str) -> Result<Token> {
-    let from_env = std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty());
-    match given.map(str::to_owned).or(from_env) {
-        Some(text) => parse_token(&text, lock),
+fn given_token(given: Option<&str>, from_env: Option<&str>, lock: &str) -> Result<Token> {
+    match given.or(from_env) {
+        Some(text) => parse_token(text, lock),
         None => Err(Error::usage(format!(
             "{lock}: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment"
         ))),
@@ -175,13 +174,17 @@ fn given_token(given: Option<&str>, lock: &str) -> Result<Token> {
 }
 
 /// `rlock renew NAME [--token T]`: extends the hold to --ttl from now.
-pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
+pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    let token = given_token(args.token.as_deref(), &args.name)?;
-    let backend = crate::connect::backend(global)?;
-    let keys = lock_keys(&global.prefix, args.redisson, &args.name);
+    let token = given_token(
+        args.token.as_deref(),
+        config.token_from_env.as_deref(),
+        &args.name,
+    )?;
+    let backend = config.backend()?;
+    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
-    if session.renew(&keys, &token, args.ttl, global.connect_timeout)? {
+    if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         report::verbose(|| {
             format!(
                 "{}: renewed for {}",
@@ -198,15 +201,19 @@ pub fn renew(global: &Global, args: &RenewArgs) -> Result<Exit> {
 }
 
 /// `rlock release NAME [--token T] | --force`.
-pub fn release(global: &Global, args: &ReleaseArgs) -> Result<Exit> {
+pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     name::validate(&args.name)?;
     let token = if args.force {
         None
     } else {
-        Some(given_token(args.token.as_deref(), &args.name)?)
+        Some(given_token(
+            args.token.as_deref(),
+            config.token_from_env.as_deref(),
+            &args.name,
+        )?)
     };
-    let backend = crate::connect::backend(global)?;
-    let keys = lock_keys(&global.prefix, args.redisson, &args.name);
+    let backend = config.backend()?;
+    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
     match token {
         Some(token) => match session.release(&keys, &token)? {

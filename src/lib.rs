@@ -11,7 +11,7 @@ pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod commands;
-pub mod connect;
+pub mod config;
 pub mod display;
 pub mod error;
 pub mod exit;
@@ -45,14 +45,17 @@ pub fn run(cli: Cli) -> Result<Exit> {
     } else {
         i8::from(cli.global.verbose)
     });
+    let config = |note: Option<&str>| config::Config::resolve(&cli.global, note);
     match &cli.command {
-        Command::Run(args) => run::run(&cli.global, args),
-        Command::Acquire(args) => commands::acquire(&cli.global, args),
-        Command::Renew(args) => commands::renew(&cli.global, args),
-        Command::Release(args) => commands::release(&cli.global, args),
-        Command::WhilePid(args) => while_pid::keep(&cli.global, args),
-        Command::Status { names, json, check } => status::status(&cli.global, names, *json, *check),
-        Command::List { pattern, json } => status::list(&cli.global, pattern, *json),
+        Command::Run(args) => run::run(&config(args.lock.note.as_deref())?, args),
+        Command::Acquire(args) => commands::acquire(&config(args.lock.note.as_deref())?, args),
+        Command::Renew(args) => commands::renew(&config(None)?, args),
+        Command::Release(args) => commands::release(&config(None)?, args),
+        Command::WhilePid(args) => while_pid::keep(&config(None)?, args),
+        Command::Status { names, json, check } => {
+            status::status(&config(None)?, names, *json, *check)
+        }
+        Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -7,27 +7,28 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Hold, HolderInfo, Session};
 use crate::child;
-use crate::cli::{Global, LockOptions, RunArgs};
+use crate::cli::{LockOptions, RunArgs};
 use crate::clock::Stamp;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name::{self, LockKeys};
 use crate::report;
 use crate::signals::{self, Phase, Shared};
 use crate::sys::guardian::Guardian;
-use crate::token::{inherited_tokens, tokens_for_child, Token};
+use crate::token::{tokens_for_child, Token};
 use crate::wait::{self, Wanted};
-use crate::watchdog::{why_lapsed, Config, Lease, Lost, Watchdog};
+use crate::watchdog::{self, why_lapsed, Lease, Lost, Watchdog};
 
 /// Longest holder command line stored in Redis.
 const MAX_COMMAND_BYTES: usize = 1024;
 
 /// Runs `rlock run`.
-pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
+pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
     for name in &args.names {
         name::validate(name)?;
     }
-    refuse_conflicts(global, &args.lock)?;
+    refuse_conflicts(config, &args.lock)?;
     // The names as given (duplicates dropped) name things in messages and the
     // environment; they are acquired in sorted order.
     let mut names: Vec<&String> = Vec::new();
@@ -42,12 +43,12 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         .collect::<Vec<_>>()
         .join(", ");
     let program = child::resolve(&args.command[0], &display)?;
-    let backend = crate::connect::backend(global)?;
+    let backend = config.backend()?;
     let mut order: Vec<&String> = names.clone();
     order.sort();
     let locks: Vec<LockKeys> = order
         .iter()
-        .map(|n| lock_keys(&global.prefix, args.lock.redisson, n))
+        .map(|n| lock_keys(&config.prefix, args.lock.redisson, n))
         .collect();
     let lease = match args.lease {
         Some(lease) => Lease::Fixed(lease),
@@ -65,19 +66,19 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     child::become_subreaper();
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
-    let inherited = inherited_tokens();
-    let holder = holder_info(&args.command, args.lock.note.as_deref());
+    let inherited = &config.inherited;
+    let holder = holder_info(&args.command, &config.note);
     let handoff = matches!(lease, Lease::Renewed(_));
     let mut wanted = Wanted::new(
         &locks,
         &token,
-        &inherited,
+        inherited,
         &holder,
         &args.lock,
         lease.ttl(),
         handoff,
     );
-    wanted.replica_timeout = global.connect_timeout;
+    wanted.replica_timeout = config.connect_timeout;
     let (session, holds, acquired_at) = wait::acquire(&backend, &wanted, &display, &shared)?;
     let held: Vec<(LockKeys, Token)> = locks
         .iter()
@@ -88,7 +89,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     // The guardian enforces the lease's deadlines from before COMMAND exists.
     // A file: lock has none: the kernel holds it while rlock's files are open.
     let deadlines = guardian.deadlines();
-    if crate::server::local_dir(&global.urls).is_none() {
+    if !config.is_local() {
         let (term, kill) = lease.deadlines(acquired_at, grace);
         deadlines.extend(term, kill);
     }
@@ -104,7 +105,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
             "{display}: the guardian process is gone; COMMAND was not started"
         )));
     }
-    let env = child_env(&names, &locks, &holds, &inherited);
+    let env = child_env(&names, &locks, &holds, inherited);
     let foreground = child::terminal_foreground();
     let spawned = child::spawn(
         &program,
@@ -136,7 +137,7 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
         }
     };
     let pgid = command.pid();
-    let config = Config {
+    let renewal = watchdog::Config {
         holds: held.clone(),
         display: display.clone(),
         lease,
@@ -153,14 +154,14 @@ pub fn run(global: &Global, args: &RunArgs) -> Result<Exit> {
     let mut keeper = if !foreground && child::exits_before(&command, first_renewal, &shared) {
         Keeper::Idle(session)
     } else {
-        Keeper::start(session, config.clone(), &shared, pgid)
+        Keeper::start(session, renewal.clone(), &shared, pgid)
     };
     let status = child::wait(command, &shared, foreground);
     if let Keeper::Idle(session) = keeper {
         // What COMMAND left running in its group works under the lock until
         // it is stopped: keep the lease for it.
         keeper = if child::group_alive(pgid) {
-            Keeper::start(session, config, &shared, pgid)
+            Keeper::start(session, renewal, &shared, pgid)
         } else {
             Keeper::Idle(session)
         };
@@ -270,7 +271,7 @@ impl Keeper {
     /// Starts the watchdog; when that fails, kills COMMAND's group.
     fn start(
         session: Box<dyn Session>,
-        config: Config,
+        config: watchdog::Config,
         shared: &Arc<Shared>,
         pgid: libc::pid_t,
     ) -> Keeper {
@@ -329,8 +330,8 @@ fn child_env(
 
 /// Options that cannot go together: refuse them clearly instead of silently
 /// running with other semantics.
-pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()> {
-    if crate::server::local_dir(&global.urls).is_some() {
+pub(crate) fn refuse_conflicts(config: &Config, lock: &LockOptions) -> Result<()> {
+    if config.is_local() {
         let refuse = |what: &str| {
             Err(Error::usage(format!(
                 "{what} has no meaning for file: locks (this host only)"
@@ -349,7 +350,7 @@ pub(crate) fn refuse_conflicts(global: &Global, lock: &LockOptions) -> Result<()
         }
     }
     // (Sentinel and Cluster host lists are one URL each.)
-    if crate::server::choose_urls(&global.urls, None).len() > 1 {
+    if config.is_quorum() {
         if lock.redisson {
             return Err(Error::usage(
                 "--redisson locks one server as Redisson does; it cannot be combined with several --url",
@@ -439,7 +440,7 @@ fn release(
     gone
 }
 
-fn holder_info(command: &[OsString], note: Option<&str>) -> HolderInfo {
+fn holder_info(command: &[OsString], note: &str) -> HolderInfo {
     let argv: Vec<String> = command
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -452,7 +453,7 @@ fn holder_info(command: &[OsString], note: Option<&str>) -> HolderInfo {
 
 /// A holder on this host running `argv`, with its note: the command line
 /// without secrets and cut to [`MAX_COMMAND_BYTES`].
-pub(crate) fn described(argv: &[String], note: Option<&str>) -> HolderInfo {
+pub(crate) fn described(argv: &[String], note: &str) -> HolderInfo {
     // Stored in Redis and shown by `status`: no password or token in it.
     let mut line = crate::redact::command_line(argv).join(" ");
     if line.len() > MAX_COMMAND_BYTES {
@@ -466,7 +467,7 @@ pub(crate) fn described(argv: &[String], note: Option<&str>) -> HolderInfo {
         host: hostname(),
         pid: String::new(),
         command: line,
-        note: crate::note::resolve(note),
+        note: note.to_owned(),
         held_for: Duration::ZERO,
         detached: false,
     }

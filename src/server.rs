@@ -279,15 +279,6 @@ fn parse_sentinel(
     Ok(spec)
 }
 
-/// The directory of a `file:DIR` URL list (the local backend), if that is
-/// what the options ask for.
-pub fn local_dir(given: &[String]) -> Option<String> {
-    let urls = choose_urls(given, std::env::var("REDIS_URL").ok());
-    urls.iter()
-        .find_map(|u| u.strip_prefix("file:"))
-        .map(str::to_owned)
-}
-
 /// Picks the URL list: `--url` (or `RLOCK_URL`, handled by clap), then
 /// `REDIS_URL`, then the default.
 pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {

@@ -6,27 +6,27 @@ use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::backend::{LockStatus, Session};
-use crate::cli::Global;
 use crate::clock::now_ms;
+use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::name::{self, LockKeys};
 use crate::report;
 
 /// `rlock status [NAME...] [--json | --check]`.
-pub fn status(global: &Global, names: &[String], json: bool, check: bool) -> Result<Exit> {
+pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Result<Exit> {
     for name in names {
         name::validate(name)?;
     }
-    let backend = crate::connect::backend(global)?;
+    let backend = config.backend()?;
     let mut session = backend
         .connect()
         .map_err(|e| e.for_lock(&names.join(", ")))?;
     let names = match names {
-        [] => session.list(&global.prefix, "*")?,
+        [] => session.list(&config.prefix, "*")?,
         given => given.to_vec(),
     };
-    let states = read_all(session.as_mut(), &global.prefix, &names)?;
+    let states = read_all(session.as_mut(), &config.prefix, &names)?;
     if check {
         let held = states.iter().all(|(_, s)| !s.holders.is_empty());
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
@@ -45,11 +45,11 @@ pub fn status(global: &Global, names: &[String], json: bool, check: bool) -> Res
 }
 
 /// `rlock list [PATTERN] [--json]`.
-pub fn list(global: &Global, pattern: &str, json: bool) -> Result<Exit> {
-    let backend = crate::connect::backend(global)?;
+pub fn list(config: &Config, pattern: &str, json: bool) -> Result<Exit> {
+    let backend = config.backend()?;
     let mut session = backend.connect().map_err(|e| e.for_lock(pattern))?;
-    let names = session.list(&global.prefix, pattern)?;
-    let states = read_all(session.as_mut(), &global.prefix, &names)?;
+    let names = session.list(&config.prefix, pattern)?;
+    let states = read_all(session.as_mut(), &config.prefix, &names)?;
     let out = if json {
         let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s)).collect();
         format!("[{}]\n", items.join(","))

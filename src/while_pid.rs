@@ -7,7 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::cli::{AcquireArgs, Global, WhilePidArgs};
+use crate::cli::{AcquireArgs, WhilePidArgs};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::run::lock_keys;
@@ -46,8 +47,8 @@ impl Keeper {
 }
 
 /// How long `acquire` waits for the keeper to take over.
-fn ready_within(global: &Global) -> Duration {
-    global.connect_timeout + Duration::from_secs(5)
+fn ready_within(config: &Config) -> Duration {
+    config.connect_timeout + Duration::from_secs(5)
 }
 
 /// Why starting the keeper failed.
@@ -67,7 +68,7 @@ pub enum StartError {
 /// a signal meanwhile (`interrupted`), gets it killed and reaped, so nothing
 /// of the hold lives on in it.
 pub fn start(
-    global: &Global,
+    config: &Config,
     args: &AcquireArgs,
     watched: &Watched,
     token: &Token,
@@ -81,7 +82,6 @@ pub fn start(
     kept.extend(watched.fd());
     crate::sys::process::only_these_inherited(&kept).map_err(StartError::Failed)?;
     let exe = std::env::current_exe().map_err(StartError::Failed)?;
-    let urls = crate::server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
     let list = |fds: &[RawFd]| {
         fds.iter()
             .map(|fd| fd.to_string())
@@ -94,7 +94,7 @@ pub fn start(
     }
     cmd.arg(crate::cli::WHILE_PID)
         .arg("--connect-timeout")
-        .arg(humantime::format_duration(global.connect_timeout).to_string())
+        .arg(humantime::format_duration(config.connect_timeout).to_string())
         .arg("--pid")
         .arg(watched.pid().to_string())
         .arg("--ttl")
@@ -105,9 +105,9 @@ pub fn start(
     // As absolute paths: the keeper's working directory is not the script's
     // for long.
     for (var, file) in [
-        ("RLOCK_CACERT", &global.cacert),
-        ("RLOCK_CERT", &global.cert),
-        ("RLOCK_KEY", &global.key),
+        ("RLOCK_CACERT", &config.tls.cacert),
+        ("RLOCK_CERT", &config.tls.cert),
+        ("RLOCK_KEY", &config.tls.key),
     ] {
         if let Some(file) = file {
             cmd.env(var, std::path::absolute(file).map_err(StartError::Failed)?);
@@ -116,8 +116,8 @@ pub fn start(
     // After `--`, a NAME such as `-v` is a name, not an option.
     cmd.arg("--")
         .arg(&args.name)
-        .env("RLOCK_URL", urls.join(","))
-        .env("RLOCK_PREFIX", &global.prefix)
+        .env("RLOCK_URL", config.urls.join(","))
+        .env("RLOCK_PREFIX", &config.prefix)
         .env("RLOCK_KEEP_TOKEN", token.as_str())
         .env("RLOCK_KEEP_FDS", list(fds))
         .env("RLOCK_KEEP_READY", write.as_raw_fd().to_string())
@@ -132,7 +132,7 @@ pub fn start(
     let mut child = cmd.spawn().map_err(StartError::Failed)?;
     drop(write);
     let mut stream = ours;
-    let until = Instant::now() + ready_within(global);
+    let until = Instant::now() + ready_within(config);
     let outcome = loop {
         if let Some(signal) = interrupted() {
             break Err(StartError::Interrupted(signal));
@@ -171,7 +171,7 @@ pub fn start(
 /// exits. A Redis hold is renewed every ttl/3, and the keeper ends when the
 /// hold is gone (released, forced, expired) or cannot be renewed before its
 /// lease could run out; a `file:` hold lives in the inherited open files.
-pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
+pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     let token = std::env::var("RLOCK_KEEP_TOKEN")
         .ok()
         .and_then(|t| Token::parse(&t))
@@ -183,20 +183,20 @@ pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
     };
     let watched = Watched::inherited(args.pid, inherited("RLOCK_KEEP_PIDFD"));
     let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
-    if let Some(dir) = crate::server::local_dir(&global.urls) {
+    if let crate::config::Target::Local(dir) = &config.target {
         let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
             .unwrap_or_default()
             .split(',')
             .filter_map(|fd| fd.parse().ok())
             .collect();
-        crate::backend::keep_while(&dir, &args.name, &token, &watched, &fds, &mut ready)?;
+        crate::backend::keep_while(dir, &args.name, &token, &watched, &fds, &mut ready)?;
         return Ok(Exit::Success);
     }
-    let backend = crate::connect::backend(global)?;
-    let keys = lock_keys(&global.prefix, args.redisson, &args.name);
+    let backend = config.backend()?;
+    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
-    if !session.renew(&keys, &token, args.ttl, global.connect_timeout)? {
+    if !session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         return Ok(Exit::NotHeld);
     }
     if !ready.handshake() {
@@ -211,7 +211,7 @@ pub fn keep(global: &Global, args: &WhilePidArgs) -> Result<Exit> {
             let _ = session.release(&keys, &token);
             return Ok(Exit::Success);
         }
-        match session.renew(&keys, &token, args.ttl, global.connect_timeout) {
+        match session.renew(&keys, &token, args.ttl, config.connect_timeout) {
             Ok(true) => confirmed = Instant::now(),
             Ok(false) => return Ok(Exit::NotHeld),
             Err(_) if confirmed.elapsed() + margin < args.ttl => {}

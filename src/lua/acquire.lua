@@ -130,7 +130,10 @@ if register > 0 then
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
     if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
     redis.call('HSET', K_WKIND, token, spec)
-    place = redis.call('ZRANK', K_WAITERS, token) + 1
+    -- (ZCOUNT before our arrival rather than ZRANK: the documented ACL rules
+    -- allow it.)
+    local arrived = redis.call('ZSCORE', K_WAITERS, token)
+    place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
     settle()
 end
 -- Look again no later than when a holder's lease or another waiter's

@@ -15,7 +15,7 @@ use crate::token::Token;
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the
 /// record last, and removes the record.
 pub fn keep_while(
-    dir: &str,
+    dir: &std::path::Path,
     name: &str,
     token: &Token,
     exit: &Watched,

@@ -60,7 +60,7 @@ pub struct Local {
 
 impl Local {
     /// The backend for `file:DIR`; creates DIR (mode 0700) when missing.
-    pub fn new(dir: &str, inherited: Vec<Token>) -> Result<Self> {
+    pub fn new(dir: &Path, inherited: Vec<Token>) -> Result<Self> {
         let dir = absolute_dir(dir)?;
         let display = format!("this host only ({})", dir.display());
         Ok(Local {
@@ -73,55 +73,9 @@ impl Local {
 
 /// DIR as an absolute path (the same for nested runs and the `--while-pid`
 /// keeper, whatever their working directory), created mode 0700 when missing.
-pub fn absolute_dir(dir: &str) -> Result<PathBuf> {
+pub fn absolute_dir(dir: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    if dir.is_empty() {
-        return Err(Error::usage("invalid --url: expected file:DIR"));
-    }
-    // The URL form file:///DIR (or file://localhost/DIR) names an absolute
-    // path; anything else after `//` would be a host, which a lock directory
-    // of this host cannot have (`file://~/x` is not the home directory).
-    let dir = match dir.strip_prefix("//") {
-        Some(rest) => match rest.split_once('/') {
-            Some(("" | "localhost", path)) => format!("/{path}"),
-            _ => {
-                return Err(Error::usage(format!(
-                    "invalid --url file:{dir}: after file:// comes an absolute path (file:///DIR), not a host; for a directory in your home use file:~/DIR"
-                )))
-            }
-        },
-        None => dir.to_owned(),
-    };
-    let dir = dir.as_str();
-    // `~` as a shell would expand it: the URL is often quoted, or set in a
-    // crontab, where no shell expands it.
-    let home = |rest: &str| match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(rest)),
-        None => Err(Error::usage(format!(
-            "invalid --url file:{dir}: ~ needs $HOME, which is not set; use an absolute path"
-        ))),
-    };
-    let dir = match dir.strip_prefix('~') {
-        Some("") => home("")?,
-        Some(rest) if rest.starts_with('/') => home(rest.trim_start_matches('/'))?,
-        Some(_) => {
-            return Err(Error::usage(format!(
-                "invalid --url file:{dir}: only ~/ is expanded, not ~user; use an absolute path"
-            )))
-        }
-        _ if !dir.starts_with('/') => {
-            // Two jobs started from different working directories (cron's is
-            // $HOME, a shell's anything) would silently lock in different places.
-            let suggestion = std::path::absolute(dir)
-                .map(|p| format!(", e.g. file:{}", p.display()))
-                .unwrap_or_default();
-            return Err(Error::usage(format!(
-                "invalid --url file:{dir}: a relative lock directory depends on the working directory; use an absolute path{suggestion}"
-            )));
-        }
-        _ => PathBuf::from(dir),
-    };
-    let dir = std::path::absolute(&dir)
+    let dir = std::path::absolute(dir)
         .map_err(|e| Error::usage(format!("invalid --url file:{}: {e}", dir.display())))?;
     if let Ok(meta) = fs::metadata(&dir) {
         use std::os::unix::fs::MetadataExt;

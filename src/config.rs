@@ -1,0 +1,191 @@
+//! The command line and the environment, resolved once: where locks live
+//! ([`Target`]) and what every command needs to reach them. Everything the
+//! environment adds (`REDIS_URL`, `REDISCLI_AUTH`, the enclosing runs'
+//! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
+//! step reads the environment or parses a URL.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{Backend, Local, Redlock, Standalone};
+use crate::cli::Global;
+use crate::error::{Error, Result};
+use crate::server::{self, ServerSpec};
+use crate::token::Token;
+
+/// Where locks live.
+pub enum Target {
+    /// `file:DIR`: this host only (`~/` expanded; created by the backend).
+    Local(PathBuf),
+    /// One Redis server: plain, or found through Sentinel or Cluster.
+    Single(Box<ServerSpec>),
+    /// A Redlock quorum of independent masters.
+    Quorum(Vec<ServerSpec>),
+}
+
+/// TLS files as given on the command line or in `RLOCK_CACERT`, ...
+#[derive(Clone, Default)]
+pub struct TlsPaths {
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+/// What every lock command works with, resolved from the global options and
+/// the environment.
+pub struct Config {
+    pub target: Target,
+    /// The URL list the target came from, as given (for the `--while-pid`
+    /// keeper, which resolves it again in its own process).
+    pub urls: Vec<String>,
+    pub prefix: String,
+    pub connect_timeout: Duration,
+    pub tls: TlsPaths,
+    /// The tokens of the enclosing `rlock run`s (RLOCK_TOKENS, RLOCK_TOKEN):
+    /// a lock one of them holds is re-entered.
+    pub inherited: Vec<Token>,
+    /// The owner token `renew` and `release` take from RLOCK_TOKEN when
+    /// `--token` is not given.
+    pub token_from_env: Option<String>,
+    /// The note a new hold carries: `--note`/RLOCK_NOTE, else the CI job's URL.
+    pub note: String,
+}
+
+impl Config {
+    /// Resolves `global` and the environment; `note` is `--note` (None for
+    /// commands that make no hold).
+    pub fn resolve(global: &Global, note: Option<&str>) -> Result<Config> {
+        crate::name::validate_prefix(&global.prefix)?;
+        let urls = server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+        let tls = TlsPaths {
+            cacert: global.cacert.clone(),
+            cert: global.cert.clone(),
+            key: global.key.clone(),
+        };
+        Ok(Config {
+            target: target(&urls, &tls, global.connect_timeout)?,
+            urls,
+            prefix: global.prefix.clone(),
+            connect_timeout: global.connect_timeout,
+            tls,
+            inherited: crate::token::inherited_tokens(),
+            token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
+            note: crate::note::resolve(note),
+        })
+    }
+
+    /// Whether locks are `file:` locks of this host.
+    pub fn is_local(&self) -> bool {
+        matches!(self.target, Target::Local(_))
+    }
+
+    /// Whether locks are taken on a Redlock quorum.
+    pub fn is_quorum(&self) -> bool {
+        matches!(self.target, Target::Quorum(_))
+    }
+
+    /// The backend for the target (a `file:` DIR is made absolute and
+    /// created here).
+    pub fn backend(&self) -> Result<Arc<dyn Backend>> {
+        Ok(match &self.target {
+            Target::Local(dir) => Arc::new(Local::new(dir, self.inherited.clone())?),
+            Target::Single(spec) => Arc::new(Standalone::new(spec.as_ref().clone())?),
+            Target::Quorum(specs) => Arc::new(Redlock::new(specs.clone())?),
+        })
+    }
+}
+
+/// One server, or a Redlock quorum over several.
+fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> {
+    if let Some(dir) = urls.iter().find_map(|u| u.strip_prefix("file:")) {
+        if urls.len() > 1 {
+            return Err(Error::usage(
+                "file: locks this host only; it cannot be combined with other --url",
+            ));
+        }
+        return Ok(Target::Local(local_dir(dir)?));
+    }
+    let auth = std::env::var("REDISCLI_AUTH").ok();
+    let files = server::TlsFiles {
+        cacert: tls.cacert.as_deref(),
+        cert: tls.cert.as_deref(),
+        key: tls.key.as_deref(),
+    };
+    let mut specs = urls
+        .iter()
+        .map(|url| {
+            server::parse_url(url, auth.as_deref(), timeout).and_then(|spec| spec.with_tls(&files))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if specs.len() == 1 {
+        return Ok(Target::Single(Box::new(specs.remove(0))));
+    }
+    if specs
+        .iter()
+        .any(|s| s.sentinel.is_some() || s.cluster.is_some())
+    {
+        return Err(Error::usage(
+            "a Redlock quorum (several --url) needs independent redis:// or rediss:// masters, not Sentinel or Cluster URLs",
+        ));
+    }
+    let mut seen: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
+    seen.sort();
+    if seen.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::usage(
+            "several --url name the same server: a Redlock quorum needs independent servers",
+        ));
+    }
+    Ok(Target::Quorum(specs))
+}
+
+/// The directory of `file:DIR`: absolute, `file:///DIR`, or `~/...` (from
+/// $HOME, as a shell would expand it: the URL is often quoted, or set in a
+/// crontab, where no shell expands it). A relative DIR is refused.
+fn local_dir(dir: &str) -> Result<PathBuf> {
+    if dir.is_empty() {
+        return Err(Error::usage("invalid --url: expected file:DIR"));
+    }
+    // The URL form file:///DIR (or file://localhost/DIR) names an absolute
+    // path; anything else after `//` would be a host, which a lock directory
+    // of this host cannot have (`file://~/x` is not the home directory).
+    let dir = match dir.strip_prefix("//") {
+        Some(rest) => match rest.split_once('/') {
+            Some(("" | "localhost", path)) => format!("/{path}"),
+            _ => {
+                return Err(Error::usage(format!(
+                    "invalid --url file:{dir}: after file:// comes an absolute path (file:///DIR), not a host; for a directory in your home use file:~/DIR"
+                )))
+            }
+        },
+        None => dir.to_owned(),
+    };
+    let dir = dir.as_str();
+    let home = |rest: &str| match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(rest)),
+        None => Err(Error::usage(format!(
+            "invalid --url file:{dir}: ~ needs $HOME, which is not set; use an absolute path"
+        ))),
+    };
+    let dir = match dir.strip_prefix('~') {
+        Some("") => home("")?,
+        Some(rest) if rest.starts_with('/') => home(rest.trim_start_matches('/'))?,
+        Some(_) => {
+            return Err(Error::usage(format!(
+                "invalid --url file:{dir}: only ~/ is expanded, not ~user; use an absolute path"
+            )))
+        }
+        _ if !dir.starts_with('/') => {
+            // Two jobs started from different working directories (cron's is
+            // $HOME, a shell's anything) would silently lock in different places.
+            let suggestion = std::path::absolute(dir)
+                .map(|p| format!(", e.g. file:{}", p.display()))
+                .unwrap_or_default();
+            return Err(Error::usage(format!(
+                "invalid --url file:{dir}: a relative lock directory depends on the working directory; use an absolute path{suggestion}"
+            )));
+        }
+        _ => PathBuf::from(dir),
+    };
+    Ok(dir)
+}
