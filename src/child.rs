@@ -147,7 +147,7 @@ pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
         return false;
     };
     loop {
-        let left = until.from_now();
+        let left = until.remaining();
         // Rounded up to whole milliseconds, as poll(2) counts.
         let within = Duration::from_millis(
             u64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),

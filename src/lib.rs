@@ -4,35 +4,40 @@
 //! scripts, a watchdog renewing the lease every ttl/3, push wake-ups for
 //! waiters) and adds what scripts need: COMMAND is stopped before its lease can
 //! lapse, it dies with rlock, it gets a fencing token, and every outcome has an
-//! exit status (see [`exit::Exit`]). The user-facing contract is the README.
+//! exit status (see [`exit::Exit`]). The user-facing contract is the README;
+//! docs/design.md describes the layers below.
+//!
+//! The library exports what the binary and the tests use: the command line
+//! ([`cli`]), its generated completions and man page ([`generate`]), and the
+//! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
 
-pub mod backend;
-pub mod child;
+pub(crate) mod backend;
+pub(crate) mod child;
 pub mod cli;
-pub mod clock;
-pub mod commands;
-pub mod config;
-pub mod display;
+pub(crate) mod clock;
+pub(crate) mod commands;
+pub(crate) mod config;
+pub(crate) mod display;
 pub mod error;
 pub mod exit;
 pub mod generate;
-pub mod name;
-pub mod note;
-pub mod outage;
-pub mod output;
-pub mod redact;
-pub mod report;
-pub mod run;
-pub mod script;
-pub mod server;
-pub mod signal;
-pub mod signals;
-pub mod status;
-pub mod sys;
-pub mod token;
-pub mod wait;
-pub mod watchdog;
-pub mod while_pid;
+pub(crate) mod name;
+pub(crate) mod note;
+pub(crate) mod outage;
+pub(crate) mod output;
+pub(crate) mod redact;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod script;
+pub(crate) mod server;
+pub(crate) mod signal;
+pub(crate) mod signals;
+pub(crate) mod status;
+pub(crate) mod sys;
+pub(crate) mod token;
+pub(crate) mod wait;
+pub(crate) mod watchdog;
+pub(crate) mod while_pid;
 
 use cli::{Cli, Command};
 use error::{Error, Result};

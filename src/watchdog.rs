@@ -188,7 +188,7 @@ impl Watchdog {
 /// Waits on `stopped` until `until`; true when told to stop. Records how late
 /// the wake-up came, which is how a suspension of rlock shows.
 fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> bool {
-    let outcome = stopped.recv_timeout(until.from_now());
+    let outcome = stopped.recv_timeout(until.remaining());
     // Also when told to stop: a stop message that was waiting when rlock was
     // continued must not hide how long it was stopped.
     shared.note_wake(until);
@@ -291,7 +291,7 @@ fn watch(
                         "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
                         config.display,
                         err,
-                        humantime::format_duration(round_ms(term.from_now()))
+                        humantime::format_duration(round_ms(term.remaining()))
                     ));
                 }
                 failing = Some(err);

@@ -22,7 +22,7 @@ impl Stamp {
     }
 
     /// How long from now until this stamp (zero when it has passed).
-    pub fn from_now(self) -> Duration {
+    pub fn remaining(self) -> Duration {
         self.since(Stamp::now())
     }
 

@@ -418,7 +418,7 @@ unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
                 libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
             } else {
                 // No timerfd: poll's own timeout, on the monotonic clock.
-                let left = Stamp(next).from_now();
+                let left = Stamp(next).remaining();
                 wait_ms = left.as_millis().min(60_000) as libc::c_int;
             }
         }

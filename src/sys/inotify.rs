@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 use std::time::Duration;
@@ -24,10 +24,6 @@ impl DirWatch {
             inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
         inotify::add_watch(&fd, dir, inotify::WatchFlags::from_bits_retain(mask)).ok()?;
         Some(DirWatch(File::from(fd)))
-    }
-
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        self.0.as_raw_fd()
     }
 
     /// The inotify descriptor, to poll with others.
