@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
+use crate::run_state::{Phase, Shared};
 use crate::signal::Signal;
-use crate::signals::{Phase, Shared};
 use crate::sys::{self, process::ChildEvent};
 
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo

@@ -9,8 +9,7 @@ use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
-use crate::run::{lock_keys, refuse_conflicts};
-use crate::signals::{self, Phase, Shared};
+use crate::run_state::{self, Phase, Shared};
 use crate::token::Token;
 use crate::wait::{self, Wanted};
 use crate::while_pid::{self, Watched};
@@ -19,7 +18,7 @@ use crate::while_pid::{self, Watched};
 /// lasts --ttl unless renewed.
 pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     name::validate(&args.name)?;
-    refuse_conflicts(config, &args.lock)?;
+    config.refuse_conflicts(&args.lock)?;
     let local = config.is_local();
     if local && args.while_pid.is_none() {
         return Err(Error::usage(
@@ -37,9 +36,9 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         })
         .transpose()?;
     let backend = config.backend()?;
-    let keys = [lock_keys(&config.prefix, args.lock.redisson, &args.name)];
+    let keys = [config.lock_keys(args.lock.redisson, &args.name)];
     let shared = Shared::new(&args.name);
-    signals::start(Arc::clone(&shared))?;
+    run_state::start(Arc::clone(&shared))?;
     shared.set(Phase::Acquiring);
     let token = Token::generate()?;
     let inherited = &config.inherited;
@@ -58,7 +57,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut holder = crate::run::described(&argv, &config.note);
+    let mut holder = crate::holder::described(&argv, &config.note);
     if holder.command.is_empty() {
         holder.command = "(rlock acquire)".into();
     }
@@ -182,7 +181,7 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         &args.name,
     )?;
     let backend = config.backend()?;
-    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
+    let keys = config.lock_keys(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
     if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         report::verbose(|| {
@@ -213,7 +212,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
         )?)
     };
     let backend = config.backend()?;
-    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
+    let keys = config.lock_keys(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
     match token {
         Some(token) => match session.release(&keys, &token)? {

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{Backend, Local, Redlock, Standalone};
-use crate::cli::Global;
+use crate::cli::{Global, LockOptions};
 use crate::error::{Error, Result};
+use crate::name::LockKeys;
 use crate::server::{self, ServerSpec};
 use crate::token::Token;
 
@@ -83,6 +84,61 @@ impl Config {
     /// Whether locks are taken on a Redlock quorum.
     pub fn is_quorum(&self) -> bool {
         matches!(self.target, Target::Quorum(_))
+    }
+
+    /// Options that cannot go together: refuse them clearly instead of silently
+    /// running with other semantics.
+    pub fn refuse_conflicts(&self, lock: &LockOptions) -> Result<()> {
+        let config = self;
+        if config.is_local() {
+            let refuse = |what: &str| {
+                Err(Error::usage(format!(
+                    "{what} has no meaning for file: locks (this host only)"
+                )))
+            };
+            if lock.min_replicas > 0 {
+                return refuse("--min-replicas");
+            }
+            if lock.redisson {
+                return refuse("--redisson");
+            }
+            if lock.fair {
+                return Err(Error::usage(
+                    "--fair is not supported by file: locks: the kernel keeps no queue",
+                ));
+            }
+        }
+        // (Sentinel and Cluster host lists are one URL each.)
+        if config.is_quorum() {
+            if lock.redisson {
+                return Err(Error::usage(
+                    "--redisson locks one server as Redisson does; it cannot be combined with several --url",
+                ));
+            }
+            // Each server counts only its own holders and queue: different
+            // majorities could admit more than N, or order a queue differently.
+            if lock.limit.is_some_and(|n| n > 1) || lock.fair {
+                return Err(Error::usage(
+                    "--limit above 1 and --fair need one server: a Redlock quorum (several --url) cannot count holders or order a queue across servers",
+                ));
+            }
+        }
+        if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
+            return Err(Error::usage(
+                "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The keys of lock `name`: rlock's own, or Redisson's with `--redisson`.
+    pub fn lock_keys(&self, redisson: bool, name: &str) -> LockKeys {
+        let prefix = &self.prefix;
+        if redisson {
+            LockKeys::redisson(name)
+        } else {
+            LockKeys::new(prefix, name)
+        }
     }
 
     /// The backend for the target (a `file:` DIR is made absolute and

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::report;
-use crate::signals::Shared;
+use crate::run_state::Shared;
 
 /// First pause before trying an unreachable server again.
 const FIRST_PAUSE: Duration = Duration::from_millis(50);

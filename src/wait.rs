@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
 use crate::clock::Stamp;
-use crate::display::holder_for;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::outage::{Outage, Patience};
 use crate::report;
-use crate::signals::{Blocked, Phase, Shared};
+use crate::run_state::{Blocked, Phase, Shared};
 use crate::token::Token;
+use crate::waiting_line::holder_for;
 
 // A waiter's registration lasts its ttl, and it blocks at most half of that
 // before trying (and registering) again: a live waiter never looks dead, and a
@@ -211,8 +211,8 @@ fn acquire_on(
     let deadline = wanted.wait.and_then(|w| start.checked_add(w));
     let mut registered = Registrations::default();
     let mut announced = false;
-    let mut line: Option<crate::display::WaitLine> = None;
-    let mut progress: Option<crate::display::ProgressLog> = None;
+    let mut line: Option<crate::waiting_line::WaitLine> = None;
+    let mut progress: Option<crate::waiting_line::ProgressLog> = None;
     // The lock last waited for (named when a signal ends the wait).
     let mut waiting_on = 0;
     loop {
@@ -373,9 +373,9 @@ fn acquire_on(
             return Err(fail(session, &mut registered, err));
         }
         if line.is_none() && progress.is_none() && !announced {
-            line = crate::display::WaitLine::start();
+            line = crate::waiting_line::WaitLine::start();
             if line.is_none() {
-                progress = crate::display::ProgressLog::start(wanted.progress_interval);
+                progress = crate::waiting_line::ProgressLog::start(wanted.progress_interval);
             }
         }
         if let Some(line) = &line {

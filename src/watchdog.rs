@@ -21,7 +21,7 @@ use crate::backend::Session;
 use crate::clock::{drift, Stamp};
 use crate::name::LockKeys;
 use crate::report;
-use crate::signals::Shared;
+use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
 use crate::token::Token;
 
@@ -334,6 +334,29 @@ fn renew_all(
 fn round_ms(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64)
 }
+
+/// The grace between SIGTERM and SIGKILL, fitted into the lease: at most a
+/// third of it (10 s by default), with a note when an explicit
+/// `--kill-after` is cut.
+pub fn fit_grace(asked: Option<Duration>, lease: Lease, display: &str) -> Duration {
+    let max = lease.max_grace();
+    match asked {
+        Some(grace) if grace > max => {
+            report::error(&format!(
+                "{display}: --kill-after {} capped to {}, a third of the {} lease, so that SIGKILL still lands inside it",
+                humantime::format_duration(grace),
+                humantime::format_duration(Duration::from_millis(max.as_millis() as u64)),
+                humantime::format_duration(lease.ttl())
+            ));
+            max
+        }
+        Some(grace) => grace,
+        None => DEFAULT_GRACE.min(max),
+    }
+}
+
+/// `--kill-after` when not given.
+const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

@@ -11,14 +11,13 @@ use crate::cli::{AcquireArgs, WhilePidArgs};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::run::lock_keys;
 use crate::token::Token;
 
 pub use crate::sys::process::{Ready, Watched};
 
 /// Ends the wait of `acquire` (as a signal would) if `watched` exits first:
 /// nobody would be left to hold the lock for.
-pub fn interrupt_on_exit(watched: &Watched, shared: &std::sync::Arc<crate::signals::Shared>) {
+pub fn interrupt_on_exit(watched: &Watched, shared: &std::sync::Arc<crate::run_state::Shared>) {
     let watched = watched.try_clone();
     let shared = std::sync::Arc::clone(shared);
     std::thread::spawn(move || {
@@ -193,7 +192,7 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
     let backend = config.backend()?;
-    let keys = lock_keys(&config.prefix, args.redisson, &args.name);
+    let keys = config.lock_keys(args.redisson, &args.name);
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
     if !session.renew(&keys, &token, args.ttl, config.connect_timeout)? {

@@ -90,9 +90,10 @@ fn a_waiter_rides_out_a_restart_that_is_still_loading() {
 
 #[test]
 fn an_unreachable_server_is_waited_for_within_bounds_only() {
-    let mut redis = RedisServer::start();
-    redis.stop();
-    let url = redis.url();
+    // Refused for the whole test: a stopped server's port could be taken by
+    // another test's server meanwhile.
+    let (_reserved, port) = crate::support::redis_server::refusing_port();
+    let url = format!("redis://127.0.0.1:{port}");
     // --wait: 69 when the wait runs out with the server still unreachable.
     let start = Instant::now();
     let out = output(rlock(&url).args(["run", "--wait", "700ms", "x", "--", "true"]));

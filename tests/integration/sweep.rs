@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use crate::support::redis_server::{free_port, RedisServer};
+use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{assert_fails, bare, output, show};
 use crate::support::scratch::Scratch;
 
@@ -172,7 +172,7 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
             let _ = con.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
         }
     });
-    let refused = free_port();
+    let (_reserved, refused) = crate::support::redis_server::refusing_port();
     let setup = Setup {
         url: redis.url(),
         refused: format!("redis://127.0.0.1:{refused}"),

@@ -24,6 +24,30 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A 127.0.0.1 port that refuses connections for as long as the returned
+/// socket lives: bound but not listening, so no other test's server can take
+/// it meanwhile (a stopped server's port could be reused by one).
+pub fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns; the
+    // address structures are initialised before use.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut blen = len;
+        libc::getsockname(fd, (&mut bound as *mut libc::sockaddr_in).cast(), &mut blen);
+        (owned, u16::from_be(bound.sin_port))
+    }
+}
+
 impl RedisServer {
     pub fn start() -> Self {
         Self::start_with(&[])

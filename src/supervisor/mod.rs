@@ -1,0 +1,444 @@
+//! One `rlock run` as a chain of states, whose methods are the only order in
+//! which its steps can happen:
+//!
+//! [`Prepared`] (names checked, COMMAND found, guardian forked, signals
+//! caught) → [`Prepared::acquire`] → [`Held`] (the lock is ours; the
+//! guardian keeps the lease's deadlines) → [`Held::spawn`] → [`Running`]
+//! (COMMAND started) → [`Running::wait`] → [`Finished`] (COMMAND and what it
+//! left in its process group are gone, the deadlines closed) →
+//! [`Finished::release`] → the exit status.
+//!
+//! Each step consumes the state before it, so COMMAND cannot start before
+//! the lock is held, and the lock cannot be released while COMMAND's group
+//! still runs.
+
+mod command_env;
+mod release;
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{Backend, Hold, Session};
+use crate::child;
+use crate::cli::RunArgs;
+use crate::clock::Stamp;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::name::LockKeys;
+use crate::report;
+use crate::run_state::{self, Phase, Shared};
+use crate::sys::guardian::{Deadlines, Guardian};
+use crate::token::Token;
+use crate::wait::{self, Wanted};
+use crate::watchdog::{self, why_lapsed, Lease, Lost, Watchdog};
+
+/// What every state of one run carries.
+struct Run<'a> {
+    args: &'a RunArgs,
+    config: &'a Config,
+    /// The names as given, duplicates dropped: they name things in messages
+    /// and COMMAND's environment.
+    names: Vec<&'a String>,
+    /// The names, comma-separated, for messages.
+    display: String,
+    backend: Arc<dyn Backend>,
+    /// The locks in the order they are acquired (sorted by name).
+    locks: Vec<LockKeys>,
+    lease: Lease,
+    /// SIGTERM to SIGKILL, fitted into the lease.
+    grace: Duration,
+    guardian: Guardian,
+    shared: Arc<Shared>,
+}
+
+/// Checked and ready to acquire.
+pub struct Prepared<'a> {
+    run: Run<'a>,
+    program: PathBuf,
+}
+
+/// The lock is held; COMMAND has not started.
+pub struct Held<'a> {
+    run: Run<'a>,
+    program: PathBuf,
+    session: Box<dyn Session>,
+    holds: Vec<Hold>,
+    acquired_at: Stamp,
+    deadlines: Deadlines,
+}
+
+/// COMMAND runs.
+pub struct Running<'a> {
+    run: Run<'a>,
+    command: child::Running,
+    foreground: bool,
+    session: Box<dyn Session>,
+    held: Vec<(LockKeys, Token)>,
+    acquired_at: Stamp,
+    deadlines: Deadlines,
+}
+
+/// COMMAND and its process group are gone.
+pub struct Finished<'a> {
+    run: Run<'a>,
+    held: Vec<(LockKeys, Token)>,
+    status: Result<ExitStatus>,
+    /// The session to release with (the watchdog's, when it ran); None when
+    /// the watchdog could not hand it back.
+    session: Option<Box<dyn Session>>,
+    /// What the watchdog saw of the lease.
+    watched: Option<Lost>,
+    /// Whether the deadlines were still ahead when COMMAND's group was gone.
+    held_in_time: bool,
+    /// Whether COMMAND's group could be emptied.
+    emptied: bool,
+    /// The watchdog could not be started, and COMMAND was killed.
+    watchdog_failed: bool,
+}
+
+impl<'a> Prepared<'a> {
+    /// Checks the names and options, finds COMMAND, forks the guardian and
+    /// starts catching signals. Nothing is acquired yet.
+    pub fn new(config: &'a Config, args: &'a RunArgs) -> Result<Self> {
+        for name in &args.names {
+            crate::name::validate(name)?;
+        }
+        config.refuse_conflicts(&args.lock)?;
+        let mut names: Vec<&String> = Vec::new();
+        for name in &args.names {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let display = names
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let program = child::resolve(&args.command[0], &display)?;
+        let backend = config.backend()?;
+        let mut order: Vec<&String> = names.clone();
+        order.sort();
+        let locks: Vec<LockKeys> = order
+            .iter()
+            .map(|n| config.lock_keys(args.lock.redisson, n))
+            .collect();
+        let lease = match args.lease {
+            Some(lease) => Lease::Fixed(lease),
+            None => Lease::Renewed(args.lock.ttl),
+        };
+        let grace = watchdog::fit_grace(args.kill_after, lease, &display);
+        // Forked now, off the handoff path, and before any thread exists: a
+        // fork of a single-threaded process is cheaper. It only acts once it
+        // knows COMMAND's group.
+        let guardian = Guardian::start()
+            .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
+        let shared = Shared::new(&display);
+        run_state::start(Arc::clone(&shared))?;
+        child::become_subreaper();
+        Ok(Prepared {
+            run: Run {
+                args,
+                config,
+                names,
+                display,
+                backend,
+                locks,
+                lease,
+                grace,
+                guardian,
+                shared,
+            },
+            program,
+        })
+    }
+
+    /// Waits for every lock (all or none), then arms the lease's deadlines
+    /// in the guardian, before COMMAND exists.
+    pub fn acquire(self) -> Result<Held<'a>> {
+        let Prepared { run, program } = self;
+        run.shared.set(Phase::Acquiring);
+        let token = Token::generate()?;
+        let holder = crate::holder::holder_info(&run.args.command, &run.config.note);
+        let handoff = matches!(run.lease, Lease::Renewed(_));
+        let mut wanted = Wanted::new(
+            &run.locks,
+            &token,
+            &run.config.inherited,
+            &holder,
+            &run.args.lock,
+            run.lease.ttl(),
+            handoff,
+        );
+        wanted.replica_timeout = run.config.connect_timeout;
+        let (session, holds, acquired_at) =
+            wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
+        // A file: lock has no deadlines: the kernel holds it while rlock's
+        // files are open.
+        let deadlines = run.guardian.deadlines();
+        if !run.config.is_local() {
+            let (term, kill) = run.lease.deadlines(acquired_at, run.grace);
+            deadlines.extend(term, kill);
+        }
+        run.shared.set_deadlines(deadlines);
+        Ok(Held {
+            run,
+            program,
+            session,
+            holds,
+            acquired_at,
+            deadlines,
+        })
+    }
+}
+
+impl<'a> Held<'a> {
+    fn held(&self) -> Vec<(LockKeys, Token)> {
+        self.run
+            .locks
+            .iter()
+            .cloned()
+            .zip(self.holds.iter().map(|h| h.token.clone()))
+            .collect()
+    }
+
+    /// Starts COMMAND in its own process group (the terminal's foreground
+    /// one on a terminal). When it cannot start, the lock is released and
+    /// the error says why.
+    pub fn spawn(self) -> Result<Running<'a>> {
+        let held = self.held();
+        let Held {
+            run,
+            program,
+            session,
+            holds,
+            acquired_at,
+            deadlines,
+        } = self;
+        // The guardian looks at the deadlines again after each record, so
+        // COMMAND's announcement (after this) is enough for it to act on a
+        // lease that lapsed during the spawn.
+        if !deadlines.wake() {
+            deadlines.close(Stamp::now());
+            release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
+            return Err(Error::Internal(format!(
+                "{}: the guardian process is gone; COMMAND was not started",
+                run.display
+            )));
+        }
+        let env = command_env::child_env(&run.names, &run.locks, &holds, &run.config.inherited);
+        let foreground = child::terminal_foreground();
+        let spawned = child::spawn(
+            &program,
+            &run.args.command,
+            &env,
+            foreground,
+            run.guardian.pipe(),
+            &run.shared,
+        );
+        match spawned {
+            Ok(command) => Ok(Running {
+                run,
+                command,
+                foreground,
+                session,
+                held,
+                acquired_at,
+                deadlines,
+            }),
+            Err(err) => {
+                if foreground {
+                    child::reclaim_terminal();
+                }
+                run.shared.set(Phase::Finished);
+                deadlines.close(Stamp::now());
+                release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
+                Err(match err {
+                    Error::Interrupted { signal, .. } => Error::Interrupted {
+                        lock: run.display,
+                        signal,
+                    },
+                    Error::LeaseLapsedBeforeStart { .. } => {
+                        Error::LeaseLapsedBeforeStart { lock: run.display }
+                    }
+                    err => err,
+                })
+            }
+        }
+    }
+}
+
+impl<'a> Running<'a> {
+    /// Waits for COMMAND while the lease is kept, then stops what it left in
+    /// its process group and closes the deadlines.
+    pub fn wait(self) -> Finished<'a> {
+        let Running {
+            mut run,
+            command,
+            foreground,
+            session,
+            held,
+            acquired_at,
+            deadlines,
+        } = self;
+        let pgid = command.pid();
+        let renewal = watchdog::Config {
+            holds: held.clone(),
+            display: run.display.clone(),
+            lease: run.lease,
+            grace: run.grace,
+            confirmed_at: acquired_at,
+            deadlines,
+        };
+        // A COMMAND that ends before its first renewal is due (most short
+        // jobs) needs no watchdog thread: start one only if COMMAND still
+        // runs then, or at once on a terminal, where a ^Z must be noticed
+        // while it is stopped. Either way the thread is off the path from the
+        // handoff to COMMAND; the guardian keeps the deadlines meanwhile.
+        let first_renewal = acquired_at + run.lease.ttl() / 3;
+        let mut keeper = if !foreground && child::exits_before(&command, first_renewal, &run.shared)
+        {
+            Keeper::Idle(session)
+        } else {
+            Keeper::start(session, renewal.clone(), &run.shared, pgid)
+        };
+        let status = child::wait(command, &run.shared, foreground);
+        if let Keeper::Idle(session) = keeper {
+            // What COMMAND left running in its group works under the lock
+            // until it is stopped: keep the lease for it.
+            keeper = if child::group_alive(pgid) {
+                Keeper::start(session, renewal, &run.shared, pgid)
+            } else {
+                Keeper::Idle(session)
+            };
+        }
+        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared);
+        // Closed at once: the guardian must not act on a group that is gone
+        // (its number could be reused) while the watchdog finishes a renewal.
+        let held_in_time = deadlines.close(Stamp::now());
+        run.shared.set(Phase::Finished);
+        if foreground {
+            child::reclaim_terminal();
+        }
+        let (session, watched, watchdog_failed) = match keeper {
+            Keeper::Idle(session) => (Some(session), None, false),
+            Keeper::Watching(watchdog) => match watchdog.finish() {
+                Some((session, lost)) => (Some(session), lost, false),
+                None => (None, None, false),
+            },
+            Keeper::Failed => (None, None, true),
+        };
+        run.guardian.disarm();
+        Finished {
+            run,
+            held,
+            status,
+            session,
+            watched,
+            held_in_time,
+            emptied,
+            watchdog_failed,
+        }
+    }
+}
+
+impl Finished<'_> {
+    /// Releases what is still ours and decides the exit status: COMMAND's,
+    /// or 70 when the lease could have lapsed under it.
+    pub fn release(self) -> Result<Exit> {
+        let Finished {
+            run,
+            held,
+            status,
+            session,
+            watched,
+            held_in_time,
+            emptied,
+            watchdog_failed,
+        } = self;
+        let ttl = run.lease.ttl();
+        if watchdog_failed {
+            release::release(run.backend.as_ref(), None, &held, ttl);
+            return Err(Error::Internal("the watchdog could not be started".into()));
+        }
+        // Judged by the clock, whichever thread noticed first: the lease held
+        // only if COMMAND's whole group was gone before SIGTERM was due. A
+        // hold the server disowned counts whenever it was seen.
+        let mut lost = match (watched, held_in_time) {
+            _ if !emptied => Some(Lost::Unkillable),
+            (Some(lost @ Lost::NotOurs(_)), _) => Some(lost),
+            (_, true) => None,
+            (Some(lost), false) => Some(lost),
+            (None, false) => Some(why_lapsed(run.lease, None, run.shared.late())),
+        };
+        // A refused renewal leaves that lock nothing to release, but the
+        // others still are ours. After an unconfirmed renewal the server may
+        // answer again (and the keys outlive our count by the drift margin):
+        // try, within the connect timeout. A group that survived SIGKILL
+        // keeps the lock until it expires.
+        let to_release: Vec<(LockKeys, Token)> = match &lost {
+            Some(Lost::Unkillable) => Vec::new(),
+            Some(Lost::NotOurs(gone)) => held
+                .iter()
+                .filter(|(k, _)| &k.name != gone)
+                .cloned()
+                .collect(),
+            _ => held,
+        };
+        let gone = release::release(run.backend.as_ref(), session, &to_release, ttl);
+        if lost.is_none() {
+            lost = gone.map(Lost::GoneAtRelease);
+        }
+        if let Some(lost) = lost {
+            let which = match &lost {
+                Lost::NotOurs(name) | Lost::GoneAtRelease(name) => name.clone(),
+                _ => run.display.clone(),
+            };
+            report::error(&format!("{which}: {lost}"));
+            return Ok(Exit::LockLost);
+        }
+        match status {
+            Ok(status) => Ok(Exit::Child(child::status_code(status))),
+            Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {
+                lock: run.display,
+                signal,
+            }),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Who keeps the lease while COMMAND runs.
+enum Keeper {
+    /// Nobody yet: COMMAND ended before its first renewal was due.
+    Idle(Box<dyn Session>),
+    /// The watchdog thread.
+    Watching(Watchdog),
+    /// The watchdog could not be started; COMMAND was killed.
+    Failed,
+}
+
+impl Keeper {
+    /// Starts the watchdog; when that fails, kills COMMAND's group.
+    fn start(
+        session: Box<dyn Session>,
+        config: watchdog::Config,
+        shared: &Arc<Shared>,
+        pgid: libc::pid_t,
+    ) -> Keeper {
+        let display = config.display.clone();
+        match Watchdog::start(session, config, Arc::clone(shared)) {
+            Ok(watchdog) => Keeper::Watching(watchdog),
+            Err(e) => {
+                report::error(&format!(
+                    "{display}: cannot start the watchdog ({e}); stopping COMMAND"
+                ));
+                crate::sys::process::signal_group(pgid, libc::SIGKILL);
+                Keeper::Failed
+            }
+        }
+    }
+}

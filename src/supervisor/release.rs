@@ -1,0 +1,69 @@
+//! Giving the holds back when COMMAND is done, and telling a hold that was
+//! already gone (it ended before COMMAND did) from a release that failed.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Session};
+use crate::error::Error;
+use crate::name::LockKeys;
+use crate::report;
+use crate::token::Token;
+
+/// Releases the holds, reusing the watchdog's session when there is one.
+/// Returns the name of a lock whose hold was already gone: it ended before
+/// COMMAND did, and someone else may have held it meanwhile. A release that
+/// fails is reported, not fatal (COMMAND ran under a proven lease, and the
+/// lease expires by itself), once a fresh connection has shown the hold is
+/// still ours.
+pub(super) fn release(
+    backend: &dyn Backend,
+    session: Option<Box<dyn Session>>,
+    held: &[(LockKeys, Token)],
+    ttl: Duration,
+) -> Option<String> {
+    let start = Instant::now();
+    let mut session = match session {
+        Some(s) => Ok(s),
+        None => backend.connect(),
+    };
+    let mut gone = None;
+    for (keys, token) in held.iter().rev() {
+        let outcome = match &mut session {
+            Ok(s) => s.release(keys, token),
+            Err(err) => Err(Error::Internal(err.to_string())),
+        };
+        match outcome {
+            Ok(Some(left)) => report::verbose(|| {
+                format!(
+                    "{}: released in {:.1} ms (holds left: {left})",
+                    keys.name,
+                    start.elapsed().as_secs_f64() * 1000.0
+                )
+            }),
+            Ok(None) => gone = gone.or(Some(keys.name.clone())),
+            Err(err) => {
+                // The connection may have died with the server (a restart
+                // that lost the lock): ask again on a new one whether the
+                // hold is still ours. A renewal to 1 ms changes nothing (it
+                // only lengthens). Not after a timeout: the release may have
+                // been carried out without its reply reaching us.
+                if !err.reply_timed_out() {
+                    let still_ours = backend
+                        .connect()
+                        .and_then(|mut s| s.renew(keys, token, Duration::from_millis(1), ttl / 3));
+                    if let Ok(false) = still_ours {
+                        gone = gone.or(Some(keys.name.clone()));
+                        continue;
+                    }
+                }
+                report::error(&format!(
+                    "{}: could not release ({}); it expires within {}",
+                    keys.name,
+                    report::without_lock(&err.to_string(), &keys.name),
+                    humantime::format_duration(ttl)
+                ));
+            }
+        }
+    }
+    gone
+}
