@@ -1,11 +1,14 @@
-//! One Redis server (`redis://host:port`).
+//! The Redis backend: locks on one Redis server (`redis://host:port`), on the
+//! master a set of Sentinels names, or on the Cluster node that serves the
+//! lock's slot.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{Client, Connection, ConnectionAddr, ErrorKind, RedisError, Value};
 
-use super::diagnose::{self, acl_denial, failing_over, Contact};
+mod diagnose;
+
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
     Wake,
@@ -15,6 +18,7 @@ use crate::name::LockKeys;
 use crate::script;
 use crate::server::{host_port, ServerSpec};
 use crate::token::{Fence, Token};
+use diagnose::{acl_denial, failing_over, Contact};
 
 /// Locks on a single Redis server: a fixed one, or the master a set of
 /// Sentinels names at each connection.
