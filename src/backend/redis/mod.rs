@@ -8,17 +8,16 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, ConnectionAddr, ErrorKind, RedisError, Value};
 
 mod diagnose;
+mod reply;
 
-use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
-    Wake,
-};
+use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::script;
 use crate::server::{host_port, ServerSpec};
 use crate::token::{Fence, Token};
 use diagnose::{acl_denial, failing_over, Contact};
+use reply::{as_int, as_string, decode};
 
 /// Locks on a single Redis server: a fixed one, or the master a set of
 /// Sentinels names at each connection.
@@ -589,9 +588,7 @@ impl Session for StandaloneSession {
                     .arg(&inherited)
                     .invoke(con)
             })?;
-            return parse_attempt(reply).ok_or_else(|| {
-                Error::Internal(format!("{}: unexpected reply to acquire", keys.name))
-            });
+            return decode(reply, &keys.name, "acquire");
         }
         let inherited = req
             .inherited
@@ -622,8 +619,7 @@ impl Session for StandaloneSession {
                 .arg(&req.holder.note)
                 .invoke(con)
         })?;
-        parse_attempt(reply)
-            .ok_or_else(|| Error::Internal(format!("{}: unexpected reply to acquire", keys.name)))
+        decode(reply, &keys.name, "acquire")
     }
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -816,8 +812,7 @@ impl Session for StandaloneSession {
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
             with_keys(&script::STATUS, keys, &nobody).invoke(con)
         })?;
-        parse_status(reply)
-            .ok_or_else(|| Error::Internal(format!("{}: unexpected reply to status", keys.name)))
+        decode(reply, &keys.name, "status")
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
@@ -865,38 +860,6 @@ impl Session for StandaloneSession {
     }
 }
 
-fn parse_status(reply: Value) -> Option<LockStatus> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let number = |v: &Value| as_int(v).and_then(|n| u64::try_from(n).ok());
-    let holders = match items.get(4)? {
-        Value::Array(list) => list
-            .iter()
-            .filter_map(|h| match h {
-                Value::Array(f) if f.len() >= 5 => Some(HolderStatus {
-                    host: as_string(&f[0])?,
-                    pid: as_string(&f[1])?,
-                    command: as_string(&f[2])?,
-                    since_ms: number(&f[3]).unwrap_or(0),
-                    lease_ms: Some(number(&f[4]).unwrap_or(0)),
-                    note: f.get(5).and_then(as_string).unwrap_or_default(),
-                }),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    Some(LockStatus {
-        kind: as_string(items.first()?).unwrap_or_default(),
-        limit: number(items.get(1)?).unwrap_or(1),
-        fence: number(items.get(2)?).unwrap_or(0),
-        waiting: number(items.get(3)?).unwrap_or(0),
-        holders,
-        servers: None,
-    })
-}
-
 /// How long a call behind Sentinel keeps asking for the master during a
 /// failover before it gives up (exit 69).
 const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
@@ -913,64 +876,4 @@ fn interrupted(err: &RedisError) -> bool {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-fn as_int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(n) => Some(*n),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        _ => None,
-    }
-}
-
-fn as_string(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Int(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn parse_attempt(reply: Value) -> Option<Attempt> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    match as_int(items.first()?)? {
-        1 => Some(Attempt::Acquired(Hold {
-            token: {
-                let owner = as_string(items.get(1)?)?;
-                Token::parse(&owner).or_else(|| Token::from_redisson_field(&owner))?
-            },
-            fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
-            count: u64::try_from(as_int(items.get(3)?)?).ok()?,
-        })),
-        2 => Some(Attempt::Incompatible {
-            held: as_string(items.get(1)?)?,
-        }),
-        0 => {
-            let pttl = as_int(items.get(1)?)?;
-            let holder = match items.get(2) {
-                Some(Value::Array(h)) if h.len() >= 4 => Some(HolderInfo {
-                    host: as_string(&h[0])?,
-                    pid: as_string(&h[1])?,
-                    command: as_string(&h[2])?,
-                    note: h.get(4).and_then(as_string).unwrap_or_default(),
-                    held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
-                    detached: false,
-                }),
-                _ => None,
-            };
-            Some(Attempt::Taken {
-                pttl: u64::try_from(pttl).ok().map(Duration::from_millis),
-                holder,
-                place: items
-                    .get(3)
-                    .and_then(as_int)
-                    .and_then(|n| u32::try_from(n).ok())
-                    .filter(|n| *n > 0),
-            })
-        }
-        _ => None,
-    }
 }
