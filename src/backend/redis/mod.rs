@@ -1,26 +1,36 @@
 //! The Redis backend: locks on one Redis server (`redis://host:port`), on the
 //! master a set of Sentinels names, or on the Cluster node that serves the
 //! lock's slot.
+//!
+//! This file holds the backend and its session's lock operations, each a
+//! script or a command sent through one bounded call. Beside it:
+//! `topology` (where a connection goes: Sentinel, Cluster), `call` (one call
+//! with its retries, redirects and failover window), `reply` (decoding the
+//! scripts' replies), `redisson_wait` (waiting on Redisson's unlock channel),
+//! `list` (SCAN for lock names) and `diagnose` (an error as one line a user
+//! can act on).
+
+mod call;
+mod diagnose;
+mod list;
+mod redisson_wait;
+mod reply;
+mod topology;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, Value};
 
-mod call;
-mod diagnose;
-mod reply;
-mod topology;
-
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
 use crate::error::Result;
 use crate::name::LockKeys;
 use crate::script;
-use crate::server::{host_port, ServerSpec};
+use crate::server::ServerSpec;
 use crate::token::{Fence, Token};
 use call::{interrupted, FAILOVER_PAUSE};
 use diagnose::failing_over;
-use reply::{as_int, as_string, decode};
+use reply::decode;
 use topology::{client_for, Source};
 
 /// Locks on a single Redis server: a fixed one, or the master a set of
@@ -78,6 +88,8 @@ impl Standalone {
     }
 }
 
+/// One connection to the lock's server (and, for `--redisson` waiting, a
+/// second one subscribed to its channels).
 struct StandaloneSession {
     source: Arc<Source>,
     spec: ServerSpec,
@@ -102,133 +114,9 @@ struct StandaloneSession {
 }
 
 impl StandaloneSession {
-    /// Names of the locks on this session's server whose keys match (SCAN).
-    fn scan_names(&mut self, prefix: &str, pattern: &str, names: &mut Vec<String>) -> Result<()> {
-        let head = if prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{prefix}:")
-        };
-        let glob = format!("{head}{{{pattern}}}*");
-        let probe = LockKeys::new(prefix, "*");
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<String>) =
-                self.call(&probe, self.timeout(), true, |con| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&glob)
-                        .arg("COUNT")
-                        .arg(500)
-                        .query(con)
-                })?;
-            for key in batch {
-                // The lock hash exists while held; the waiters set while waited for.
-                let rest = &key[head.len()..];
-                let name = rest
-                    .strip_suffix('}')
-                    .or_else(|| rest.strip_suffix("}:waiters"))
-                    .and_then(|n| n.strip_prefix('{'));
-                if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
-                    if !names.iter().any(|n: &String| n == name) {
-                        names.push(name.to_owned());
-                    }
-                }
-            }
-            cursor = next;
-            if cursor == 0 {
-                return Ok(());
-            }
-        }
-    }
-
+    /// The bound on each connection attempt and each reply.
     fn timeout(&self) -> Duration {
         self.spec.timeout
-    }
-
-    /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,
-    /// unless already subscribed to them.
-    fn subscribe(&mut self, keys: &LockKeys, channel: &str, token: &Token) -> Result<()> {
-        if self
-            .sub
-            .as_ref()
-            .is_some_and(|(lock, _)| *lock == keys.name)
-        {
-            return Ok(());
-        }
-        self.sub = None;
-        let limit = self.timeout();
-        let opened = self
-            .source
-            .client(limit)
-            .and_then(|client| client.get_connection_with_timeout(limit))
-            .and_then(|mut con| {
-                con.set_read_timeout(Some(limit))?;
-                con.set_write_timeout(Some(limit))?;
-                let cmd = redis::cmd("SUBSCRIBE")
-                    .arg(channel)
-                    .arg(keys.wake_list(token))
-                    .get_packed_command();
-                con.send_packed_command(&cmd)?;
-                // One confirmation per channel, or one error (an ACL refusal)
-                // for the whole command.
-                con.recv_response()?.extract_error()?;
-                con.recv_response()?.extract_error()?;
-                Ok(con)
-            });
-        match opened {
-            Ok(con) => {
-                self.sub = Some((keys.name.clone(), con));
-                Ok(())
-            }
-            Err(err) => Err(self.unavailable_for(keys, &err, limit)),
-        }
-    }
-
-    /// `--redisson`: waits for a message on the subscribed channels.
-    fn block_redisson(
-        &mut self,
-        keys: &LockKeys,
-        token: &Token,
-        timeout: Duration,
-    ) -> Result<Wake> {
-        let con = match self.sub.as_mut() {
-            Some((lock, con)) if *lock == keys.name => con,
-            // Subscribed to another lock of a several-NAME run (or not at all):
-            // subscribe to this one and look again before waiting, so no unlock
-            // between the attempt and the subscription is missed.
-            _ => {
-                let channel = keys.redisson.clone().unwrap_or_default();
-                self.subscribe(keys, &channel, token)?;
-                return Ok(Wake::TimedOut);
-            }
-        };
-        let read = con
-            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
-            .and_then(|()| con.recv_response());
-        match read {
-            Ok(Value::Array(items)) => {
-                let interrupt = keys.wake_list(token);
-                let on = items.get(1).and_then(as_string).unwrap_or_default();
-                Ok(if on == interrupt {
-                    Wake::Interrupted
-                } else {
-                    Wake::Released
-                })
-            }
-            Ok(_) => Ok(Wake::Released),
-            Err(err) => {
-                // After a timed-out read redis-rs would skip the next message as a
-                // late reply: subscribe afresh before the next attempt instead.
-                self.sub = None;
-                if err.is_timeout() || interrupted(&err) {
-                    Ok(Wake::TimedOut)
-                } else {
-                    Err(self.unavailable(&err, self.timeout()).for_lock(&keys.name))
-                }
-            }
-        }
     }
 }
 
@@ -492,47 +380,7 @@ impl Session for StandaloneSession {
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let probe = LockKeys::new(prefix, "*");
-        let mut names = Vec::new();
-        if !matches!(*self.source, Source::Cluster(_)) {
-            self.scan_names(prefix, pattern, &mut names)?;
-            names.sort();
-            return Ok(names);
-        }
-        // Cluster: every master holds some of the slots.
-        let slots: Vec<Value> = self.call(&probe, self.timeout(), true, |con| {
-            redis::cmd("CLUSTER").arg("SLOTS").query(con)
-        })?;
-        let mut masters: Vec<String> = Vec::new();
-        for range in &slots {
-            let Value::Array(fields) = range else {
-                continue;
-            };
-            let Some(Value::Array(master)) = fields.get(2) else {
-                continue;
-            };
-            let (Some(host), Some(port)) = (
-                master.first().and_then(as_string),
-                master.get(1).and_then(as_int),
-            ) else {
-                continue;
-            };
-            let addr = host_port(&host, port);
-            if !masters.contains(&addr) {
-                masters.push(addr);
-            }
-        }
-        let home = self.node.take();
-        for master in masters {
-            self.node = Some(master);
-            self.con = None;
-            let scanned = self.scan_names(prefix, pattern, &mut names);
-            self.con = None;
-            scanned?;
-        }
-        self.node = home;
-        names.sort();
-        Ok(names)
+        self.list_locks(prefix, pattern)
     }
 }
 
