@@ -6,6 +6,7 @@ use std::fs::{self, File};
 use std::os::fd::RawFd;
 
 use super::files::Paths;
+use super::lock_dir::absolute_dir;
 use crate::error::{Error, Result};
 use crate::sys::inotify::DirWatch;
 use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
@@ -39,7 +40,7 @@ pub fn keep_while(
             })
         })
         .collect::<Result<_>>()?;
-    let paths = Paths::new(super::absolute_dir(dir)?);
+    let paths = Paths::new(absolute_dir(dir)?);
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
