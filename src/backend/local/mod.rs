@@ -16,26 +16,27 @@
 //! (inotify), and look again every few milliseconds for a lock the kernel
 //! freed silently (a holder killed).
 
+mod admission;
+mod fence;
 mod files;
 mod keeper;
 mod lock_dir;
 mod records;
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use files::{field, held_by_someone, open, try_flock, Paths};
+use admission::compatible;
+use files::{held_by_someone, open, try_flock, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
 use records::{kind_code, read_live, Details, Held, Waiting};
 
-use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderStatus, Kind, LockStatus, Session, Wake,
-};
+use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
@@ -100,29 +101,6 @@ struct LocalSession {
     inherited: Vec<Token>,
 }
 
-/// Whether a request of `kind` may join the live holders (the rule the Redis
-/// scripts apply): one exclusive holder; or shared holders only; or semaphore
-/// holders fewer than the smallest limit among them and the newcomer.
-fn compatible(holders: &[Details], kind: Kind) -> bool {
-    if holders.is_empty() {
-        return true;
-    }
-    match kind {
-        Kind::Exclusive => false,
-        Kind::Shared => holders.iter().all(|d| d.kind == "s"),
-        Kind::Semaphore(n) => {
-            let limits: Option<Vec<u32>> = holders
-                .iter()
-                .map(|d| d.kind.strip_prefix('m')?.parse().ok())
-                .collect();
-            limits.is_some_and(|limits| {
-                let cap = limits.into_iter().min().unwrap_or(n).min(n);
-                holders.len() < cap as usize
-            })
-        }
-    }
-}
-
 /// How long `release` waits for a `--while-pid` keeper to let go.
 const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
@@ -141,105 +119,6 @@ impl LocalSession {
             server: self.display.clone(),
             cause: err.to_string(),
         }
-    }
-
-    /// Takes the kernel locks `kind` needs, without waiting.
-    fn take(&self, name: &str, kind: Kind) -> io::Result<Option<Vec<File>>> {
-        let main = open(&self.path(name, "lock"))?;
-        match kind {
-            Kind::Exclusive => Ok(try_flock(&main, true)?.then(|| vec![main])),
-            Kind::Shared => Ok(try_flock(&main, false)?.then(|| vec![main])),
-            Kind::Semaphore(n) => {
-                if !try_flock(&main, false)? {
-                    return Ok(None);
-                }
-                for slot in 0..n {
-                    let file = open(&self.path(name, &format!("slot{slot}")))?;
-                    if try_flock(&file, true)? {
-                        return Ok(Some(vec![main, file]));
-                    }
-                }
-                Ok(None)
-            }
-        }
-    }
-
-    /// The next fence. Only a request holding the gate counts, so the
-    /// counter needs no lock of its own; it is replaced in one step. Never
-    /// below the host's clock in microseconds, so that a counter file that was
-    /// removed (or a DIR made anew) does not start again below earlier fences.
-    fn next_fence(&self, name: &str) -> io::Result<u64> {
-        let path = self.path(name, "fence");
-        let bad =
-            |why: &str| io::Error::other(format!("fencing counter {}: {why}", path.display()));
-        let last = match fs::read_to_string(&path) {
-            Ok(text) => text
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| bad("not a number"))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(bad(&e.to_string())),
-        };
-        let Fence(next) = Fence::next(last, clock::now_us())
-            .ok_or_else(|| bad("at its largest value (fences stay below 2^53)"))?;
-        files::replace(&path, &next.to_string()).map_err(|e| bad(&e.to_string()))?;
-        Ok(next)
-    }
-
-    fn fence(&self, name: &str) -> u64 {
-        fs::read_to_string(self.path(name, "fence"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Writer preference, as the Redis scripts have it: a shared request
-    /// never goes before an exclusive or semaphore request already waiting.
-    fn queue_allows(&self, name: &str, kind: Kind, token: &Token) -> bool {
-        if kind != Kind::Shared {
-            return true;
-        }
-        let mine = self.waiting.get(name).map_or(u128::MAX, |w| w.since);
-        self.live(name, "w").iter().all(|(other, text)| {
-            other == token.as_str()
-                || field(text, "kind", "kind").as_deref() == Some("s")
-                || self.stale_waiter(name, other)
-                || field(text, "since", "kind")
-                    .and_then(|s| s.parse::<u128>().ok())
-                    .is_none_or(|since| since >= mine)
-        })
-    }
-
-    /// Re-entry: an enclosing run (our ancestor) holds the lock.
-    fn reenter(&mut self, req: &AcquireRequest<'_>) -> Option<Attempt> {
-        let name = &req.keys.name;
-        for inherited in req.inherited {
-            let path = self.record(name, "h", inherited);
-            if !held_by_someone(&path) {
-                continue;
-            }
-            let Some(details) = Details::read(&path) else {
-                continue;
-            };
-            if details.kind != "x" && details.kind != kind_code(req.kind) {
-                let held = if details.kind == "s" { "s" } else { "m" };
-                return Some(Attempt::Incompatible { held: held.into() });
-            }
-            self.held.insert(
-                name.clone(),
-                Held {
-                    token: inherited.clone(),
-                    files: Vec::new(),
-                    fence: details.fence,
-                },
-            );
-            return Some(Attempt::Acquired(Hold {
-                token: inherited.clone(),
-                fence: Fence(details.fence),
-                count: 2,
-            }));
-        }
-        None
     }
 
     /// Watches DIR from the first wait on (events queue from then on, so none
