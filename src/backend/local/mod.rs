@@ -101,9 +101,6 @@ struct LocalSession {
     inherited: Vec<Token>,
 }
 
-/// How long `release` waits for a `--while-pid` keeper to let go.
-const KEEPER_WAIT: Duration = Duration::from_secs(5);
-
 impl LocalSession {
     fn path(&self, name: &str, suffix: &str) -> PathBuf {
         self.paths.of(name, suffix)
@@ -128,49 +125,6 @@ impl LocalSession {
             let mask = libc::IN_DELETE | libc::IN_CREATE | libc::IN_MOVED_TO;
             self.watch = Some(crate::sys::inotify::DirWatch::new(self.paths.dir(), mask));
         }
-    }
-
-    /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
-    /// Returns false when another release of the same token came first.
-    /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
-    /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
-    fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
-        let record = self.record(name, "h", token);
-        let marker = self.record(name, "r", token);
-        let stuck = || Error::Unavailable {
-            lock: Some(name.to_owned()),
-            server: self.display.clone(),
-            cause: format!(
-                "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
-                humantime::format_duration(KEEPER_WAIT)
-            ),
-        };
-        let turn_path = self.record(name, "t", token);
-        let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
-        if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
-            return Err(stuck());
-        }
-        // Our turn: an earlier release (which removed the turn file before
-        // letting others have a turn) may have freed it already.
-        if !held_by_someone(&record) {
-            let _ = fs::remove_file(&turn_path);
-            return Ok(false);
-        }
-        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
-        let until = Instant::now() + KEEPER_WAIT;
-        while held_by_someone(&record) {
-            if Instant::now() >= until {
-                let _ = fs::remove_file(&marker);
-                let _ = fs::remove_file(&turn_path);
-                return Err(stuck());
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let _ = fs::remove_file(&marker);
-        let _ = fs::remove_file(&record);
-        let _ = fs::remove_file(&turn_path);
-        drop(turn);
-        Ok(true)
     }
 }
 
