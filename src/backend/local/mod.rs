@@ -15,6 +15,12 @@
 //! There is no queue: waiters wake when a record of the lock leaves DIR
 //! (inotify), and look again every few milliseconds for a lock the kernel
 //! freed silently (a holder killed).
+//!
+//! This file holds the backend and its session's lock operations. Beside
+//! it: `lock_dir` (DIR from the URL), `files` (file names, kernel locks,
+//! record text), `records` (holder and waiter records), `admission` (who may
+//! take the lock now), `fence` (the fencing counter), `wait` (waiting with
+//! no queue) and `keeper` (the `--while-pid` keeper and releasing through it).
 
 mod admission;
 mod fence;
@@ -22,32 +28,27 @@ mod files;
 mod keeper;
 mod lock_dir;
 mod records;
+mod wait;
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use admission::compatible;
-use files::{held_by_someone, open, try_flock, Paths};
+use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
 use records::{kind_code, read_live, Details, Held, Waiting};
+use wait::{POLL, RETRY};
 
 use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::token::{Fence, Token};
-
-/// How often a waiter looks whether the lock is free.
-const POLL: Duration = Duration::from_millis(5);
-
-/// How often a waiter that is woken by changes in DIR asks again anyway (for
-/// what changes silently: a semaphore holder or a waiter killed).
-const RETRY: Duration = Duration::from_millis(50);
 
 /// Longest wait for the gate, which requests keep only while they decide.
 const GATE: Duration = Duration::from_millis(200);
@@ -91,6 +92,7 @@ impl Backend for Local {
     }
 }
 
+/// This process's holds and waits on the locks of one DIR.
 struct LocalSession {
     paths: Paths,
     display: String,
@@ -115,15 +117,6 @@ impl LocalSession {
             lock: Some(name.to_owned()),
             server: self.display.clone(),
             cause: err.to_string(),
-        }
-    }
-
-    /// Watches DIR from the first wait on (events queue from then on, so none
-    /// is missed between a look at the lock and the wait).
-    fn watch(&mut self) {
-        if self.watch.is_none() {
-            let mask = libc::IN_DELETE | libc::IN_CREATE | libc::IN_MOVED_TO;
-            self.watch = Some(crate::sys::inotify::DirWatch::new(self.paths.dir(), mask));
         }
     }
 }
@@ -220,55 +213,7 @@ impl Session for LocalSession {
     }
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
-        let interrupt = self.record(&keys.name, "i", token);
-        let until = Instant::now() + timeout;
-        self.watch();
-        let prefix = format!("{}.", files::stem(&keys.name));
-        let mine = format!("i.{}", token.as_str());
-        let queued = self.waiting.get(&keys.name).is_some_and(|w| w.queued);
-        let exclusive = self.waiting.get(&keys.name).is_some_and(|w| w.exclusive);
-        loop {
-            if fs::remove_file(&interrupt).is_ok() {
-                return Ok(Wake::Interrupted);
-            }
-            if let Some(waiting) = self.waiting.get_mut(&keys.name) {
-                waiting.stamp();
-            }
-            // Free for an exclusive hold means free for any (but a request
-            // the queue turned away waits for the queue to move).
-            if !queued {
-                if let Ok(main) = open(&self.path(&keys.name, "lock")) {
-                    if try_flock(&main, true).unwrap_or(false) {
-                        return Ok(Wake::Released);
-                    }
-                }
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(Wake::TimedOut);
-            }
-            let Some(Some(watch)) = &self.watch else {
-                std::thread::sleep(left.min(POLL));
-                continue;
-            };
-            // A holder or waiter of this lock gone (a release, a waiter giving
-            // up), or an interrupt for us: time to ask again.
-            let changed = watch.wait(Some(left.min(POLL))).iter().any(|(mask, file)| {
-                let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
-                    return false;
-                };
-                (mask & libc::IN_DELETE != 0 && (rest.starts_with("h.") || rest.starts_with("w.")))
-                    || rest == mine
-            });
-            // (An exclusive request looks at the lock file itself, at the top
-            // of the loop: fewer waiters wake for nothing.)
-            if changed && !exclusive {
-                if fs::remove_file(&interrupt).is_ok() {
-                    return Ok(Wake::Interrupted);
-                }
-                return Ok(Wake::Released);
-            }
-        }
+        self.block_in_dir(keys, token, timeout)
     }
 
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
