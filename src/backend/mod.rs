@@ -5,17 +5,16 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
-mod diagnose;
 mod local;
 mod quorum_status;
+mod redis;
 mod redlock;
-mod standalone;
 
 use std::time::Duration;
 
+pub use self::redis::Standalone;
 pub use local::{keep_while, Local};
 pub use redlock::Redlock;
-pub use standalone::Standalone;
 
 use crate::error::Result;
 use crate::name::LockKeys;

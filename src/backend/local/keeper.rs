@@ -1,11 +1,15 @@
 //! The `--while-pid` keeper of a `file:` lock: `rlock acquire` hands its open
 //! lock files to this background process, which keeps them (and so the
 //! kernel's locks) until PID exits or `rlock release` asks it to let go.
+//! Also the asking side: a release of a lock such a keeper holds.
 
 use std::fs::{self, File};
 use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
 
-use super::files::Paths;
+use super::files::{self, held_by_someone, open, Paths};
+use super::lock_dir::absolute_dir;
+use super::LocalSession;
 use crate::error::{Error, Result};
 use crate::sys::inotify::DirWatch;
 use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
@@ -39,7 +43,7 @@ pub fn keep_while(
             })
         })
         .collect::<Result<_>>()?;
-    let paths = Paths::new(super::absolute_dir(dir)?);
+    let paths = Paths::new(absolute_dir(dir)?);
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
@@ -64,4 +68,52 @@ pub fn keep_while(
     let _ = fs::remove_file(&record);
     let _ = fs::remove_file(&marker);
     Ok(())
+}
+
+/// How long `release` waits for a `--while-pid` keeper to let go.
+const KEEPER_WAIT: Duration = Duration::from_secs(5);
+
+impl LocalSession {
+    /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
+    /// Returns false when another release of the same token came first.
+    /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
+    /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
+    pub(super) fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
+        let record = self.record(name, "h", token);
+        let marker = self.record(name, "r", token);
+        let stuck = || Error::Unavailable {
+            lock: Some(name.to_owned()),
+            server: self.display.clone(),
+            cause: format!(
+                "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
+                humantime::format_duration(KEEPER_WAIT)
+            ),
+        };
+        let turn_path = self.record(name, "t", token);
+        let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
+        if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
+            return Err(stuck());
+        }
+        // Our turn: an earlier release (which removed the turn file before
+        // letting others have a turn) may have freed it already.
+        if !held_by_someone(&record) {
+            let _ = fs::remove_file(&turn_path);
+            return Ok(false);
+        }
+        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
+        let until = Instant::now() + KEEPER_WAIT;
+        while held_by_someone(&record) {
+            if Instant::now() >= until {
+                let _ = fs::remove_file(&marker);
+                let _ = fs::remove_file(&turn_path);
+                return Err(stuck());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = fs::remove_file(&marker);
+        let _ = fs::remove_file(&record);
+        let _ = fs::remove_file(&turn_path);
+        drop(turn);
+        Ok(true)
+    }
 }

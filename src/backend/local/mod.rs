@@ -15,36 +15,40 @@
 //! There is no queue: waiters wake when a record of the lock leaves DIR
 //! (inotify), and look again every few milliseconds for a lock the kernel
 //! freed silently (a holder killed).
+//!
+//! This file holds the backend and its session's lock operations. Beside
+//! it: `lock_dir` (DIR from the URL), `files` (file names, kernel locks,
+//! record text), `records` (holder and waiter records), `admission` (who may
+//! take the lock now), `fence` (the fencing counter), `wait` (waiting with
+//! no queue) and `keeper` (the `--while-pid` keeper and releasing through it).
 
+mod admission;
+mod fence;
 mod files;
 mod keeper;
+mod lock_dir;
+mod records;
+mod wait;
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use files::{field, held_by_someone, open, try_flock, Paths, Record};
+use admission::compatible;
+use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
+use lock_dir::absolute_dir;
+use records::{kind_code, read_live, Details, Held, Waiting};
+use wait::{POLL, RETRY};
 
-use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderInfo, HolderStatus, Kind, LockStatus, Session,
-    Wake,
-};
+use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
 use crate::token::{Fence, Token};
-
-/// How often a waiter looks whether the lock is free.
-const POLL: Duration = Duration::from_millis(5);
-
-/// How often a waiter that is woken by changes in DIR asks again anyway (for
-/// what changes silently: a semaphore holder or a waiter killed).
-const RETRY: Duration = Duration::from_millis(50);
 
 /// Longest wait for the gate, which requests keep only while they decide.
 const GATE: Duration = Duration::from_millis(200);
@@ -71,47 +75,6 @@ impl Local {
     }
 }
 
-/// DIR as an absolute path (the same for nested runs and the `--while-pid`
-/// keeper, whatever their working directory), created mode 0700 when missing.
-pub fn absolute_dir(dir: &Path) -> Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = std::path::absolute(dir)
-        .map_err(|e| Error::usage(format!("invalid --url file:{}: {e}", dir.display())))?;
-    if let Ok(meta) = fs::metadata(&dir) {
-        use std::os::unix::fs::MetadataExt;
-        // Whoever may remove or rename files in DIR could swap a lock file
-        // from under its holder; the sticky bit (as on /tmp) forbids that.
-        let mode = meta.mode();
-        if meta.is_dir() && mode & 0o022 != 0 && mode & 0o1000 == 0 {
-            return Err(Error::usage(format!(
-                "the lock directory {} is writable by other users (mode {:o}) without the sticky bit: they could remove lock files from under their holders; use a private directory",
-                dir.display(),
-                mode & 0o7777
-            )));
-        }
-    }
-    if dir.exists() && !dir.is_dir() {
-        return Err(Error::usage(format!(
-            "invalid --url file:{}: not a directory",
-            dir.display()
-        )));
-    }
-    if !dir.is_dir() {
-        // The filesystem refusing (read-only, full, no permission) is the
-        // lock's place being unavailable, as when it refuses a lock file.
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| Error::Unavailable {
-                lock: None,
-                server: format!("this host only ({})", dir.display()),
-                cause: format!("cannot create the lock directory: {e}"),
-            })?;
-    }
-    Ok(dir)
-}
-
 impl Backend for Local {
     fn server(&self) -> &str {
         &self.display
@@ -129,41 +92,7 @@ impl Backend for Local {
     }
 }
 
-/// A hold of this process: the open files whose locks it is (the record
-/// last), or none for a re-entry into a lock an enclosing run holds.
-struct Held {
-    token: Token,
-    files: Vec<File>,
-    fence: u64,
-}
-
-/// This process's waiter record for one lock, locked while it waits.
-struct Waiting {
-    file: File,
-    /// When it first asked (its place in the queue).
-    since: u128,
-    /// Last turned away by the queue (writer preference), not by a holder.
-    queued: bool,
-    /// Waits for an exclusive hold: only a free lock file can let it in.
-    exclusive: bool,
-    /// When its record was last marked as still waiting.
-    stamped: Instant,
-}
-
-/// A waiter record not marked for this long belongs to a process that does
-/// not run (stopped, or not scheduled): it holds no shared request back.
-const WAITER_STALE: Duration = Duration::from_secs(2);
-
-impl Waiting {
-    /// Marks the record as still waiting (its modification time).
-    fn stamp(&mut self) {
-        if self.stamped.elapsed() >= WAITER_STALE / 10 {
-            self.stamped = Instant::now();
-            let _ = self.file.set_modified(SystemTime::now());
-        }
-    }
-}
-
+/// This process's holds and waits on the locks of one DIR.
 struct LocalSession {
     paths: Paths,
     display: String,
@@ -173,124 +102,6 @@ struct LocalSession {
     watch: Option<Option<crate::sys::inotify::DirWatch>>,
     inherited: Vec<Token>,
 }
-
-/// A holder's record.
-struct Details {
-    pid: String,
-    host: String,
-    command: String,
-    note: String,
-    since: u64,
-    kind: String,
-    fence: u64,
-    /// Held by an `rlock acquire --while-pid` keeper, which lets go when asked.
-    keeper: bool,
-}
-
-impl Details {
-    fn render(&self) -> String {
-        Record::new()
-            .with("pid", &self.pid)
-            .with("host", &self.host)
-            .with("since", self.since)
-            .with("kind", &self.kind)
-            .with("fence", self.fence)
-            .with("keeper", u8::from(self.keeper))
-            .with("note", &self.note)
-            .with("command", &self.command)
-            .render()
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        let get = |key| field(text, key, "command");
-        Some(Details {
-            pid: get("pid")?,
-            host: get("host")?,
-            since: get("since")?.parse().ok()?,
-            kind: get("kind")?,
-            fence: get("fence")?.parse().ok()?,
-            keeper: get("keeper").as_deref() == Some("1"),
-            // Records written before notes existed have none.
-            note: get("note").unwrap_or_default(),
-            command: get("command")?,
-        })
-    }
-
-    fn read(path: &Path) -> Option<Self> {
-        Details::parse(&fs::read_to_string(path).ok()?)
-    }
-
-    fn info(&self) -> HolderInfo {
-        HolderInfo {
-            host: self.host.clone(),
-            pid: self.pid.clone(),
-            command: self.command.clone(),
-            note: self.note.clone(),
-            held_for: Duration::from_millis(clock::now_ms().saturating_sub(self.since)),
-            detached: self.keeper,
-        }
-    }
-}
-
-/// A holder record, read through one open file: None when no live process
-/// holds it (missing, or unlocked: stale); Some(None) when it cannot be read.
-fn read_live(path: &Path) -> Option<Option<Details>> {
-    use std::io::Read;
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    if try_flock(&file, false).unwrap_or(true) {
-        return None;
-    }
-    let mut text = String::new();
-    Some(
-        file.read_to_string(&mut text)
-            .ok()
-            .and_then(|_| Details::parse(&text)),
-    )
-}
-
-fn kind_code(kind: Kind) -> String {
-    match kind {
-        Kind::Exclusive => "x".into(),
-        Kind::Shared => "s".into(),
-        Kind::Semaphore(n) => format!("m{n}"),
-    }
-}
-
-/// Whether a request of `kind` may join the live holders (the rule the Redis
-/// scripts apply): one exclusive holder; or shared holders only; or semaphore
-/// holders fewer than the smallest limit among them and the newcomer.
-fn compatible(holders: &[Details], kind: Kind) -> bool {
-    if holders.is_empty() {
-        return true;
-    }
-    match kind {
-        Kind::Exclusive => false,
-        Kind::Shared => holders.iter().all(|d| d.kind == "s"),
-        Kind::Semaphore(n) => {
-            let limits: Option<Vec<u32>> = holders
-                .iter()
-                .map(|d| d.kind.strip_prefix('m')?.parse().ok())
-                .collect();
-            limits.is_some_and(|limits| {
-                let cap = limits.into_iter().min().unwrap_or(n).min(n);
-                holders.len() < cap as usize
-            })
-        }
-    }
-}
-
-fn now_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
-
-/// How long `release` waits for a `--while-pid` keeper to let go.
-const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
 impl LocalSession {
     fn path(&self, name: &str, suffix: &str) -> PathBuf {
@@ -307,239 +118,6 @@ impl LocalSession {
             server: self.display.clone(),
             cause: err.to_string(),
         }
-    }
-
-    /// Takes the kernel locks `kind` needs, without waiting.
-    fn take(&self, name: &str, kind: Kind) -> io::Result<Option<Vec<File>>> {
-        let main = open(&self.path(name, "lock"))?;
-        match kind {
-            Kind::Exclusive => Ok(try_flock(&main, true)?.then(|| vec![main])),
-            Kind::Shared => Ok(try_flock(&main, false)?.then(|| vec![main])),
-            Kind::Semaphore(n) => {
-                if !try_flock(&main, false)? {
-                    return Ok(None);
-                }
-                for slot in 0..n {
-                    let file = open(&self.path(name, &format!("slot{slot}")))?;
-                    if try_flock(&file, true)? {
-                        return Ok(Some(vec![main, file]));
-                    }
-                }
-                Ok(None)
-            }
-        }
-    }
-
-    /// The next fence. Only a request holding the gate counts, so the
-    /// counter needs no lock of its own; it is replaced in one step. Never
-    /// below the host's clock in microseconds, so that a counter file that was
-    /// removed (or a DIR made anew) does not start again below earlier fences.
-    fn next_fence(&self, name: &str) -> io::Result<u64> {
-        let path = self.path(name, "fence");
-        let bad =
-            |why: &str| io::Error::other(format!("fencing counter {}: {why}", path.display()));
-        let last = match fs::read_to_string(&path) {
-            Ok(text) => text
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| bad("not a number"))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(bad(&e.to_string())),
-        };
-        let Fence(next) = Fence::next(last, clock::now_us())
-            .ok_or_else(|| bad("at its largest value (fences stay below 2^53)"))?;
-        files::replace(&path, &next.to_string()).map_err(|e| bad(&e.to_string()))?;
-        Ok(next)
-    }
-
-    fn fence(&self, name: &str) -> u64 {
-        fs::read_to_string(self.path(name, "fence"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Live records tagged `tag` as (token, text); stale ones are removed.
-    fn live(&self, name: &str, tag: &str) -> Vec<(String, String)> {
-        self.paths
-            .tagged(name, tag)
-            .into_iter()
-            .filter_map(|(path, token)| {
-                if !held_by_someone(&path) {
-                    let _ = fs::remove_file(&path);
-                    return None;
-                }
-                Some((token, fs::read_to_string(&path).ok()?))
-            })
-            .collect()
-    }
-
-    fn holders(&self, name: &str) -> Vec<Details> {
-        self.live(name, "h")
-            .iter()
-            .filter_map(|(_, text)| Details::parse(text))
-            .collect()
-    }
-
-    /// Writer preference, as the Redis scripts have it: a shared request
-    /// never goes before an exclusive or semaphore request already waiting.
-    fn queue_allows(&self, name: &str, kind: Kind, token: &Token) -> bool {
-        if kind != Kind::Shared {
-            return true;
-        }
-        let mine = self.waiting.get(name).map_or(u128::MAX, |w| w.since);
-        self.live(name, "w").iter().all(|(other, text)| {
-            other == token.as_str()
-                || field(text, "kind", "kind").as_deref() == Some("s")
-                || self.stale_waiter(name, other)
-                || field(text, "since", "kind")
-                    .and_then(|s| s.parse::<u128>().ok())
-                    .is_none_or(|since| since >= mine)
-        })
-    }
-
-    fn stale_waiter(&self, name: &str, token: &str) -> bool {
-        let path = self.path(name, &format!("w.{token}"));
-        fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > WAITER_STALE)
-    }
-
-    /// Records this process as waiting for `name` (once per wait; the first
-    /// registration's time keeps its place).
-    fn register(&mut self, name: &str, token: &Token, kind: Kind) -> io::Result<()> {
-        if let Some(waiting) = self.waiting.get_mut(name) {
-            waiting.stamp();
-            return Ok(());
-        }
-        let since = now_ns();
-        let text = Record::new()
-            .with("pid", std::process::id())
-            .with("since", since)
-            .with("kind", kind_code(kind).chars().next().unwrap_or('x'))
-            .render();
-        let file = self.create_locked(name, "w", token, &text)?;
-        self.waiting.insert(
-            name.to_owned(),
-            Waiting {
-                file,
-                since,
-                queued: false,
-                exclusive: kind == Kind::Exclusive,
-                stamped: Instant::now(),
-            },
-        );
-        Ok(())
-    }
-
-    fn unregister(&mut self, name: &str, token: &Token) {
-        if self.waiting.remove(name).is_some() {
-            let _ = fs::remove_file(self.record(name, "w", token));
-        }
-    }
-
-    /// Re-entry: an enclosing run (our ancestor) holds the lock.
-    fn reenter(&mut self, req: &AcquireRequest<'_>) -> Option<Attempt> {
-        let name = &req.keys.name;
-        for inherited in req.inherited {
-            let path = self.record(name, "h", inherited);
-            if !held_by_someone(&path) {
-                continue;
-            }
-            let Some(details) = Details::read(&path) else {
-                continue;
-            };
-            if details.kind != "x" && details.kind != kind_code(req.kind) {
-                let held = if details.kind == "s" { "s" } else { "m" };
-                return Some(Attempt::Incompatible { held: held.into() });
-            }
-            self.held.insert(
-                name.clone(),
-                Held {
-                    token: inherited.clone(),
-                    files: Vec::new(),
-                    fence: details.fence,
-                },
-            );
-            return Some(Attempt::Acquired(Hold {
-                token: inherited.clone(),
-                fence: Fence(details.fence),
-                count: 2,
-            }));
-        }
-        None
-    }
-
-    /// Creates a record (`tag` "h" or "w") locked before anyone can see it,
-    /// so it is never seen unlocked while its process lives.
-    fn create_locked(&self, name: &str, tag: &str, token: &Token, text: &str) -> io::Result<File> {
-        // Written under a name no scan looks at, then renamed into place:
-        // a scan that finds a record unlocked may remove it as stale.
-        let new = self.record(name, "n", token);
-        let mut file = open(&new)?;
-        if !try_flock(&file, true)? {
-            return Err(io::Error::other(
-                "a new record is locked by another process",
-            ));
-        }
-        file.set_len(0)?;
-        file.write_all(text.as_bytes())?;
-        fs::rename(&new, self.record(name, tag, token))?;
-        Ok(file)
-    }
-
-    /// Watches DIR from the first wait on (events queue from then on, so none
-    /// is missed between a look at the lock and the wait).
-    fn watch(&mut self) {
-        if self.watch.is_none() {
-            let mask = libc::IN_DELETE | libc::IN_CREATE | libc::IN_MOVED_TO;
-            self.watch = Some(crate::sys::inotify::DirWatch::new(self.paths.dir(), mask));
-        }
-    }
-
-    /// Asks the `--while-pid` keeper of `token` to let go and waits until it has.
-    /// Returns false when another release of the same token came first.
-    /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
-    /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
-    fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
-        let record = self.record(name, "h", token);
-        let marker = self.record(name, "r", token);
-        let stuck = || Error::Unavailable {
-            lock: Some(name.to_owned()),
-            server: self.display.clone(),
-            cause: format!(
-                "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
-                humantime::format_duration(KEEPER_WAIT)
-            ),
-        };
-        let turn_path = self.record(name, "t", token);
-        let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
-        if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
-            return Err(stuck());
-        }
-        // Our turn: an earlier release (which removed the turn file before
-        // letting others have a turn) may have freed it already.
-        if !held_by_someone(&record) {
-            let _ = fs::remove_file(&turn_path);
-            return Ok(false);
-        }
-        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
-        let until = Instant::now() + KEEPER_WAIT;
-        while held_by_someone(&record) {
-            if Instant::now() >= until {
-                let _ = fs::remove_file(&marker);
-                let _ = fs::remove_file(&turn_path);
-                return Err(stuck());
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let _ = fs::remove_file(&marker);
-        let _ = fs::remove_file(&record);
-        let _ = fs::remove_file(&turn_path);
-        drop(turn);
-        Ok(true)
     }
 }
 
@@ -635,55 +213,7 @@ impl Session for LocalSession {
     }
 
     fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
-        let interrupt = self.record(&keys.name, "i", token);
-        let until = Instant::now() + timeout;
-        self.watch();
-        let prefix = format!("{}.", files::stem(&keys.name));
-        let mine = format!("i.{}", token.as_str());
-        let queued = self.waiting.get(&keys.name).is_some_and(|w| w.queued);
-        let exclusive = self.waiting.get(&keys.name).is_some_and(|w| w.exclusive);
-        loop {
-            if fs::remove_file(&interrupt).is_ok() {
-                return Ok(Wake::Interrupted);
-            }
-            if let Some(waiting) = self.waiting.get_mut(&keys.name) {
-                waiting.stamp();
-            }
-            // Free for an exclusive hold means free for any (but a request
-            // the queue turned away waits for the queue to move).
-            if !queued {
-                if let Ok(main) = open(&self.path(&keys.name, "lock")) {
-                    if try_flock(&main, true).unwrap_or(false) {
-                        return Ok(Wake::Released);
-                    }
-                }
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(Wake::TimedOut);
-            }
-            let Some(Some(watch)) = &self.watch else {
-                std::thread::sleep(left.min(POLL));
-                continue;
-            };
-            // A holder or waiter of this lock gone (a release, a waiter giving
-            // up), or an interrupt for us: time to ask again.
-            let changed = watch.wait(Some(left.min(POLL))).iter().any(|(mask, file)| {
-                let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
-                    return false;
-                };
-                (mask & libc::IN_DELETE != 0 && (rest.starts_with("h.") || rest.starts_with("w.")))
-                    || rest == mine
-            });
-            // (An exclusive request looks at the lock file itself, at the top
-            // of the loop: fewer waiters wake for nothing.)
-            if changed && !exclusive {
-                if fs::remove_file(&interrupt).is_ok() {
-                    return Ok(Wake::Interrupted);
-                }
-                return Ok(Wake::Released);
-            }
-        }
+        self.block_in_dir(keys, token, timeout)
     }
 
     fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {

@@ -1,0 +1,182 @@
+//! One call to the server, bounded in time: each try within a limit, tried
+//! again after a stop and continue (EINTR), through a Sentinel failover (for
+//! up to [`FAILOVER_WINDOW`]), and after Cluster MOVED, ASK and TRYAGAIN
+//! replies; and what a call that failed for good becomes (an ACL refusal, a
+//! lock key of another type, the server unavailable).
+
+use std::time::{Duration, Instant};
+
+use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
+
+use super::diagnose::{self, acl_denial, failing_over, Contact};
+use super::topology::{node_client, Source};
+use super::StandaloneSession;
+use crate::error::{Error, Result};
+use crate::name::LockKeys;
+
+/// Most MOVED or ASK redirections one call follows.
+const MAX_REDIRECTS: usize = 5;
+
+/// How often a call interrupted by a stop and continue is tried again.
+const INTERRUPTED_RETRIES: usize = 2;
+
+/// How long a call behind Sentinel keeps asking for the master during a
+/// failover before it gives up (exit 69).
+const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
+/// Pause between two tries during a failover.
+pub(super) const FAILOVER_PAUSE: Duration = Duration::from_millis(100);
+
+/// True for a call cut short by EINTR.
+pub(super) fn interrupted(err: &RedisError) -> bool {
+    std::error::Error::source(err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::Interrupted)
+        || err.to_string().contains("Interrupted system call")
+}
+
+impl StandaloneSession {
+    /// Runs `op`, each try within `limit`. A socket call with a timeout fails
+    /// with EINTR when the process is stopped and continued (signal(7)); an
+    /// `idempotent` call is then tried again on a fresh connection. Behind
+    /// Sentinel, an idempotent call also rides out a failover: it asks the
+    /// sentinels for the master again for up to [`FAILOVER_WINDOW`].
+    pub(super) fn call<T>(
+        &mut self,
+        keys: &LockKeys,
+        limit: Duration,
+        idempotent: bool,
+        op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        self.follow_master(limit);
+        let window = match *self.source {
+            Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
+            Source::Fixed(_) | Source::Cluster(_) => limit,
+        };
+        self.call_within(keys, limit, window, idempotent, op)
+    }
+
+    /// [`call`](Self::call), giving up after `window` in all.
+    pub(super) fn call_within<T>(
+        &mut self,
+        keys: &LockKeys,
+        limit: Duration,
+        window: Duration,
+        idempotent: bool,
+        op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + window;
+        let mut retries = 0;
+        let mut redirects = 0;
+        loop {
+            match self.con(limit).and_then(&op) {
+                Ok(value) => {
+                    self.answered = true;
+                    return Ok(value);
+                }
+                Err(err) if idempotent && retries < INTERRUPTED_RETRIES && interrupted(&err) => {
+                    self.con = None;
+                    retries += 1;
+                }
+                Err(err)
+                    if idempotent
+                        && matches!(*self.source, Source::Sentinel(_))
+                        && failing_over(&err)
+                        && Instant::now() + FAILOVER_PAUSE < deadline =>
+                {
+                    self.con = None;
+                    std::thread::sleep(FAILOVER_PAUSE);
+                }
+                // Cluster: the lock's slot is on another node. MOVED: go there
+                // from now on; ASK (the slot is being moved and our keys are
+                // already there): this one command there, after ASKING. Neither
+                // ran the command, so even a release may be sent again.
+                Err(err) if redirects < MAX_REDIRECTS && err.redirect_node().is_some() => {
+                    redirects += 1;
+                    let addr = err
+                        .redirect_node()
+                        .map(|(a, _)| a.to_owned())
+                        .unwrap_or_default();
+                    if err.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask) {
+                        let Source::Cluster(spec) = &*self.source else {
+                            return Err(self.fail(keys, err, limit));
+                        };
+                        let asked = node_client(spec, &addr)
+                            .and_then(|c| c.get_connection_with_timeout(limit))
+                            .and_then(|mut con| {
+                                con.set_read_timeout(Some(limit))?;
+                                redis::cmd("ASKING").query::<()>(&mut con)?;
+                                op(&mut con)
+                            });
+                        match asked {
+                            Ok(value) => return Ok(value),
+                            Err(err) if err.redirect_node().is_some() => continue,
+                            Err(err) => return Err(self.fail(keys, err, limit)),
+                        }
+                    }
+                    self.node = Some(addr);
+                    self.con = None;
+                }
+                // Cluster: the keys are split between two nodes mid-migration.
+                Err(err)
+                    if err.code() == Some("TRYAGAIN")
+                        && Instant::now() + FAILOVER_PAUSE < deadline =>
+                {
+                    std::thread::sleep(FAILOVER_PAUSE);
+                }
+                Err(err) => return Err(self.fail(keys, err, limit)),
+            }
+        }
+    }
+
+    /// Maps a failed call to an error, dropping the connection when it may be out of sync.
+    pub(super) fn fail(&mut self, keys: &LockKeys, err: RedisError, limit: Duration) -> Error {
+        if err.code() == Some("WRONGTYPE") {
+            return Error::ForeignKey {
+                lock: keys.name.clone(),
+                cause: err
+                    .detail()
+                    .unwrap_or("a key of this lock has another type")
+                    .to_owned(),
+            };
+        }
+        if !matches!(err.kind(), ErrorKind::Server(_)) || failing_over(&err) {
+            self.con = None;
+        }
+        self.unavailable_for(keys, &err, limit)
+    }
+
+    /// The server refused or failed us on lock `keys`: an ACL refusal names
+    /// what the user lacks, anything else says what went wrong.
+    pub(super) fn unavailable_for(
+        &self,
+        keys: &LockKeys,
+        err: &RedisError,
+        limit: Duration,
+    ) -> Error {
+        match acl_denial(err, keys) {
+            Some(cause) => Error::Unavailable {
+                lock: Some(keys.name.clone()),
+                server: self.spec.display.clone(),
+                cause,
+            },
+            None => self.unavailable(err, limit).for_lock(&keys.name),
+        }
+    }
+
+    /// The error for `err`, met within `limit` on this session's server.
+    pub(super) fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
+        let socket = match self.spec.info.addr() {
+            ConnectionAddr::Unix(path) => Some(path.as_path()),
+            _ => None,
+        };
+        let contact = Contact {
+            server: &self.spec.display,
+            fixed_tcp: matches!(*self.source, Source::Fixed(_)) && socket.is_none(),
+            socket,
+            tls: self.spec.is_tls(),
+            first_contact: !self.answered,
+            db: self.spec.info.redis_settings().db(),
+        };
+        diagnose::unavailable(err, limit, &contact)
+    }
+}

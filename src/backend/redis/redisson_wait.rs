@@ -1,0 +1,107 @@
+//! `--redisson` waiting: Redisson keeps no waiter state in Redis and
+//! publishes on its unlock channel instead, so a waiter subscribes to that
+//! channel (and to its own interrupt channel) before an attempt, and waits
+//! for a message there.
+
+use std::time::Duration;
+
+use redis::Value;
+
+use super::call::interrupted;
+use super::reply::as_string;
+use super::StandaloneSession;
+use crate::backend::Wake;
+use crate::error::Result;
+use crate::name::LockKeys;
+use crate::token::Token;
+
+impl StandaloneSession {
+    /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,
+    /// unless already subscribed to them.
+    pub(super) fn subscribe(
+        &mut self,
+        keys: &LockKeys,
+        channel: &str,
+        token: &Token,
+    ) -> Result<()> {
+        if self
+            .sub
+            .as_ref()
+            .is_some_and(|(lock, _)| *lock == keys.name)
+        {
+            return Ok(());
+        }
+        self.sub = None;
+        let limit = self.timeout();
+        let opened = self
+            .source
+            .client(limit)
+            .and_then(|client| client.get_connection_with_timeout(limit))
+            .and_then(|mut con| {
+                con.set_read_timeout(Some(limit))?;
+                con.set_write_timeout(Some(limit))?;
+                let cmd = redis::cmd("SUBSCRIBE")
+                    .arg(channel)
+                    .arg(keys.wake_list(token))
+                    .get_packed_command();
+                con.send_packed_command(&cmd)?;
+                // One confirmation per channel, or one error (an ACL refusal)
+                // for the whole command.
+                con.recv_response()?.extract_error()?;
+                con.recv_response()?.extract_error()?;
+                Ok(con)
+            });
+        match opened {
+            Ok(con) => {
+                self.sub = Some((keys.name.clone(), con));
+                Ok(())
+            }
+            Err(err) => Err(self.unavailable_for(keys, &err, limit)),
+        }
+    }
+
+    /// `--redisson`: waits for a message on the subscribed channels.
+    pub(super) fn block_redisson(
+        &mut self,
+        keys: &LockKeys,
+        token: &Token,
+        timeout: Duration,
+    ) -> Result<Wake> {
+        let con = match self.sub.as_mut() {
+            Some((lock, con)) if *lock == keys.name => con,
+            // Subscribed to another lock of a several-NAME run (or not at all):
+            // subscribe to this one and look again before waiting, so no unlock
+            // between the attempt and the subscription is missed.
+            _ => {
+                let channel = keys.redisson.clone().unwrap_or_default();
+                self.subscribe(keys, &channel, token)?;
+                return Ok(Wake::TimedOut);
+            }
+        };
+        let read = con
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+            .and_then(|()| con.recv_response());
+        match read {
+            Ok(Value::Array(items)) => {
+                let interrupt = keys.wake_list(token);
+                let on = items.get(1).and_then(as_string).unwrap_or_default();
+                Ok(if on == interrupt {
+                    Wake::Interrupted
+                } else {
+                    Wake::Released
+                })
+            }
+            Ok(_) => Ok(Wake::Released),
+            Err(err) => {
+                // After a timed-out read redis-rs would skip the next message as a
+                // late reply: subscribe afresh before the next attempt instead.
+                self.sub = None;
+                if err.is_timeout() || interrupted(&err) {
+                    Ok(Wake::TimedOut)
+                } else {
+                    Err(self.unavailable(&err, self.timeout()).for_lock(&keys.name))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Decoding the Redis replies rlock reads into the backend's domain types.
+//!
+//! The scripts answer with arrays whose shape `src/lua/` defines. A reply of
+//! another shape is rlock's own bug (exit 70), not the server being
+//! unavailable, so a call returns the raw [`Value`] and [`decode`] turns it
+//! into an [`Attempt`] or a [`LockStatus`] afterwards. Fields are read
+//! leniently, as they always were: a bulk string may carry a number, text that
+//! is not UTF-8 is replaced, not refused.
+
+use std::time::Duration;
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, LockStatus};
+use crate::error::{Error, Result};
+use crate::token::{Fence, Token};
+
+/// `reply` to `what` ("acquire", "status") on lock `name` as a `T`; a reply of
+/// another shape is an internal error.
+pub(super) fn decode<T: FromRedisValue>(reply: Value, name: &str, what: &str) -> Result<T> {
+    T::from_redis_value(reply)
+        .map_err(|_| Error::Internal(format!("{name}: unexpected reply to {what}")))
+}
+
+impl FromRedisValue for Attempt {
+    fn from_redis_value(reply: Value) -> Result<Self, ParsingError> {
+        parse_attempt(reply).ok_or_else(|| "not a reply to acquire".into())
+    }
+}
+
+impl FromRedisValue for LockStatus {
+    fn from_redis_value(reply: Value) -> Result<Self, ParsingError> {
+        parse_status(reply).ok_or_else(|| "not a reply to status".into())
+    }
+}
+
+/// acquire.lua's (and redisson_acquire.lua's) reply: `{1, owner, fence, count}`
+/// (held), `{2, held}` (an enclosing hold of a weaker kind), or `{0, pttl,
+/// holder, place}` (taken).
+fn parse_attempt(reply: Value) -> Option<Attempt> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    match as_int(items.first()?)? {
+        1 => Some(Attempt::Acquired(Hold {
+            token: {
+                let owner = as_string(items.get(1)?)?;
+                Token::parse(&owner).or_else(|| Token::from_redisson_field(&owner))?
+            },
+            fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
+            count: u64::try_from(as_int(items.get(3)?)?).ok()?,
+        })),
+        2 => Some(Attempt::Incompatible {
+            held: as_string(items.get(1)?)?,
+        }),
+        0 => {
+            let pttl = as_int(items.get(1)?)?;
+            let holder = match items.get(2) {
+                Some(Value::Array(h)) if h.len() >= 4 => Some(HolderInfo {
+                    host: as_string(&h[0])?,
+                    pid: as_string(&h[1])?,
+                    command: as_string(&h[2])?,
+                    note: h.get(4).and_then(as_string).unwrap_or_default(),
+                    held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
+                    detached: false,
+                }),
+                _ => None,
+            };
+            Some(Attempt::Taken {
+                pttl: u64::try_from(pttl).ok().map(Duration::from_millis),
+                holder,
+                place: items
+                    .get(3)
+                    .and_then(as_int)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// status.lua's reply: `{kind, limit, fence, waiting, holders}`.
+fn parse_status(reply: Value) -> Option<LockStatus> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let number = |v: &Value| as_int(v).and_then(|n| u64::try_from(n).ok());
+    let holders = match items.get(4)? {
+        Value::Array(list) => list
+            .iter()
+            .filter_map(|h| match h {
+                Value::Array(f) if f.len() >= 5 => Some(HolderStatus {
+                    host: as_string(&f[0])?,
+                    pid: as_string(&f[1])?,
+                    command: as_string(&f[2])?,
+                    since_ms: number(&f[3]).unwrap_or(0),
+                    lease_ms: Some(number(&f[4]).unwrap_or(0)),
+                    note: f.get(5).and_then(as_string).unwrap_or_default(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(LockStatus {
+        kind: as_string(items.first()?).unwrap_or_default(),
+        limit: number(items.get(1)?).unwrap_or(1),
+        fence: number(items.get(2)?).unwrap_or(0),
+        waiting: number(items.get(3)?).unwrap_or(0),
+        holders,
+        servers: None,
+    })
+}
+
+/// An integer reply, or a bulk string that spells one.
+pub(super) fn as_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A string reply (invalid UTF-8 replaced), or an integer as text.
+pub(super) fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
