@@ -12,8 +12,8 @@ use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::{Global, LockOptions};
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
-use crate::server::{self, ServerSpec};
 use crate::token::Token;
+use crate::url::{self, ServerSpec};
 
 /// Where locks live.
 pub enum Target {
@@ -58,7 +58,7 @@ impl Config {
     /// commands that make no hold).
     pub fn resolve(global: &Global, note: Option<&str>) -> Result<Config> {
         crate::name::validate_prefix(&global.prefix)?;
-        let urls = server::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+        let urls = url::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
         let tls = TlsPaths {
             cacert: global.cacert.clone(),
             cert: global.cert.clone(),
@@ -163,7 +163,7 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
         return Ok(Target::Local(local_dir(dir)?));
     }
     let auth = std::env::var("REDISCLI_AUTH").ok();
-    let files = server::TlsFiles {
+    let files = url::TlsFiles {
         cacert: tls.cacert.as_deref(),
         cert: tls.cert.as_deref(),
         key: tls.key.as_deref(),
@@ -171,7 +171,7 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
     let mut specs = urls
         .iter()
         .map(|url| {
-            server::parse_url(url, auth.as_deref(), timeout).and_then(|spec| spec.with_tls(&files))
+            url::parse_url(url, auth.as_deref(), timeout).and_then(|spec| spec.with_tls(&files))
         })
         .collect::<Result<Vec<_>>>()?;
     if specs.len() == 1 {

@@ -23,8 +23,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
-use crate::server::ServerSpec;
 use crate::token::{random_bytes, Fence, Token};
+use crate::url::ServerSpec;
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.

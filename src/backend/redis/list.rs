@@ -9,7 +9,7 @@ use super::topology::Source;
 use super::StandaloneSession;
 use crate::error::Result;
 use crate::name::LockKeys;
-use crate::server::host_port;
+use crate::url::host_port;
 
 impl StandaloneSession {
     /// Names of the locks under `prefix` matching `pattern`, sorted.

@@ -12,7 +12,7 @@ use redis::{Client, Connection, ErrorKind, RedisError};
 
 use super::StandaloneSession;
 use crate::error::{Error, Result};
-use crate::server::{host_port, ServerSpec};
+use crate::url::{host_port, ServerSpec};
 
 /// Where connections go.
 pub(super) enum Source {
