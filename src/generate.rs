@@ -3,14 +3,13 @@
 //! `completions/` and `man/` are checked by the test `generated_files_are_fresh`
 //! and rewritten by `RLOCK_UPDATE_GENERATED=1 cargo test generated_files`.
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::cli;
 
 /// The completion script for `shell`.
 pub fn completion(shell: Shell) -> String {
-    let mut cmd = Cli::command();
+    let mut cmd = cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "rlock", &mut out);
     let mut script = String::from_utf8_lossy(&out).into_owned();
@@ -56,7 +55,7 @@ complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcomman
 /// The man page `rlock(1)`: every option of every subcommand, the environment,
 /// the exit statuses and examples. Deterministic: no build date.
 pub fn man_page() -> String {
-    let cmd = Cli::command().disable_help_subcommand(true);
+    let cmd = cli::command().disable_help_subcommand(true);
     let man = clap_mangen::Man::new(cmd.clone())
         .date("")
         .manual("rlock manual")

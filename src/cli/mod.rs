@@ -54,7 +54,7 @@ pub struct Global {
     /// then REDIS_URL, then redis://127.0.0.1:6379. The password may also come
     /// from REDISCLI_AUTH; it is never printed.
     #[arg(short = 'u', long = "url", value_name = "URL", env = "RLOCK_URL", value_delimiter = ',',
-          global = true, hide_env_values = true, help_heading = CONNECTION)]
+          global = true, help_heading = CONNECTION)]
     pub urls: Vec<String>,
 
     /// Key namespace: a lock NAME lives under the key PREFIX:{NAME}.
@@ -438,6 +438,19 @@ fn grace_duration(text: &str) -> Result<Duration, String> {
     bounded(text, Duration::ZERO, "0s")
 }
 
+/// The command-line definition every user of it takes: parsing, `--help`,
+/// completions and the man page. Help names an option's environment variable
+/// without its value (`[env: RLOCK_PREFIX]`): a value would be shown as
+/// `[env: RLOCK_PREFIX=]` when unset, and a set one may be a URL or a note
+/// that a help page should not repeat.
+pub fn command() -> clap::Command {
+    fn hide_env_values(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|arg| arg.hide_env_values(true))
+            .mut_subcommands(hide_env_values)
+    }
+    hide_env_values(Cli::command())
+}
+
 /// Parses the command line. Help and version are printed here (exit 0); a usage
 /// error becomes one `rlock: ` line (exit 2).
 pub fn parse() -> Result<Cli, Exit> {
@@ -463,7 +476,7 @@ where
                 Exit::Usage
             });
     }
-    let parsed = Cli::command()
+    let parsed = command()
         .try_get_matches_from(args)
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
@@ -505,7 +518,7 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
         .get_many::<String>("urls")
         .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
     if from_command_line && empty {
-        return Err(Cli::command().error(
+        return Err(command().error(
             clap::error::ErrorKind::InvalidValue,
             "invalid value '' for '--url <URL>': empty URL",
         ));
@@ -564,11 +577,10 @@ mod tests {
         assert!(duration(".").is_err());
         assert!(duration("1.2.3").is_err());
     }
-    use clap::CommandFactory;
 
     #[test]
     fn definitions_are_consistent() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     fn parse_ok(args: &[&str]) -> Cli {

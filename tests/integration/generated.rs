@@ -74,3 +74,54 @@ fn bash_completes_a_command_after_the_dashes() {
     );
     assert!(text.lines().any(|l| l == "before:--wait"), "{text}");
 }
+
+/// The environment variables the options read (`env = "RLOCK_..."` in the
+/// clap definitions).
+fn option_env_vars() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(root.join("src/cli/mod.rs")).unwrap();
+    let mut vars: Vec<String> = source
+        .split("env = \"")
+        .skip(1)
+        .map(|rest| rest[..rest.find('"').unwrap()].to_owned())
+        .collect();
+    vars.sort();
+    vars.dedup();
+    assert!(vars.len() >= 20, "{vars:?}");
+    vars
+}
+
+/// `--help` and the man page name each option's environment variable without
+/// its value: `[env: RLOCK_PREFIX]`, never `[env: RLOCK_PREFIX=]` when unset
+/// nor the value when set (a note or a URL may say more than help should).
+#[test]
+fn help_names_environment_variables_without_values() {
+    let mut seen = String::new();
+    for args in [&["--help"][..], &["run", "--help"], &["acquire", "--help"]] {
+        let out = crate::support::rlock::output(
+            crate::support::rlock::bare()
+                .env("RLOCK_NOTE", "note-value-42")
+                .args(args),
+        );
+        assert!(out.status.success(), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("[env: RLOCK_PREFIX]"), "{args:?}: {help}");
+        assert!(!help.contains("=]"), "{args:?}: {help}");
+        assert!(!help.contains("note-value-42"), "{args:?}: {help}");
+        // bare() sets RLOCK_PROGRESS_INTERVAL=0.
+        assert!(
+            !help.contains("RLOCK_PROGRESS_INTERVAL="),
+            "{args:?}: {help}"
+        );
+        seen.push_str(&help);
+    }
+    let page = rlock::generate::man_page();
+    for var in option_env_vars() {
+        assert!(seen.contains(&format!("[env: {var}]")), "{var} in --help");
+        assert!(
+            page.contains(&format!("\\fB{var}\\fR environment variable")),
+            "{var} in the man page"
+        );
+        assert!(!page.contains(&format!("{var}=")), "{var}= in the man page");
+    }
+}
