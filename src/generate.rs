@@ -1,5 +1,5 @@
 //! Shell completions and the man page, rendered from the clap definitions in
-//! `cli.rs`, so they cannot drift from `--help`. The committed copies in
+//! `src/cli/`, so they cannot drift from `--help`. The committed copies in
 //! `completions/` and `man/` are checked by the test `generated_files_are_fresh`
 //! and rewritten by `RLOCK_UPDATE_GENERATED=1 cargo test generated_files`.
 
@@ -12,17 +12,37 @@ pub fn completion(shell: Shell) -> String {
     let mut cmd = cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "rlock", &mut out);
-    let mut script = String::from_utf8_lossy(&out).into_owned();
-    // clap's scripts know nothing of what follows `--`: rlock's COMMAND, as
-    // flock's completion offers it.
+    let script = String::from_utf8_lossy(&out).into_owned();
+    // What clap_complete cannot say: after `--` comes rlock's COMMAND, to be
+    // completed as a command and then as that command's own arguments (as
+    // flock's completion does), and a NAME is not a file. zsh takes NAME's
+    // value hint (nothing to offer); bash and fish ignore a positional's hint.
     match shell {
-        Shell::Bash => script.push_str(BASH_AFTER_DASHES),
-        Shell::Fish => script.push_str(FISH_AFTER_DASHES),
-        _ => {}
+        Shell::Bash => script + BASH_AFTER_DASHES,
+        Shell::Zsh => replace_once(&script, ZSH_RUN, ZSH_RUN_AFTER_DASHES),
+        Shell::Fish => {
+            replace_once(
+                &script,
+                FISH_USING_SUBCOMMAND,
+                FISH_USING_SUBCOMMAND_BEFORE_DASHES,
+            ) + FISH_AFTER_DASHES
+        }
+        _ => script,
     }
-    script
 }
 
+/// `script` with the one `from` replaced: clap_complete's output is fixed by
+/// its version and rlock's definitions, so a missing anchor is a bug the
+/// tests of the generated files catch.
+fn replace_once(script: &str, from: &str, to: &str) -> String {
+    assert_eq!(script.matches(from).count(), 1, "{from:?} in the script");
+    script.replacen(from, to, 1)
+}
+
+/// Replaces clap's `complete -F _rlock -o bashdefault -o default rlock`
+/// (registered last, so it wins): without bash's fallbacks to file names,
+/// which clap leaves on for positionals, NAME positions offer no files. Option
+/// values that are files are completed by clap's own `compgen -f`.
 const BASH_AFTER_DASHES: &str = r#"
 # After `--`: a command, then that command's own arguments (as flock's completion).
 _rlock_after_dashes() {
@@ -34,6 +54,7 @@ _rlock_after_dashes() {
             elif (( COMP_CWORD == i + 1 )); then
                 mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
             else
+                compopt -o filenames 2>/dev/null
                 mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
             fi
             return 0
@@ -41,15 +62,47 @@ _rlock_after_dashes() {
     done
     _rlock "$@"
 }
-complete -F _rlock_after_dashes -o bashdefault -o default rlock
+# No -o default or -o bashdefault: a lock NAME is not a file name.
+complete -F _rlock_after_dashes rlock
 "#;
+
+/// The start of zsh's `rlock run` arguments (`rlock help run` has none).
+const ZSH_RUN: &str = "(run)\n_arguments \"${_arguments_options[@]}\" : \\\n'";
+
+/// clap's `_arguments -S` drops the `--` and completes NAMEs after it.
+const ZSH_RUN_AFTER_DASHES: &str = r#"(run)
+# After `--`: a command, then that command's own arguments (as flock's completion).
+local -i dashes=${words[(i)--]}
+if (( dashes < CURRENT )); then
+    words=("${(@)words[dashes+1,-1]}")
+    (( CURRENT -= dashes ))
+    _normal && ret=0
+    return ret
+fi
+_arguments "${_arguments_options[@]}" : \
+'"#;
+
+/// The test fish's clap script makes for a subcommand's options.
+const FISH_USING_SUBCOMMAND: &str = "function __fish_rlock_using_subcommand\n";
+
+/// ... holds before `--` only: after it, rlock's options are not offered.
+const FISH_USING_SUBCOMMAND_BEFORE_DASHES: &str = "function __fish_rlock_using_subcommand
+    __fish_rlock_after_dashes; and return 1
+";
 
 const FISH_AFTER_DASHES: &str = r#"
 # After `--`: a command, then that command's own arguments (as flock's completion).
 function __fish_rlock_after_dashes
     contains -- -- (commandline -opc)
 end
-complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
+function __fish_rlock_complete_after_dashes
+    set -l words (commandline -opc)
+    set -e words[1..(contains -i -- -- $words)]
+    complete -C (string join -- ' ' (string escape -- $words) (commandline -ct))
+end
+complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_rlock_complete_after_dashes)'
+# A lock NAME (or list's PATTERN) is not a file name.
+complete -c rlock -n '__fish_rlock_using_subcommand run acquire renew release status list' -f
 "#;
 
 /// The man page `rlock(1)`: every option of every subcommand, the environment,

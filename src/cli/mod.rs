@@ -15,6 +15,11 @@ const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
 const KINDS: &str = "Lock kinds";
 
+/// Lock names are not files: completions offer nothing for NAME (and PATTERN)
+/// positions (zsh shows the help text instead; src/generate.rs sees to bash
+/// and fish, whose clap scripts ignore a positional's hint).
+const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
+
 /// Run a command while holding a named lock in Redis.
 ///
 /// rlock takes a lease lock in Redis (Redisson's re-entrant lock design), runs
@@ -119,7 +124,7 @@ pub enum Command {
     /// waiting count and fence. Never owner tokens.
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
-        #[arg(value_name = "NAME")]
+        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
         names: Vec<String>,
         /// One JSON object per lock, one per line.
         #[arg(long, conflicts_with = "check")]
@@ -132,7 +137,7 @@ pub enum Command {
     /// List the locks that are held or waited for (SCAN, never KEYS).
     List {
         /// Glob over lock names (default: every lock).
-        #[arg(value_name = "PATTERN", default_value = "*")]
+        #[arg(value_name = "PATTERN", default_value = "*", value_hint = NAME_HINT)]
         pattern: String,
         /// A JSON array of status objects.
         #[arg(long)]
@@ -192,7 +197,7 @@ pub struct RunArgs {
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
     ///
     /// Several names are taken all together or not at all.
-    #[arg(value_name = "NAME", required = true)]
+    #[arg(value_name = "NAME", required = true, value_hint = NAME_HINT)]
     pub names: Vec<String>,
 
     /// The command to run, after `--`; executed directly, without a shell.
@@ -205,6 +210,7 @@ pub struct RunArgs {
         short = 'c',
         long = "command",
         value_name = "STRING",
+        value_hint = clap::ValueHint::CommandString,
         conflicts_with = "command"
     )]
     pub shell: Option<OsString>,
@@ -234,7 +240,7 @@ pub struct AcquireArgs {
     pub while_pid: Option<u32>,
 
     /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 }
 
@@ -272,7 +278,7 @@ pub struct WhilePidArgs {
 #[derive(Debug, Args)]
 pub struct RenewArgs {
     /// Lock name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 
     /// The owner token `rlock acquire` printed [default: $RLOCK_TOKEN].
@@ -295,7 +301,7 @@ pub struct RenewArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// Lock name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 
     /// The owner token `rlock acquire` printed: releases only that hold
