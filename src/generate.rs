@@ -144,6 +144,12 @@ pub fn man_page() -> String {
 }
 
 const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
+An option given on the command line wins over its variable, and over the variable of
+its opposite (\fB--wait\fR over \fBRLOCK_NO_WAIT\fR, \fB--shared\fR over \fBRLOCK_LIMIT\fR,
+\fB--lease\fR over \fBRLOCK_TTL\fR, and the other way round); opposites both set in the
+environment are a usage error. The switches (\fBRLOCK_NO_WAIT\fR, \fBRLOCK_SHARED\fR,
+\fBRLOCK_FAIR\fR, \fBRLOCK_REDISSON\fR) are off when unset, empty, 0, f, false, n, no or off.
+A duration is a bare number of seconds (5, 0.5) or a number with a unit (500ms, 10m).
 .TP
 \fBRLOCK_URL\fR
 Server URL(s), comma-separated, when \fB--url\fR is not given.
@@ -155,10 +161,79 @@ Server URL when neither \fB--url\fR nor \fBRLOCK_URL\fR is given. Default: redis
 Password, used when the URL has none. Never printed.
 .TP
 \fBRLOCK_PREFIX\fR
-Key namespace (default rlock).
+\fB--prefix\fR: key namespace (default rlock).
 .TP
-\fBRLOCK_CACERT\fR, \fBRLOCK_CERT\fR, \fBRLOCK_KEY\fR
-TLS files (PEM) for rediss:// servers: CA to trust, client certificate and key.
+\fBRLOCK_CACERT\fR
+\fB--cacert\fR: CA certificate (PEM) to trust for rediss:// servers.
+.TP
+\fBRLOCK_CERT\fR
+\fB--cert\fR: client certificate (PEM) for rediss:// servers.
+.TP
+\fBRLOCK_KEY\fR
+\fB--key\fR: client private key (PEM) for rediss:// servers.
+.TP
+\fBRLOCK_CONNECT_TIMEOUT\fR
+\fB--connect-timeout\fR: bound on each connection attempt and each reply (default 2s).
+.TP
+\fBRLOCK_WAIT\fR
+\fB--wait\fR: how long \fBrun\fR and \fBacquire\fR wait for the lock (default: forever).
+.TP
+\fBRLOCK_NO_WAIT\fR
+\fB--no-wait\fR: give up at once when the lock is taken.
+.TP
+\fBRLOCK_NOTE\fR
+\fB--note\fR: what this holder is, shown by \fBstatus\fR, \fBlist\fR, \fB--json\fR, waiting runs and their messages.
+.TP
+\fBRLOCK_PROGRESS_INTERVAL\fR
+\fB--progress-interval\fR: how often a waiting run off a terminal prints a line (default 30s; 0: never).
+.TP
+\fBRLOCK_UNREACHABLE_WAIT\fR
+\fB--unreachable-wait\fR: how long to wait for an unreachable server without \fB--wait\fR (default 60s).
+.TP
+\fBRLOCK_CONFLICT_EXIT_CODE\fR
+\fB-E\fR: exit status when the lock was not acquired (default 75).
+.TP
+\fBRLOCK_TTL\fR
+\fB--ttl\fR: lease length (default 30s).
+.TP
+\fBRLOCK_LEASE\fR
+\fB--lease\fR: fixed lease without renewal (\fBrun\fR).
+.TP
+\fBRLOCK_KILL_AFTER\fR
+\fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
+.TP
+\fBRLOCK_SHARED\fR
+\fB--shared\fR: a shared (read) lock.
+.TP
+\fBRLOCK_LIMIT\fR
+\fB--limit\fR: a semaphore of N holders.
+.TP
+\fBRLOCK_FAIR\fR
+\fB--fair\fR: first come, first served among waiters.
+.TP
+\fBRLOCK_MIN_REPLICAS\fR
+\fB--min-replicas\fR: replicas that must have the lock.
+.TP
+\fBRLOCK_REDISSON\fR
+\fB--redisson\fR: a lock exactly as Redisson's getLock(NAME) stores it.
+.TP
+\fBRLOCK_TOKEN\fR
+\fBrenew\fR, \fBrelease\fR: the owner token when \fB--token\fR is not given (kept off the command line, which \fBps\fR shows); a nested \fBrlock run\fR of the same NAME re-enters with it.
+.TP
+\fBGITHUB_SERVER_URL\fR, \fBGITHUB_REPOSITORY\fR, \fBGITHUB_RUN_ID\fR
+Without \fB--note\fR, the note is the GitHub Actions run's URL, $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID, when all three are set;
+.TP
+\fBCI_JOB_URL\fR
+else GitLab CI's job URL;
+.TP
+\fBBUILDKITE_BUILD_URL\fR
+else Buildkite's build URL;
+.TP
+\fBBUILD_URL\fR
+else Jenkins' build URL. A note is one line of at most 200 bytes, without URL passwords.
+.TP
+\fBHOME\fR
+Expands \fB~\fR in \fB--url file:~/DIR\fR.
 .PP
 COMMAND gets \fBRLOCK_NAME\fR (the name(s)), \fBRLOCK_TOKEN\fR (its owner token: a
 capability, do not log it), \fBRLOCK_FENCE\fR (fencing token: strictly increases with every
@@ -169,8 +244,11 @@ acquisition of the name), \fBRLOCK_FENCES\fR (name=fence for each name) and
 COMMAND's status
 COMMAND ran; 128+N if it died by signal N.
 .TP
+0
+\fBacquire\fR, \fBrenew\fR, \fBrelease\fR, \fBstatus\fR, \fBlist\fR succeeded; \fBstatus --check\fR: every NAME is held.
+.TP
 1
-\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it.
+\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed).
 .TP
 2
 Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.
@@ -213,7 +291,10 @@ Many test suites at once, never beside \fBrlock run db -- ./migrate.sh\fR.
 A critical section in a shell script: held while the shell lives; \fBrlock release deploy --token "$token"\fR ends it early.
 .TP
 \fBrlock status deploy\fR, \fBrlock list --json 'deploy-*'\fR
-Who holds the lock, since when, who waits.
+Who holds the lock (pid, host, command and note), since when, who waits.
+.TP
+\fBrlock status --check deploy || alert 'deploy is not running'\fR
+Monitoring: exits 1 when the lock is free.
 .TP
 \fBrlock release deploy --force\fR
 Break any hold (operators); the evicted run stops its COMMAND and exits 70.

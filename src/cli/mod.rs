@@ -27,6 +27,9 @@ const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
 /// ends. It exits with COMMAND's status, or with 75 when the lock was not
 /// acquired, 70 when the lock was lost and COMMAND stopped, 69 when the server is
 /// unavailable, and 2 for usage errors.
+///
+/// A duration (DUR) is a bare number of seconds, as flock's -w takes it (5, 0.5),
+/// or a number with a unit (500ms, 30s, 10m, 1h 30m).
 #[derive(Debug, Parser)]
 #[command(
     name = "rlock",
@@ -120,8 +123,8 @@ pub enum Command {
     /// nothing held it). A `rlock run` whose hold was forced notices at its next
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
-    /// Show who holds each lock: holders (host, pid, command, held for, ttl),
-    /// waiting count and fence. Never owner tokens.
+    /// Show who holds each lock: holders (host, pid, command, note, held for,
+    /// ttl), waiting count and fence. Never owner tokens.
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
         #[arg(value_name = "NAME", value_hint = NAME_HINT)]
@@ -164,6 +167,9 @@ Examples:
   rlock run --shared db -- ./test-suite.sh          # many test suites at once ...
   rlock run db -- ./migrate.sh                      # ... but never beside a migration
   rlock run db cache -- ./rebuild.sh                # both locks or neither
+
+DUR is a bare number of seconds (5, 0.5) or a number with a unit (500ms, 10m).
+`rlock status NAME` shows who holds NAME, with its --note.
 
 COMMAND gets RLOCK_NAME, RLOCK_TOKEN and RLOCK_FENCE (a number that strictly
 increases with every acquisition of NAME) in its environment. An rlock run of the
@@ -325,6 +331,9 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
+    ///
+    /// A bare number is seconds, as flock's -w takes it (-w 5, -w 0.5); or give a
+    /// unit (500ms, 10m, 1h 30m), as for every DUR.
     #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
           help_heading = WAITING)]
     pub wait: Option<Duration>,

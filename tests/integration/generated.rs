@@ -337,3 +337,62 @@ fn zsh_offers_no_file_names_for_a_lock_name_and_commands_after_the_dashes() {
 fn fish_offers_no_file_names_for_a_lock_name_and_commands_after_the_dashes() {
     check_completions("fish");
 }
+
+/// The man page's ENVIRONMENT names every variable rlock reads: each option's,
+/// RLOCK_TOKEN, and the CI variables a note is taken from (src/note.rs); EXIT
+/// STATUS has `status --check`; and the man page and `--help` say that a bare
+/// number is seconds and that `status` shows the note.
+#[test]
+fn the_man_page_and_help_document_the_environment_and_status_check() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let note_rs = std::fs::read_to_string(root.join("src/note.rs")).unwrap();
+    let note_rs = &note_rs[..note_rs.find("#[cfg(test)]").unwrap()];
+    let ci_vars: Vec<&str> = note_rs
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.len() > 2 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
+        .collect();
+    assert!(ci_vars.contains(&"GITHUB_RUN_ID") && ci_vars.contains(&"BUILD_URL"));
+    let page = rlock::generate::man_page();
+    let section = |title: &str| {
+        let start = page.find(title).unwrap_or_else(|| panic!("{title}"));
+        let rest = &page[start + title.len()..];
+        rest[..rest.find("\n.SH ").unwrap_or(rest.len())].to_owned()
+    };
+    let environment = section(".SH ENVIRONMENT\n");
+    let mut vars = option_env_vars();
+    vars.push("RLOCK_TOKEN".into());
+    vars.extend(ci_vars.iter().map(|v| v.to_string()));
+    for var in vars {
+        assert!(
+            environment.contains(&format!("\\fB{var}\\fR")),
+            "{var} in ENVIRONMENT"
+        );
+    }
+    let exit = section(".SH \"EXIT STATUS\"\n");
+    assert!(
+        exit.contains("\\fBstatus --check\\fR: a NAME is free"),
+        "{exit}"
+    );
+    assert!(
+        exit.contains("\\fBstatus --check\\fR: every NAME is held"),
+        "{exit}"
+    );
+    let page = page.replace("\\-", "-");
+    assert!(
+        page.contains("bare number of seconds"),
+        "seconds in the man page"
+    );
+    let help = |args: &[&str]| {
+        let out = crate::support::rlock::output(crate::support::rlock::bare().args(args));
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for args in [&["run", "--help"][..], &["acquire", "--help"]] {
+        let text = help(args);
+        assert!(text.contains("-w 5, -w 0.5"), "{args:?}: {text}");
+    }
+    let text = help(&["status", "--help"]);
+    assert!(text.contains("note"), "{text}");
+}
