@@ -221,7 +221,7 @@ Password, used when the URL has none. Never printed.
 \fBrenew\fR, \fBrelease\fR: the owner token when \fB--token\fR is not given (kept off the command line, which \fBps\fR shows); a nested \fBrlock run\fR of the same NAME re-enters with it.
 .TP
 \fBGITHUB_SERVER_URL\fR, \fBGITHUB_REPOSITORY\fR, \fBGITHUB_RUN_ID\fR
-Without \fB--note\fR, the note is the GitHub Actions run's URL, $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID, when all three are set;
+Without \fB--note\fR, the note is the URL of the GitHub Actions run (server/\:repository/\:actions/\:runs/\:id) when all three are set;
 .TP
 \fBCI_JOB_URL\fR
 else GitLab CI's job URL;
