@@ -663,6 +663,7 @@ _rlock_after_dashes() {
             elif (( COMP_CWORD == i + 1 )); then
                 mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
             else
+                compopt -o filenames 2>/dev/null
                 mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
             fi
             return 0
@@ -670,4 +671,5 @@ _rlock_after_dashes() {
     done
     _rlock "$@"
 }
-complete -F _rlock_after_dashes -o bashdefault -o default rlock
+# No -o default or -o bashdefault: a lock NAME is not a file name.
+complete -F _rlock_after_dashes rlock

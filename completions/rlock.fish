@@ -18,6 +18,7 @@ function __fish_rlock_needs_command
 end
 
 function __fish_rlock_using_subcommand
+    __fish_rlock_after_dashes; and return 1
     set -l cmd (__fish_rlock_needs_command)
     test -z "$cmd"
     and return 1
@@ -38,7 +39,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -f -a "run" -d 'Wait for the l
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
-complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, held for, ttl), waiting count and fence. Never owner tokens'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl), waiting count and fence. Never owner tokens'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -52,7 +53,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore:
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it ends and is killed just before it ends (exit 70)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
@@ -153,7 +154,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_su
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, held for, ttl), waiting count and fence. Never owner tokens'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl), waiting count and fence. Never owner tokens'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -162,4 +163,11 @@ complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_su
 function __fish_rlock_after_dashes
     contains -- -- (commandline -opc)
 end
-complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
+function __fish_rlock_complete_after_dashes
+    set -l words (commandline -opc)
+    set -e words[1..(contains -i -- -- $words)]
+    complete -C (string join -- ' ' (string escape -- $words) (commandline -ct))
+end
+complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_rlock_complete_after_dashes)'
+# A lock NAME (or list's PATTERN) is not a file name.
+complete -c rlock -n '__fish_rlock_using_subcommand run acquire renew release status list' -f

@@ -1,29 +1,48 @@
 //! Shell completions and the man page, rendered from the clap definitions in
-//! `cli.rs`, so they cannot drift from `--help`. The committed copies in
+//! `src/cli/`, so they cannot drift from `--help`. The committed copies in
 //! `completions/` and `man/` are checked by the test `generated_files_are_fresh`
 //! and rewritten by `RLOCK_UPDATE_GENERATED=1 cargo test generated_files`.
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::cli;
 
 /// The completion script for `shell`.
 pub fn completion(shell: Shell) -> String {
-    let mut cmd = Cli::command();
+    let mut cmd = cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "rlock", &mut out);
-    let mut script = String::from_utf8_lossy(&out).into_owned();
-    // clap's scripts know nothing of what follows `--`: rlock's COMMAND, as
-    // flock's completion offers it.
+    let script = String::from_utf8_lossy(&out).into_owned();
+    // What clap_complete cannot say: after `--` comes rlock's COMMAND, to be
+    // completed as a command and then as that command's own arguments (as
+    // flock's completion does), and a NAME is not a file. zsh takes NAME's
+    // value hint (nothing to offer); bash and fish ignore a positional's hint.
     match shell {
-        Shell::Bash => script.push_str(BASH_AFTER_DASHES),
-        Shell::Fish => script.push_str(FISH_AFTER_DASHES),
-        _ => {}
+        Shell::Bash => script + BASH_AFTER_DASHES,
+        Shell::Zsh => replace_once(&script, ZSH_RUN, ZSH_RUN_AFTER_DASHES),
+        Shell::Fish => {
+            replace_once(
+                &script,
+                FISH_USING_SUBCOMMAND,
+                FISH_USING_SUBCOMMAND_BEFORE_DASHES,
+            ) + FISH_AFTER_DASHES
+        }
+        _ => script,
     }
-    script
 }
 
+/// `script` with the one `from` replaced: clap_complete's output is fixed by
+/// its version and rlock's definitions, so a missing anchor is a bug the
+/// tests of the generated files catch.
+fn replace_once(script: &str, from: &str, to: &str) -> String {
+    assert_eq!(script.matches(from).count(), 1, "{from:?} in the script");
+    script.replacen(from, to, 1)
+}
+
+/// Replaces clap's `complete -F _rlock -o bashdefault -o default rlock`
+/// (registered last, so it wins): without bash's fallbacks to file names,
+/// which clap leaves on for positionals, NAME positions offer no files. Option
+/// values that are files are completed by clap's own `compgen -f`.
 const BASH_AFTER_DASHES: &str = r#"
 # After `--`: a command, then that command's own arguments (as flock's completion).
 _rlock_after_dashes() {
@@ -35,6 +54,7 @@ _rlock_after_dashes() {
             elif (( COMP_CWORD == i + 1 )); then
                 mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
             else
+                compopt -o filenames 2>/dev/null
                 mapfile -t COMPREPLY < <(compgen -f -- "${COMP_WORDS[COMP_CWORD]}")
             fi
             return 0
@@ -42,21 +62,53 @@ _rlock_after_dashes() {
     done
     _rlock "$@"
 }
-complete -F _rlock_after_dashes -o bashdefault -o default rlock
+# No -o default or -o bashdefault: a lock NAME is not a file name.
+complete -F _rlock_after_dashes rlock
 "#;
+
+/// The start of zsh's `rlock run` arguments (`rlock help run` has none).
+const ZSH_RUN: &str = "(run)\n_arguments \"${_arguments_options[@]}\" : \\\n'";
+
+/// clap's `_arguments -S` drops the `--` and completes NAMEs after it.
+const ZSH_RUN_AFTER_DASHES: &str = r#"(run)
+# After `--`: a command, then that command's own arguments (as flock's completion).
+local -i dashes=${words[(i)--]}
+if (( dashes < CURRENT )); then
+    words=("${(@)words[dashes+1,-1]}")
+    (( CURRENT -= dashes ))
+    _normal && ret=0
+    return ret
+fi
+_arguments "${_arguments_options[@]}" : \
+'"#;
+
+/// The test fish's clap script makes for a subcommand's options.
+const FISH_USING_SUBCOMMAND: &str = "function __fish_rlock_using_subcommand\n";
+
+/// ... holds before `--` only: after it, rlock's options are not offered.
+const FISH_USING_SUBCOMMAND_BEFORE_DASHES: &str = "function __fish_rlock_using_subcommand
+    __fish_rlock_after_dashes; and return 1
+";
 
 const FISH_AFTER_DASHES: &str = r#"
 # After `--`: a command, then that command's own arguments (as flock's completion).
 function __fish_rlock_after_dashes
     contains -- -- (commandline -opc)
 end
-complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_complete_subcommand --fcs-skip=(contains -i -- -- (commandline -opc)))'
+function __fish_rlock_complete_after_dashes
+    set -l words (commandline -opc)
+    set -e words[1..(contains -i -- -- $words)]
+    complete -C (string join -- ' ' (string escape -- $words) (commandline -ct))
+end
+complete -c rlock -n __fish_rlock_after_dashes -f -a '(__fish_rlock_complete_after_dashes)'
+# A lock NAME (or list's PATTERN) is not a file name.
+complete -c rlock -n '__fish_rlock_using_subcommand run acquire renew release status list' -f
 "#;
 
 /// The man page `rlock(1)`: every option of every subcommand, the environment,
 /// the exit statuses and examples. Deterministic: no build date.
 pub fn man_page() -> String {
-    let cmd = Cli::command().disable_help_subcommand(true);
+    let cmd = cli::command().disable_help_subcommand(true);
     let man = clap_mangen::Man::new(cmd.clone())
         .date("")
         .manual("rlock manual")
@@ -92,6 +144,12 @@ pub fn man_page() -> String {
 }
 
 const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
+An option given on the command line wins over its variable, and over the variable of
+its opposite (\fB--wait\fR over \fBRLOCK_NO_WAIT\fR, \fB--shared\fR over \fBRLOCK_LIMIT\fR,
+\fB--lease\fR over \fBRLOCK_TTL\fR, and the other way round); opposites both set in the
+environment are a usage error. The switches (\fBRLOCK_NO_WAIT\fR, \fBRLOCK_SHARED\fR,
+\fBRLOCK_FAIR\fR, \fBRLOCK_REDISSON\fR) are off when unset, empty, 0, f, false, n, no or off.
+A duration is a bare number of seconds (5, 0.5) or a number with a unit (500ms, 10m).
 .TP
 \fBRLOCK_URL\fR
 Server URL(s), comma-separated, when \fB--url\fR is not given.
@@ -103,10 +161,79 @@ Server URL when neither \fB--url\fR nor \fBRLOCK_URL\fR is given. Default: redis
 Password, used when the URL has none. Never printed.
 .TP
 \fBRLOCK_PREFIX\fR
-Key namespace (default rlock).
+\fB--prefix\fR: key namespace (default rlock).
 .TP
-\fBRLOCK_CACERT\fR, \fBRLOCK_CERT\fR, \fBRLOCK_KEY\fR
-TLS files (PEM) for rediss:// servers: CA to trust, client certificate and key.
+\fBRLOCK_CACERT\fR
+\fB--cacert\fR: CA certificate (PEM) to trust for rediss:// servers.
+.TP
+\fBRLOCK_CERT\fR
+\fB--cert\fR: client certificate (PEM) for rediss:// servers.
+.TP
+\fBRLOCK_KEY\fR
+\fB--key\fR: client private key (PEM) for rediss:// servers.
+.TP
+\fBRLOCK_CONNECT_TIMEOUT\fR
+\fB--connect-timeout\fR: bound on each connection attempt and each reply (default 2s).
+.TP
+\fBRLOCK_WAIT\fR
+\fB--wait\fR: how long \fBrun\fR and \fBacquire\fR wait for the lock (default: forever).
+.TP
+\fBRLOCK_NO_WAIT\fR
+\fB--no-wait\fR: give up at once when the lock is taken.
+.TP
+\fBRLOCK_NOTE\fR
+\fB--note\fR: what this holder is, shown by \fBstatus\fR, \fBlist\fR, \fB--json\fR, waiting runs and their messages.
+.TP
+\fBRLOCK_PROGRESS_INTERVAL\fR
+\fB--progress-interval\fR: how often a waiting run off a terminal prints a line (default 30s; 0: never).
+.TP
+\fBRLOCK_UNREACHABLE_WAIT\fR
+\fB--unreachable-wait\fR: how long to wait for an unreachable server without \fB--wait\fR (default 60s).
+.TP
+\fBRLOCK_CONFLICT_EXIT_CODE\fR
+\fB-E\fR: exit status when the lock was not acquired (default 75).
+.TP
+\fBRLOCK_TTL\fR
+\fB--ttl\fR: lease length (default 30s).
+.TP
+\fBRLOCK_LEASE\fR
+\fB--lease\fR: fixed lease without renewal (\fBrun\fR).
+.TP
+\fBRLOCK_KILL_AFTER\fR
+\fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
+.TP
+\fBRLOCK_SHARED\fR
+\fB--shared\fR: a shared (read) lock.
+.TP
+\fBRLOCK_LIMIT\fR
+\fB--limit\fR: a semaphore of N holders.
+.TP
+\fBRLOCK_FAIR\fR
+\fB--fair\fR: first come, first served among waiters.
+.TP
+\fBRLOCK_MIN_REPLICAS\fR
+\fB--min-replicas\fR: replicas that must have the lock.
+.TP
+\fBRLOCK_REDISSON\fR
+\fB--redisson\fR: a lock exactly as Redisson's getLock(NAME) stores it.
+.TP
+\fBRLOCK_TOKEN\fR
+\fBrenew\fR, \fBrelease\fR: the owner token when \fB--token\fR is not given (kept off the command line, which \fBps\fR shows); a nested \fBrlock run\fR of the same NAME re-enters with it.
+.TP
+\fBGITHUB_SERVER_URL\fR, \fBGITHUB_REPOSITORY\fR, \fBGITHUB_RUN_ID\fR
+Without \fB--note\fR, the note is the URL of the GitHub Actions run (server/\:repository/\:actions/\:runs/\:id) when all three are set;
+.TP
+\fBCI_JOB_URL\fR
+else GitLab CI's job URL;
+.TP
+\fBBUILDKITE_BUILD_URL\fR
+else Buildkite's build URL;
+.TP
+\fBBUILD_URL\fR
+else Jenkins' build URL. A note is one line of at most 200 bytes, without URL passwords.
+.TP
+\fBHOME\fR
+Expands \fB~\fR in \fB--url file:~/DIR\fR.
 .PP
 COMMAND gets \fBRLOCK_NAME\fR (the name(s)), \fBRLOCK_TOKEN\fR (its owner token: a
 capability, do not log it), \fBRLOCK_FENCE\fR (fencing token: strictly increases with every
@@ -117,8 +244,11 @@ acquisition of the name), \fBRLOCK_FENCES\fR (name=fence for each name) and
 COMMAND's status
 COMMAND ran; 128+N if it died by signal N.
 .TP
+0
+\fBacquire\fR, \fBrenew\fR, \fBrelease\fR, \fBstatus\fR, \fBlist\fR succeeded; \fBstatus --check\fR: every NAME is held.
+.TP
 1
-\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it.
+\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed).
 .TP
 2
 Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.
@@ -161,7 +291,10 @@ Many test suites at once, never beside \fBrlock run db -- ./migrate.sh\fR.
 A critical section in a shell script: held while the shell lives; \fBrlock release deploy --token "$token"\fR ends it early.
 .TP
 \fBrlock status deploy\fR, \fBrlock list --json 'deploy-*'\fR
-Who holds the lock, since when, who waits.
+Who holds the lock (pid, host, command and note), since when, who waits.
+.TP
+\fBrlock status --check deploy || alert 'deploy is not running'\fR
+Monitoring: exits 1 when the lock is free.
 .TP
 \fBrlock release deploy --force\fR
 Break any hold (operators); the evicted run stops its COMMAND and exits 70.

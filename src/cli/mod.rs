@@ -15,6 +15,11 @@ const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
 const KINDS: &str = "Lock kinds";
 
+/// Lock names are not files: completions offer nothing for NAME (and PATTERN)
+/// positions (zsh shows the help text instead; src/generate.rs sees to bash
+/// and fish, whose clap scripts ignore a positional's hint).
+const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
+
 /// Run a command while holding a named lock in Redis.
 ///
 /// rlock takes a lease lock in Redis (Redisson's re-entrant lock design), runs
@@ -22,6 +27,9 @@ const KINDS: &str = "Lock kinds";
 /// ends. It exits with COMMAND's status, or with 75 when the lock was not
 /// acquired, 70 when the lock was lost and COMMAND stopped, 69 when the server is
 /// unavailable, and 2 for usage errors.
+///
+/// A duration (DUR) is a bare number of seconds, as flock's -w takes it (5, 0.5),
+/// or a number with a unit (500ms, 30s, 10m, 1h 30m).
 #[derive(Debug, Parser)]
 #[command(
     name = "rlock",
@@ -54,7 +62,7 @@ pub struct Global {
     /// then REDIS_URL, then redis://127.0.0.1:6379. The password may also come
     /// from REDISCLI_AUTH; it is never printed.
     #[arg(short = 'u', long = "url", value_name = "URL", env = "RLOCK_URL", value_delimiter = ',',
-          global = true, hide_env_values = true, help_heading = CONNECTION)]
+          global = true, help_heading = CONNECTION)]
     pub urls: Vec<String>,
 
     /// Key namespace: a lock NAME lives under the key PREFIX:{NAME}.
@@ -115,11 +123,11 @@ pub enum Command {
     /// nothing held it). A `rlock run` whose hold was forced notices at its next
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
-    /// Show who holds each lock: holders (host, pid, command, held for, ttl),
-    /// waiting count and fence. Never owner tokens.
+    /// Show who holds each lock: holders (host, pid, command, note, held for,
+    /// ttl), waiting count and fence. Never owner tokens.
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
-        #[arg(value_name = "NAME")]
+        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
         names: Vec<String>,
         /// One JSON object per lock, one per line.
         #[arg(long, conflicts_with = "check")]
@@ -132,7 +140,7 @@ pub enum Command {
     /// List the locks that are held or waited for (SCAN, never KEYS).
     List {
         /// Glob over lock names (default: every lock).
-        #[arg(value_name = "PATTERN", default_value = "*")]
+        #[arg(value_name = "PATTERN", default_value = "*", value_hint = NAME_HINT)]
         pattern: String,
         /// A JSON array of status objects.
         #[arg(long)]
@@ -159,6 +167,9 @@ Examples:
   rlock run --shared db -- ./test-suite.sh          # many test suites at once ...
   rlock run db -- ./migrate.sh                      # ... but never beside a migration
   rlock run db cache -- ./rebuild.sh                # both locks or neither
+
+DUR is a bare number of seconds (5, 0.5) or a number with a unit (500ms, 10m).
+`rlock status NAME` shows who holds NAME, with its --note.
 
 COMMAND gets RLOCK_NAME, RLOCK_TOKEN and RLOCK_FENCE (a number that strictly
 increases with every acquisition of NAME) in its environment. An rlock run of the
@@ -192,7 +203,7 @@ pub struct RunArgs {
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
     ///
     /// Several names are taken all together or not at all.
-    #[arg(value_name = "NAME", required = true)]
+    #[arg(value_name = "NAME", required = true, value_hint = NAME_HINT)]
     pub names: Vec<String>,
 
     /// The command to run, after `--`; executed directly, without a shell.
@@ -205,6 +216,7 @@ pub struct RunArgs {
         short = 'c',
         long = "command",
         value_name = "STRING",
+        value_hint = clap::ValueHint::CommandString,
         conflicts_with = "command"
     )]
     pub shell: Option<OsString>,
@@ -234,7 +246,7 @@ pub struct AcquireArgs {
     pub while_pid: Option<u32>,
 
     /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 }
 
@@ -272,7 +284,7 @@ pub struct WhilePidArgs {
 #[derive(Debug, Args)]
 pub struct RenewArgs {
     /// Lock name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 
     /// The owner token `rlock acquire` printed [default: $RLOCK_TOKEN].
@@ -295,7 +307,7 @@ pub struct RenewArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// Lock name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
     pub name: String,
 
     /// The owner token `rlock acquire` printed: releases only that hold
@@ -319,6 +331,9 @@ pub struct ReleaseArgs {
 #[derive(Debug, Args)]
 pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
+    ///
+    /// A bare number is seconds, as flock's -w takes it (-w 5, -w 0.5); or give a
+    /// unit (500ms, 10m, 1h 30m), as for every DUR.
     #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
           help_heading = WAITING)]
     pub wait: Option<Duration>,
@@ -438,6 +453,19 @@ fn grace_duration(text: &str) -> Result<Duration, String> {
     bounded(text, Duration::ZERO, "0s")
 }
 
+/// The command-line definition every user of it takes: parsing, `--help`,
+/// completions and the man page. Help names an option's environment variable
+/// without its value (`[env: RLOCK_PREFIX]`): a value would be shown as
+/// `[env: RLOCK_PREFIX=]` when unset, and a set one may be a URL or a note
+/// that a help page should not repeat.
+pub fn command() -> clap::Command {
+    fn hide_env_values(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|arg| arg.hide_env_values(true))
+            .mut_subcommands(hide_env_values)
+    }
+    hide_env_values(Cli::command())
+}
+
 /// Parses the command line. Help and version are printed here (exit 0); a usage
 /// error becomes one `rlock: ` line (exit 2).
 pub fn parse() -> Result<Cli, Exit> {
@@ -468,7 +496,7 @@ where
             });
     }
     let at = Context::of(&args);
-    let parsed = Cli::command()
+    let parsed = command()
         .try_get_matches_from(args)
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
@@ -510,7 +538,7 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
         .get_many::<String>("urls")
         .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
     if from_command_line && empty {
-        return Err(Cli::command().error(
+        return Err(command().error(
             clap::error::ErrorKind::InvalidValue,
             "invalid value '' for '--url <URL>': empty URL",
         ));
@@ -601,11 +629,10 @@ mod tests {
         assert!(duration(".").is_err());
         assert!(duration("1.2.3").is_err());
     }
-    use clap::CommandFactory;
 
     #[test]
     fn definitions_are_consistent() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     fn parse_ok(args: &[&str]) -> Cli {

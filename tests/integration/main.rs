@@ -24,7 +24,7 @@
 //! - `outage`: waiting runs wait out a restarting server, within bounds
 //! - `output`: output that cannot be written is an error
 //! - `replicas`: --min-replicas against a primary and a replica
-//! - `generated`: completions and man page are up to date
+//! - `generated`: completions, man page and --help are up to date; completions tried in bash, zsh and fish
 //! - `secrets`: no password or token stored with a hold; tokens from RLOCK_TOKEN
 //! - `scripting`: acquire / renew / release, release --force
 //! - `status`: status and list
