@@ -13,17 +13,22 @@
 //!
 //! Several locks are all-or-none: see [`acquire`].
 
+mod registrations;
+mod wanted;
+
+use registrations::Registrations;
+pub use wanted::Wanted;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, Session, Wake};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::name::LockKeys;
-use crate::outage::{Outage, Patience};
+use crate::outage::Outage;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
-use crate::token::Token;
 use crate::waiting_line::holder_for;
 
 // A waiter's registration lasts its ttl, and it blocks at most half of that
@@ -31,111 +36,6 @@ use crate::waiting_line::holder_for;
 // killed one leaves the queue within its ttl.
 /// Shortest block: keeps a just-expiring holder from turning into a busy loop.
 const MIN_BLOCK: Duration = Duration::from_millis(5);
-
-/// What to acquire and how long to wait.
-pub struct Wanted<'a> {
-    /// The locks, in the order they are tried (sorted by the caller, so that
-    /// every run tries shared names in the same order).
-    pub locks: &'a [LockKeys],
-    /// Fresh token for this caller.
-    pub token: &'a Token,
-    /// Ancestors' tokens (re-entry).
-    pub inherited: &'a [Token],
-    /// Lease to ask for.
-    pub ttl: Duration,
-    /// Metadata stored with the hold.
-    pub holder: &'a HolderInfo,
-    /// How long to wait: `None` forever, zero for `--no-wait`.
-    pub wait: Option<Duration>,
-    /// Status for "not acquired" (`-E`).
-    pub conflict_code: u8,
-    /// Exclusive, shared or semaphore.
-    pub kind: Kind,
-    /// First come, first served among waiters.
-    pub fair: bool,
-    /// A release may hand the lock over while we wait (one lock, and a lease
-    /// the caller renews: a handed-over lease is counted from the request that
-    /// registered us, so it can be shorter than `ttl`).
-    pub handoff: bool,
-    /// Replicas that must confirm the holds (`--min-replicas`) before they count.
-    pub min_replicas: u32,
-    /// How long they may take (the caller sets the connect timeout).
-    pub replica_timeout: Duration,
-    /// How long an unreachable server is waited for.
-    pub patience: Patience,
-    /// Off a terminal: how often a waiting run says so (zero: never).
-    pub progress_interval: Duration,
-}
-
-impl<'a> Wanted<'a> {
-    /// What `--wait`, `--no-wait`, `-E`, the kind options and `--fair` ask for.
-    pub fn new(
-        locks: &'a [LockKeys],
-        token: &'a Token,
-        inherited: &'a [Token],
-        holder: &'a HolderInfo,
-        options: &crate::cli::LockOptions,
-        ttl: Duration,
-        handoff: bool,
-    ) -> Self {
-        Wanted {
-            locks,
-            token,
-            inherited,
-            ttl,
-            holder,
-            wait: if options.no_wait {
-                Some(Duration::ZERO)
-            } else {
-                options.wait
-            },
-            conflict_code: options.conflict_exit_code,
-            kind: kind(options),
-            fair: options.fair,
-            // A handoff is written by the releasing client's connection, which
-            // this one's WAIT cannot vouch for.
-            handoff: handoff && locks.len() == 1 && options.min_replicas == 0,
-            min_replicas: options.min_replicas,
-            replica_timeout: Duration::from_secs(2),
-            patience: Patience {
-                wait_ends: options.wait.and_then(|w| Instant::now().checked_add(w)),
-                no_wait: options.no_wait || options.wait == Some(Duration::ZERO),
-                bound: options.unreachable_wait,
-            },
-            progress_interval: options.progress_interval,
-        }
-    }
-}
-
-/// The locks a caller is registered as a waiter on (by index into `locks`).
-#[derive(Default)]
-struct Registrations(Vec<usize>);
-
-impl Registrations {
-    fn add(&mut self, i: usize) {
-        if !self.0.contains(&i) {
-            self.0.push(i);
-        }
-    }
-
-    fn remove(&mut self, i: usize) {
-        self.0.retain(|&r| r != i);
-    }
-
-    /// Leaves every queue but `keep` (best effort: a failure only delays
-    /// cleanup until the registration expires).
-    fn leave_all_but(
-        &mut self,
-        keep: Option<usize>,
-        session: &mut dyn Session,
-        wanted: &Wanted<'_>,
-    ) {
-        for &i in self.0.iter().filter(|&&i| Some(i) != keep) {
-            let _ = session.leave(&wanted.locks[i], wanted.token);
-        }
-        self.0.retain(|&i| Some(i) == keep);
-    }
-}
 
 /// Renews `holds` (taken by the request sent at `round`) when less than two
 /// thirds of their lease is still provable, so that COMMAND never starts on a
@@ -518,13 +418,5 @@ fn interrupted(keys: &LockKeys, signal: crate::signal::Signal) -> Error {
     Error::Interrupted {
         lock: keys.name.clone(),
         signal,
-    }
-}
-/// The kind of hold the options ask for.
-pub(crate) fn kind(lock: &crate::cli::LockOptions) -> Kind {
-    match (lock.shared, lock.limit) {
-        (true, _) => Kind::Shared,
-        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
-        _ => Kind::Exclusive,
     }
 }

@@ -1,0 +1,93 @@
+//! What a caller asks `acquire` for: the locks, the kind, how long to wait
+//! for them and for an unreachable server.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::{HolderInfo, Kind};
+use crate::name::LockKeys;
+use crate::outage::Patience;
+use crate::token::Token;
+
+/// What to acquire and how long to wait.
+pub struct Wanted<'a> {
+    /// The locks, in the order they are tried (sorted by the caller, so that
+    /// every run tries shared names in the same order).
+    pub locks: &'a [LockKeys],
+    /// Fresh token for this caller.
+    pub token: &'a Token,
+    /// Ancestors' tokens (re-entry).
+    pub inherited: &'a [Token],
+    /// Lease to ask for.
+    pub ttl: Duration,
+    /// Metadata stored with the hold.
+    pub holder: &'a HolderInfo,
+    /// How long to wait: `None` forever, zero for `--no-wait`.
+    pub wait: Option<Duration>,
+    /// Status for "not acquired" (`-E`).
+    pub conflict_code: u8,
+    /// Exclusive, shared or semaphore.
+    pub kind: Kind,
+    /// First come, first served among waiters.
+    pub fair: bool,
+    /// A release may hand the lock over while we wait (one lock, and a lease
+    /// the caller renews: a handed-over lease is counted from the request that
+    /// registered us, so it can be shorter than `ttl`).
+    pub handoff: bool,
+    /// Replicas that must confirm the holds (`--min-replicas`) before they count.
+    pub min_replicas: u32,
+    /// How long they may take (the caller sets the connect timeout).
+    pub replica_timeout: Duration,
+    /// How long an unreachable server is waited for.
+    pub patience: Patience,
+    /// Off a terminal: how often a waiting run says so (zero: never).
+    pub progress_interval: Duration,
+}
+
+impl<'a> Wanted<'a> {
+    /// What `--wait`, `--no-wait`, `-E`, the kind options and `--fair` ask for.
+    pub fn new(
+        locks: &'a [LockKeys],
+        token: &'a Token,
+        inherited: &'a [Token],
+        holder: &'a HolderInfo,
+        options: &crate::cli::LockOptions,
+        ttl: Duration,
+        handoff: bool,
+    ) -> Self {
+        Wanted {
+            locks,
+            token,
+            inherited,
+            ttl,
+            holder,
+            wait: if options.no_wait {
+                Some(Duration::ZERO)
+            } else {
+                options.wait
+            },
+            conflict_code: options.conflict_exit_code,
+            kind: kind(options),
+            fair: options.fair,
+            // A handoff is written by the releasing client's connection, which
+            // this one's WAIT cannot vouch for.
+            handoff: handoff && locks.len() == 1 && options.min_replicas == 0,
+            min_replicas: options.min_replicas,
+            replica_timeout: Duration::from_secs(2),
+            patience: Patience {
+                wait_ends: options.wait.and_then(|w| Instant::now().checked_add(w)),
+                no_wait: options.no_wait || options.wait == Some(Duration::ZERO),
+                bound: options.unreachable_wait,
+            },
+            progress_interval: options.progress_interval,
+        }
+    }
+}
+
+/// The kind of hold the options ask for.
+fn kind(lock: &crate::cli::LockOptions) -> Kind {
+    match (lock.shared, lock.limit) {
+        (true, _) => Kind::Shared,
+        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
+        _ => Kind::Exclusive,
+    }
+}
