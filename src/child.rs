@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Stamp;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::run_state::{Phase, Shared};
 use crate::signal::Signal;
 use crate::sys::{self, process::ChildEvent};
@@ -27,14 +27,14 @@ use crate::sys::{self, process::ChildEvent};
 /// costs no Redis round trip: 127 when it does not exist, 126 when it is not
 /// executable.
 pub fn resolve(program: &OsStr, lock: &str) -> Result<PathBuf> {
-    let not_found = || Error::NotFound {
-        lock: lock.to_owned(),
-        program: program.to_string_lossy().into_owned(),
-    };
-    let denied = |cause| Error::CannotExecute {
-        lock: lock.to_owned(),
-        program: program.to_string_lossy().into_owned(),
-        cause,
+    let not_found =
+        || Error::from(Cause::NotFound(program.to_string_lossy().into_owned())).in_lock(lock);
+    let denied = |cause| {
+        Error::from(Cause::CannotExecute {
+            program: program.to_string_lossy().into_owned(),
+            cause,
+        })
+        .in_lock(lock)
     };
     if program.is_empty() {
         return Err(not_found());
@@ -111,15 +111,10 @@ pub fn spawn(
     // COMMAND exists (and handled as an interrupt) or forwarded to it.
     let mut phase = shared.phase();
     if !shared.lease_valid() {
-        return Err(Error::LeaseLapsedBeforeStart {
-            lock: shared.lock().to_owned(),
-        });
+        return Err(Error::from(Cause::LeaseLapsedBeforeStart).in_lock(shared.lock()));
     }
     if let Some(signal) = shared.interrupted() {
-        return Err(Error::Interrupted {
-            lock: String::new(),
-            signal,
-        });
+        return Err(Error::from(Cause::Interrupted(signal)));
     }
     let pid = crate::sys::spawn::spawn(path, argv, env, foreground, guardian)
         .map_err(|e| spawn_error(&argv[0], shared.lock(), &e))?;
@@ -131,12 +126,12 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
     let program = program.to_string_lossy().into_owned();
     let lock = lock.to_owned();
     match err.kind() {
-        io::ErrorKind::NotFound => Error::NotFound { lock, program },
-        _ => Error::CannotExecute {
-            lock,
+        io::ErrorKind::NotFound => Error::from(Cause::NotFound(program)).in_lock(&lock),
+        _ => Error::from(Cause::CannotExecute {
             program,
             cause: err.to_string(),
-        },
+        })
+        .in_lock(&lock),
     }
 }
 
@@ -191,7 +186,7 @@ pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitSta
             Ok(ChildEvent::Stopped(_)) => sys::process::consume_stop(pid),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(err) => {
-                return Err(Error::Internal(format!(
+                return Err(Error::internal(format!(
                     "waiting for COMMAND failed: {err}"
                 )))
             }
@@ -202,7 +197,7 @@ pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitSta
         match sys::process::reap(pid) {
             Ok(status) => return Ok(ExitStatus::from_raw(status)),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(Error::Internal(format!("reaping COMMAND failed: {err}"))),
+            Err(err) => return Err(Error::internal(format!("reaping COMMAND failed: {err}"))),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::cli::{AcquireArgs, ReleaseArgs, RenewArgs};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
 use crate::name;
 use crate::report;
@@ -78,11 +78,13 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         while_pid::interrupt_on_exit(watched, &shared);
     }
     let caller_gone = |err: Error| match (&watched, err) {
-        (Some(w), Error::Interrupted { .. }) if w.gone() => Error::Internal(format!(
-            "{}: --while-pid {} exited while waiting; nothing acquired",
-            args.name,
-            w.pid()
-        )),
+        (Some(w), err) if matches!(err.cause(), Cause::Interrupted(_)) && w.gone() => {
+            Error::internal(format!(
+                "{}: --while-pid {} exited while waiting; nothing acquired",
+                args.name,
+                w.pid()
+            ))
+        }
         (_, err) => err,
     };
     let (mut session, holds, _) =
@@ -91,7 +93,9 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     let give_back = |session: &mut Box<dyn crate::backend::Session>, err: Error| {
         let _ = session.release(&keys[0], token);
         match caller_gone(err) {
-            Error::Internal(cause) => Error::Internal(format!("{cause}; the lock was given back")),
+            err if matches!(err.cause(), Cause::Internal(_)) => {
+                Error::internal(format!("{err}; the lock was given back"))
+            }
             err => err,
         }
     };
@@ -107,14 +111,17 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
                 Ok(started) => keeper = Some(started),
                 Err(while_pid::StartError::Interrupted(signal)) => {
                     let lock = args.name.clone();
-                    return Err(give_back(&mut session, Error::Interrupted { lock, signal }));
+                    return Err(give_back(
+                        &mut session,
+                        Error::from(Cause::Interrupted(signal)).in_lock(&lock),
+                    ));
                 }
                 Err(while_pid::StartError::Failed(err)) => {
                     let cause = format!(
                         "{}: cannot start the --while-pid watchdog: {err}",
                         args.name
                     );
-                    return Err(give_back(&mut session, Error::Internal(cause)));
+                    return Err(give_back(&mut session, Error::internal(cause)));
                 }
             }
         }
@@ -124,7 +131,10 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
                 keeper.stop();
             }
             let lock = args.name.clone();
-            return Err(give_back(&mut session, Error::Interrupted { lock, signal }));
+            return Err(give_back(
+                &mut session,
+                Error::from(Cause::Interrupted(signal)).in_lock(&lock),
+            ));
         }
     }
     shared.set(Phase::Finished);
@@ -147,7 +157,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     if let Err(err) = handed {
         // Give the hold back rather than strand it.
         let cause = format!("{}: cannot hand the token over: {err}", args.name);
-        return Err(give_back(&mut session, Error::Internal(cause)));
+        return Err(give_back(&mut session, Error::internal(cause)));
     }
     Ok(Exit::Success)
 }
@@ -155,9 +165,11 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
 /// A token that is not even well-formed cannot hold the lock: exit 1, like a
 /// stale one, naming the lock.
 fn parse_token(text: &str, lock: &str) -> Result<Token> {
-    Token::parse(text).ok_or_else(|| Error::NotHeld {
-        lock: lock.to_owned(),
-        cause: "this token does not hold the lock (not a token `rlock acquire` printed)".into(),
+    Token::parse(text).ok_or_else(|| {
+        Error::from(Cause::NotHeld(
+            "this token does not hold the lock (not a token `rlock acquire` printed)".into(),
+        ))
+        .in_lock(lock)
     })
 }
 
@@ -182,7 +194,7 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
     )?;
     let backend = config.backend()?;
     let keys = config.lock_keys(args.redisson, &args.name);
-    let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
+    let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         report::verbose(|| {
             format!(
@@ -193,10 +205,10 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         });
         return Ok(Exit::Success);
     }
-    Err(Error::NotHeld {
-        lock: args.name.clone(),
-        cause: "this token does not hold the lock (expired or released)".into(),
-    })
+    Err(Error::from(Cause::NotHeld(
+        "this token does not hold the lock (expired or released)".into(),
+    ))
+    .in_lock(&args.name))
 }
 
 /// `rlock release NAME [--token T] | --force`.
@@ -213,7 +225,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     };
     let backend = config.backend()?;
     let keys = config.lock_keys(args.redisson, &args.name);
-    let mut session = backend.connect().map_err(|e| e.for_lock(&args.name))?;
+    let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     match token {
         Some(token) => match session.release(&keys, &token)? {
             Some(left) => {
@@ -225,16 +237,15 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
                 });
                 Ok(Exit::Success)
             }
-            None => Err(Error::NotHeld {
-                lock: args.name.clone(),
-                cause: "this token does not hold the lock (expired or released)".into(),
-            }),
+            None => Err(Error::from(Cause::NotHeld(
+                "this token does not hold the lock (expired or released)".into(),
+            ))
+            .in_lock(&args.name)),
         },
         None => match session.force_release(&keys)? {
-            0 => Err(Error::NotHeld {
-                lock: args.name.clone(),
-                cause: "nothing held the lock".into(),
-            }),
+            0 => {
+                Err(Error::from(Cause::NotHeld("nothing held the lock".into())).in_lock(&args.name))
+            }
             n => {
                 report::verbose(|| format!("{}: forced {n} hold(s) out", args.name));
                 Ok(Exit::Success)

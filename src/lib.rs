@@ -81,7 +81,7 @@ pub fn report(err: &Error) {
         return;
     }
     // Usage errors are printed even with -q: the caller made a mistake to fix.
-    if matches!(err, Error::Usage(_)) {
+    if matches!(err.cause(), error::Cause::Usage(_)) {
         report::set_verbosity(0);
     }
     report::error(&err.to_string());

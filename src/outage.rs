@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::report;
 use crate::run_state::Shared;
 
@@ -60,7 +60,7 @@ impl Outage {
         if !err.is_transient() || never {
             return Err(err.settled());
         }
-        let err = err.for_lock(lock);
+        let err = err.in_lock(lock);
         let now = Instant::now();
         let since = *self.since.get_or_insert(now);
         let give_up = match self.patience.wait_ends {
@@ -89,10 +89,7 @@ impl Outage {
         let end = now + pause;
         while Instant::now() < end {
             if let Some(signal) = shared.interrupted() {
-                return Err(Error::Interrupted {
-                    lock: lock.to_owned(),
-                    signal,
-                });
+                return Err(Error::from(Cause::Interrupted(signal)).in_lock(lock));
             }
             std::thread::sleep(SLICE.min(end.saturating_duration_since(Instant::now())));
         }
@@ -117,17 +114,7 @@ impl Outage {
             return err.settled();
         }
         let lasted = format!("{:.1}s", lasted.as_secs_f64());
-        match err.settled() {
-            Error::Unavailable {
-                lock,
-                server,
-                cause,
-            } => Error::Unavailable {
-                lock,
-                server,
-                cause: format!("{cause}; unreachable for the last {lasted}"),
-            },
-            other => other,
-        }
+        err.settled()
+            .with_more(&format!("; unreachable for the last {lasted}"))
     }
 }

@@ -15,7 +15,7 @@ pub fn report(text: &str) -> crate::error::Result<()> {
     match write_stdout(text) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(err) => Err(crate::error::Error::Internal(format!(
+        Err(err) => Err(crate::error::Error::internal(format!(
             "cannot write to standard output: {err}"
         ))),
     }

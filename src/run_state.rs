@@ -226,7 +226,7 @@ pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
         .filter(|s| !dispositions::ignored_at_start(*s))
         .collect();
     let mut signals = Signals::new(&caught).map_err(|e| {
-        crate::error::Error::Internal(format!("cannot install signal handlers: {e}"))
+        crate::error::Error::internal(format!("cannot install signal handlers: {e}"))
     })?;
     dispositions::block_forwarded(true);
     std::thread::Builder::new()
@@ -237,6 +237,6 @@ pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
                 shared.on_signal(signal);
             }
         })
-        .map_err(|e| crate::error::Error::Internal(format!("cannot start signal thread: {e}")))?;
+        .map_err(|e| crate::error::Error::internal(format!("cannot start signal thread: {e}")))?;
     Ok(())
 }

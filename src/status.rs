@@ -21,7 +21,7 @@ pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Res
     let backend = config.backend()?;
     let mut session = backend
         .connect()
-        .map_err(|e| e.for_lock(&names.join(", ")))?;
+        .map_err(|e| e.in_lock(&names.join(", ")))?;
     let names = match names {
         [] => session.list(&config.prefix, "*")?,
         given => given.to_vec(),
@@ -47,7 +47,7 @@ pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Res
 /// `rlock list [PATTERN] [--json]`.
 pub fn list(config: &Config, pattern: &str, json: bool) -> Result<Exit> {
     let backend = config.backend()?;
-    let mut session = backend.connect().map_err(|e| e.for_lock(pattern))?;
+    let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
     let names = session.list(&config.prefix, pattern)?;
     let states = read_all(session.as_mut(), &config.prefix, &names)?;
     let out = if json {

@@ -55,7 +55,7 @@ impl Token {
 /// source of randomness in rlock: owner tokens and Redlock's retry delays.
 pub fn random_bytes(bytes: &mut [u8]) -> Result<()> {
     crate::sys::random::fill(bytes)
-        .map_err(|err| Error::Internal(format!("cannot read random bytes: {err}")))
+        .map_err(|err| Error::internal(format!("cannot read random bytes: {err}")))
 }
 
 impl fmt::Debug for Token {

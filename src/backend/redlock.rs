@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
 };
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
 use crate::token::{random_bytes, Fence, Token};
 use crate::url::ServerSpec;
@@ -133,16 +133,13 @@ impl RedlockSession {
             }
             let result = match slot {
                 Some(session) => op(session.as_mut()),
-                None => Err(Error::Unreachable {
-                    lock: None,
+                None => Err(Error::from(Cause::Unreachable {
                     server: server.server().to_owned(),
                     cause: "not reachable".into(),
-                }),
+                })),
             };
-            if matches!(
-                result,
-                Err(Error::Unavailable { .. } | Error::Unreachable { .. })
-            ) {
+            if matches!(&result, Err(err) if matches!(err.cause(), Cause::Unavailable { .. } | Cause::Unreachable { .. }))
+            {
                 *slot = None;
             }
             results.push(result);
@@ -174,7 +171,6 @@ impl RedlockSession {
             .first()
             .map(|e| format!(" ({e})"))
             .unwrap_or_default();
-        let lock = lock.map(str::to_owned);
         let server = self.display.clone();
         let cause = format!(
             "no quorum: {answered} of {} servers answered, {} needed{first}",
@@ -182,19 +178,12 @@ impl RedlockSession {
             self.quorum()
         );
         // Servers that are restarting or failing over may answer again soon.
-        if failures.iter().all(Error::is_transient) {
-            Error::Unreachable {
-                lock,
-                server,
-                cause,
-            }
+        let err = if failures.iter().all(Error::is_transient) {
+            Error::from(Cause::Unreachable { server, cause })
         } else {
-            Error::Unavailable {
-                lock,
-                server,
-                cause,
-            }
-        }
+            Error::from(Cause::Unavailable { server, cause })
+        };
+        err.in_lock(lock.unwrap_or_default())
     }
 }
 
@@ -235,7 +224,7 @@ impl Session for RedlockSession {
                 Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
                 Ok(Attempt::Taken { pttl, holder, .. }) => taken.push((i, pttl, holder)),
                 Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
-                Err(err @ Error::ForeignKey { .. }) => foreign = Some(err),
+                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => foreign = Some(err),
                 Err(err) => {
                     failed.push(i);
                     failures.push(err);
@@ -374,7 +363,7 @@ impl Session for RedlockSession {
         let results = self.each_until(Some(deadline), true, |s| {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(Error::Internal("no time left to renew".into()));
+                return Err(Error::internal("no time left to renew"));
             }
             s.renew(keys, token, ttl, left)
         });

@@ -25,7 +25,7 @@ use crate::child;
 use crate::cli::RunArgs;
 use crate::clock::Stamp;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
 use crate::name::LockKeys;
 use crate::report;
@@ -135,7 +135,7 @@ impl<'a> Prepared<'a> {
         // fork of a single-threaded process is cheaper. It only acts once it
         // knows COMMAND's group.
         let guardian = Guardian::start()
-            .map_err(|e| Error::Internal(format!("cannot start the guardian process: {e}")))?;
+            .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?;
         let shared = Shared::new(&display);
         run_state::start(Arc::clone(&shared))?;
         child::become_subreaper();
@@ -224,7 +224,7 @@ impl<'a> Held<'a> {
         if !deadlines.wake() {
             deadlines.close(Stamp::now());
             release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "{}: the guardian process is gone; COMMAND was not started",
                 run.display
             )));
@@ -256,15 +256,12 @@ impl<'a> Held<'a> {
                 run.shared.set(Phase::Finished);
                 deadlines.close(Stamp::now());
                 release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
-                Err(match err {
-                    Error::Interrupted { signal, .. } => Error::Interrupted {
-                        lock: run.display,
-                        signal,
-                    },
-                    Error::LeaseLapsedBeforeStart { .. } => {
-                        Error::LeaseLapsedBeforeStart { lock: run.display }
+                // Said of every lock of the run, not of the one it was met on.
+                Err(match err.cause() {
+                    Cause::Interrupted(_) | Cause::LeaseLapsedBeforeStart => {
+                        err.for_locks(&run.display)
                     }
-                    err => err,
+                    _ => err,
                 })
             }
         }
@@ -362,7 +359,7 @@ impl Finished<'_> {
         let ttl = run.lease.ttl();
         if watchdog_failed {
             release::release(run.backend.as_ref(), None, &held, ttl);
-            return Err(Error::Internal("the watchdog could not be started".into()));
+            return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
         // only if COMMAND's whole group was gone before SIGTERM was due. A
@@ -402,10 +399,9 @@ impl Finished<'_> {
         }
         match status {
             Ok(status) => Ok(Exit::Child(child::status_code(status))),
-            Err(Error::Interrupted { signal, .. }) => Err(Error::Interrupted {
-                lock: run.display,
-                signal,
-            }),
+            Err(err) if matches!(err.cause(), Cause::Interrupted(_)) => {
+                Err(err.for_locks(&run.display))
+            }
             Err(err) => Err(err),
         }
     }

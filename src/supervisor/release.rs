@@ -30,7 +30,7 @@ pub(super) fn release(
     for (keys, token) in held.iter().rev() {
         let outcome = match &mut session {
             Ok(s) => s.release(keys, token),
-            Err(err) => Err(Error::Internal(err.to_string())),
+            Err(err) => Err(Error::internal(err.to_string())),
         };
         match outcome {
             Ok(Some(left)) => report::verbose(|| {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, Session, Wake};
 use crate::clock::Stamp;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
 use crate::outage::Outage;
 use crate::report;
@@ -90,7 +90,7 @@ pub fn acquire(
             Ok(session) => break session,
             Err(err) => outage
                 .ride_out(err, lock, shared)
-                .map_err(|e| e.for_lock(lock))?,
+                .map_err(|e| e.in_lock(lock))?,
         }
     };
     let (holds, at) = acquire_on(backend, session.as_mut(), wanted, shared, outage)?;
@@ -162,14 +162,14 @@ fn acquire_on(
                     } else {
                         "as a semaphore"
                     };
-                    let err = Error::NotAcquired {
-                        lock: keys.name.clone(),
+                    let err = Error::from(Cause::NotAcquired {
                         cause: format!(
                             "an enclosing rlock run holds it {held}; it cannot be re-entered as {}",
                             wanted.kind.describe()
                         ),
                         code: wanted.conflict_code,
-                    };
+                    })
+                    .in_lock(&keys.name);
                     return Err(fail(session, &mut registered, err));
                 }
                 Ok(Attempt::Taken {
@@ -265,11 +265,11 @@ fn acquire_on(
                 (Some(h), _) => format!("held by {}", holder_for(h, h.held_for)),
                 (None, _) => "held by another owner".into(),
             };
-            let err = Error::NotAcquired {
-                lock: keys.name.clone(),
+            let err = Error::from(Cause::NotAcquired {
                 cause,
                 code: wanted.conflict_code,
-            };
+            })
+            .in_lock(&keys.name);
             return Err(fail(session, &mut registered, err));
         }
         if line.is_none() && progress.is_none() && !announced {
@@ -382,14 +382,14 @@ fn confirm_replicas(
         report::verbose(|| format!("{}: {confirmed} replicas have the lock", keys.name));
         return Ok(());
     }
-    Err(Error::Unavailable {
-        lock: Some(keys.name.clone()),
+    Err(Error::from(Cause::Unavailable {
         server: server.to_owned(),
         cause: format!(
             "only {confirmed} of {n} replicas confirmed the lock within {}; not acquired",
             humantime::format_duration(wanted.replica_timeout)
         ),
     })
+    .in_lock(&keys.name))
 }
 
 /// Gives back holds taken in a round that could not take every lock.
@@ -415,8 +415,5 @@ fn or_signal(err: Error, keys: &LockKeys, shared: &Shared) -> Error {
 }
 
 fn interrupted(keys: &LockKeys, signal: crate::signal::Signal) -> Error {
-    Error::Interrupted {
-        lock: keys.name.clone(),
-        signal,
-    }
+    Error::from(Cause::Interrupted(signal)).in_lock(&keys.name)
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::files::{self, held_by_someone, open, Paths};
 use super::lock_dir::absolute_dir;
 use super::LocalSession;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::sys::inotify::DirWatch;
 use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
 use crate::token::Token;
@@ -27,7 +27,7 @@ pub fn keep_while(
     ready: &mut Ready,
 ) -> Result<()> {
     if fds.is_empty() {
-        return Err(Error::Internal(format!(
+        return Err(Error::internal(format!(
             "{name}: no lock file was handed over"
         )));
     }
@@ -37,7 +37,7 @@ pub fn keep_while(
         .iter()
         .map(|&fd| {
             take_fd(fd).map(File::from).ok_or_else(|| {
-                Error::Internal(format!(
+                Error::internal(format!(
                     "{name}: lock file descriptor {fd} was not handed over"
                 ))
             })
@@ -81,13 +81,15 @@ impl LocalSession {
     pub(super) fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
         let record = self.record(name, "h", token);
         let marker = self.record(name, "r", token);
-        let stuck = || Error::Unavailable {
-            lock: Some(name.to_owned()),
-            server: self.display.clone(),
-            cause: format!(
-                "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
-                humantime::format_duration(KEEPER_WAIT)
-            ),
+        let stuck = || {
+            Error::from(Cause::Unavailable {
+                server: self.display.clone(),
+                cause: format!(
+                    "the --while-pid keeper holding it did not let go within {} (is it stopped?)",
+                    humantime::format_duration(KEEPER_WAIT)
+                ),
+            })
+            .in_lock(name)
         };
         let turn_path = self.record(name, "t", token);
         let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;

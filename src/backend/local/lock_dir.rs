@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 /// DIR as an absolute path (the same for nested runs and the `--while-pid`
 /// keeper, whatever their working directory), created mode 0700 when missing.
@@ -39,10 +39,11 @@ pub(super) fn absolute_dir(dir: &Path) -> Result<PathBuf> {
             .recursive(true)
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| Error::Unavailable {
-                lock: None,
-                server: format!("this host only ({})", dir.display()),
-                cause: format!("cannot create the lock directory: {e}"),
+            .map_err(|e| {
+                Error::from(Cause::Unavailable {
+                    server: format!("this host only ({})", dir.display()),
+                    cause: format!("cannot create the lock directory: {e}"),
+                })
             })?;
     }
     Ok(dir)

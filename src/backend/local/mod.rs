@@ -46,7 +46,7 @@ use wait::{POLL, RETRY};
 
 use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
 use crate::clock;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
 use crate::token::{Fence, Token};
 
@@ -113,11 +113,11 @@ impl LocalSession {
     }
 
     fn fail(&self, name: &str, err: io::Error) -> Error {
-        Error::Unavailable {
-            lock: Some(name.to_owned()),
+        Error::from(Cause::Unavailable {
             server: self.display.clone(),
             cause: err.to_string(),
-        }
+        })
+        .in_lock(name)
     }
 }
 

@@ -11,7 +11,7 @@ use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
 use super::diagnose::{self, acl_denial, failing_over, Contact};
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
 
 /// Most MOVED or ASK redirections one call follows.
@@ -131,13 +131,12 @@ impl StandaloneSession {
     /// Maps a failed call to an error, dropping the connection when it may be out of sync.
     pub(super) fn fail(&mut self, keys: &LockKeys, err: RedisError, limit: Duration) -> Error {
         if err.code() == Some("WRONGTYPE") {
-            return Error::ForeignKey {
-                lock: keys.name.clone(),
-                cause: err
-                    .detail()
+            return Error::from(Cause::ForeignKey(
+                err.detail()
                     .unwrap_or("a key of this lock has another type")
                     .to_owned(),
-            };
+            ))
+            .in_lock(&keys.name);
         }
         if !matches!(err.kind(), ErrorKind::Server(_)) || failing_over(&err) {
             self.con = None;
@@ -154,12 +153,12 @@ impl StandaloneSession {
         limit: Duration,
     ) -> Error {
         match acl_denial(err, keys) {
-            Some(cause) => Error::Unavailable {
-                lock: Some(keys.name.clone()),
+            Some(cause) => Error::from(Cause::Unavailable {
                 server: self.spec.display.clone(),
                 cause,
-            },
-            None => self.unavailable(err, limit).for_lock(&keys.name),
+            })
+            .in_lock(&keys.name),
+            None => self.unavailable(err, limit).in_lock(&keys.name),
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::name::LockKeys;
 use crate::report;
 
@@ -45,17 +45,9 @@ pub fn unavailable(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> 
     let server = contact.server.to_owned();
     let cause = describe(err, limit, contact);
     if is_transient(err, contact) {
-        Error::Unreachable {
-            lock: None,
-            server,
-            cause,
-        }
+        Error::from(Cause::Unreachable { server, cause })
     } else {
-        Error::Unavailable {
-            lock: None,
-            server,
-            cause,
-        }
+        Error::from(Cause::Unavailable { server, cause })
     }
 }
 

@@ -99,7 +99,7 @@ impl StandaloneSession {
                 if err.is_timeout() || interrupted(&err) {
                     Ok(Wake::TimedOut)
                 } else {
-                    Err(self.unavailable(&err, self.timeout()).for_lock(&keys.name))
+                    Err(self.unavailable(&err, self.timeout()).in_lock(&keys.name))
                 }
             }
         }

@@ -19,7 +19,7 @@ use crate::token::{Fence, Token};
 /// another shape is an internal error.
 pub(super) fn decode<T: FromRedisValue>(reply: Value, name: &str, what: &str) -> Result<T> {
     T::from_redis_value(reply)
-        .map_err(|_| Error::Internal(format!("{name}: unexpected reply to {what}")))
+        .map_err(|_| Error::internal(format!("{name}: unexpected reply to {what}")))
 }
 
 impl FromRedisValue for Attempt {
