@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{LockStatus, Session};
+use crate::backend::{Kind, LockStatus, Session};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
@@ -71,10 +71,10 @@ fn read_all(
         .collect()
 }
 
-fn kind_word(kind: &str) -> &'static str {
+fn kind_word(kind: Option<Kind>) -> &'static str {
     match kind {
-        "s" => "shared",
-        "m" => "semaphore",
+        Some(Kind::Shared) => "shared",
+        Some(Kind::Semaphore(_)) => "semaphore",
         _ => "exclusive",
     }
 }
@@ -94,7 +94,7 @@ fn table(states: &[(String, LockStatus)]) -> String {
         let kind = if s.holders.is_empty() {
             "-"
         } else {
-            kind_word(&s.kind)
+            kind_word(s.kind)
         };
         let _ = writeln!(
             out,
@@ -178,7 +178,7 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
     let kind = if s.holders.is_empty() {
         "exclusive"
     } else {
-        kind_word(&s.kind)
+        kind_word(s.kind)
     };
     // Redlock only: how the servers' views compare.
     let servers = match &s.servers {
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn status_json_has_the_contract_fields() {
         let s = LockStatus {
-            kind: "x".into(),
+            kind: Some(Kind::Exclusive),
             limit: 1,
             fence: 7,
             waiting: 2,

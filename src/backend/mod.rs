@@ -49,6 +49,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind a hold was stored with: `x`, `s`, or `m` (a semaphore, whose
+    /// limit is stored beside it), as the scripts and `file:` records write it.
+    pub fn from_code(code: &str, limit: u32) -> Option<Kind> {
+        match code.as_bytes().first()? {
+            b'x' => Some(Kind::Exclusive),
+            b's' => Some(Kind::Shared),
+            b'm' => Some(Kind::Semaphore(limit)),
+            _ => None,
+        }
+    }
+
     /// The word used in messages.
     pub fn describe(self) -> String {
         match self {
@@ -62,8 +73,8 @@ impl Kind {
 /// What `status` shows of one lock.
 #[derive(Debug, Clone)]
 pub struct LockStatus {
-    /// "x", "s", "m", or "" when nobody holds it.
-    pub kind: String,
+    /// How it is held; None when nobody holds it.
+    pub kind: Option<Kind>,
     /// The smallest semaphore limit among the holders (1 otherwise).
     pub limit: u64,
     /// The last fencing token handed out.
@@ -148,8 +159,8 @@ pub enum Attempt {
     /// An enclosing run holds the lock as a weaker kind (`held`): re-entering
     /// it as a stronger one would deadlock.
     Incompatible {
-        /// "s" or "m": how the enclosing run holds it.
-        held: String,
+        /// How the enclosing run holds it (shared, or as a semaphore).
+        held: Kind,
     },
     /// Someone else does, or waiters go first.
     Taken {

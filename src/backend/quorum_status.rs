@@ -61,8 +61,8 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
             .all(|h| v.holders.iter().any(|c| same_holder(c, h)))
     });
     let (kind, limit) = match agreeing {
-        Some(v) if !holders.is_empty() => (v.kind.clone(), v.limit),
-        _ => (String::new(), 1),
+        Some(v) if !holders.is_empty() => (v.kind, v.limit),
+        _ => (None, 1),
     };
     LockStatus {
         kind,
@@ -85,6 +85,7 @@ fn same_holder(a: &HolderStatus, b: &HolderStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Kind;
 
     fn holder(pid: &str, ttl_ms: u64) -> HolderStatus {
         HolderStatus {
@@ -99,7 +100,7 @@ mod tests {
 
     fn view(holders: Vec<HolderStatus>, fence: u64) -> LockStatus {
         LockStatus {
-            kind: if holders.is_empty() { "" } else { "x" }.into(),
+            kind: (!holders.is_empty()).then_some(Kind::Exclusive),
             limit: 1,
             fence,
             waiting: 0,
@@ -126,7 +127,7 @@ mod tests {
             "what a quorum still holds"
         );
         assert_eq!(v.fence, 7);
-        assert_eq!(v.kind, "x");
+        assert_eq!(v.kind, Some(Kind::Exclusive));
         assert!(v.servers.unwrap().disagreement.is_none());
     }
 
@@ -142,7 +143,7 @@ mod tests {
             2,
         );
         assert!(v.holders.is_empty());
-        assert_eq!(v.kind, "");
+        assert_eq!(v.kind, None);
         let note = v.servers.unwrap().disagreement.unwrap();
         assert_eq!(
             note,

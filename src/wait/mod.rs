@@ -22,7 +22,7 @@ pub use wanted::Wanted;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, Session, Wake};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, Kind, Session, Wake};
 use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
@@ -157,7 +157,7 @@ fn acquire_on(
                 }
                 Ok(Attempt::Incompatible { held }) => {
                     release_all(session, wanted, &holds);
-                    let held = if held == "s" {
+                    let held = if held == Kind::Shared {
                         "shared"
                     } else {
                         "as a semaphore"

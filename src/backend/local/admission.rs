@@ -64,8 +64,12 @@ impl LocalSession {
                 continue;
             };
             if details.kind != "x" && details.kind != kind_code(req.kind) {
-                let held = if details.kind == "s" { "s" } else { "m" };
-                return Some(Attempt::Incompatible { held: held.into() });
+                let held = if details.kind == "s" {
+                    Kind::Shared
+                } else {
+                    Kind::Semaphore(0)
+                };
+                return Some(Attempt::Incompatible { held });
             }
             self.held.insert(
                 name.clone(),

@@ -44,7 +44,9 @@ use lock_dir::absolute_dir;
 use records::{kind_code, read_live, Details, Held, Waiting};
 use wait::{POLL, RETRY};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
+use super::{
+    AcquireRequest, Attempt, Backend, Hold, HolderStatus, Kind, LockStatus, Session, Wake,
+};
 use crate::clock;
 use crate::error::{Cause, Error, Result};
 use crate::name::LockKeys;
@@ -326,14 +328,14 @@ impl Session for LocalSession {
 
     fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
         let holders = self.holders(&keys.name);
-        let kind = holders.first().map_or(String::new(), |d| {
-            d.kind.chars().next().map(String::from).unwrap_or_default()
-        });
         let limit = holders
             .iter()
             .filter_map(|d| d.kind.strip_prefix('m')?.parse::<u64>().ok())
             .min()
             .unwrap_or(1);
+        let kind = holders
+            .first()
+            .and_then(|d| Kind::from_code(&d.kind, u32::try_from(limit).unwrap_or(u32::MAX)));
         Ok(LockStatus {
             kind,
             limit,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, LockStatus};
+use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus};
 use crate::error::{Error, Result};
 use crate::token::{Fence, Token};
 
@@ -51,7 +51,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
         })),
         2 => Some(Attempt::Incompatible {
-            held: as_string(items.get(1)?)?,
+            held: Kind::from_code(&as_string(items.get(1)?)?, 0)?,
         }),
         0 => {
             let pttl = as_int(items.get(1)?)?;
@@ -103,9 +103,13 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
             .collect(),
         _ => Vec::new(),
     };
+    let limit = number(items.get(1)?).unwrap_or(1);
     Some(LockStatus {
-        kind: as_string(items.first()?).unwrap_or_default(),
-        limit: number(items.get(1)?).unwrap_or(1),
+        kind: Kind::from_code(
+            &as_string(items.first()?).unwrap_or_default(),
+            u32::try_from(limit).unwrap_or(u32::MAX),
+        ),
+        limit,
         fence: number(items.get(2)?).unwrap_or(0),
         waiting: number(items.get(3)?).unwrap_or(0),
         holders,
