@@ -36,7 +36,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         })
         .transpose()?;
     let backend = config.backend()?;
-    let keys = [config.lock_keys(args.lock.redisson, &args.name)];
+    let keys = [config.lock_id(args.lock.redisson, &args.name)];
     let shared = Shared::new(&args.name);
     run_state::start(Arc::clone(&shared))?;
     shared.set(Phase::Acquiring);
@@ -193,7 +193,7 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         &args.name,
     )?;
     let backend = config.backend()?;
-    let keys = config.lock_keys(args.redisson, &args.name);
+    let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         report::verbose(|| {
@@ -224,7 +224,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
         )?)
     };
     let backend = config.backend()?;
-    let keys = config.lock_keys(args.redisson, &args.name);
+    let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     match token {
         Some(token) => match session.release(&keys, &token)? {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::{Global, LockOptions};
 use crate::error::{Error, Result};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::Token;
 use crate::url::{self, ServerSpec};
 
@@ -131,13 +131,13 @@ impl Config {
         Ok(())
     }
 
-    /// The keys of lock `name`: rlock's own, or Redisson's with `--redisson`.
-    pub fn lock_keys(&self, redisson: bool, name: &str) -> LockKeys {
+    /// Lock `name`: under the prefix, or as Redisson stores it (`--redisson`).
+    pub fn lock_id(&self, redisson: bool, name: &str) -> LockId {
         let prefix = &self.prefix;
         if redisson {
-            LockKeys::redisson(name)
+            LockId::redisson(name)
         } else {
-            LockKeys::new(prefix, name)
+            LockId::new(prefix, name)
         }
     }
 

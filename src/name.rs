@@ -1,11 +1,10 @@
-//! Lock names (README: NAME, under "Using `rlock run`") and the Redis keys built from them.
+//! Lock names (README: NAME, under "Using `rlock run`") and the [`LockId`]
+//! every backend is asked for.
 //!
-//! Every key of one lock carries the same Cluster hash tag `{NAME}`, so each Lua
-//! script touches a single slot. NAME may not contain `{` or `}`, which keeps the tag
-//! unambiguous; the prefix may not either.
+//! NAME may not contain `{` or `}`, which keeps the Cluster hash tag `{NAME}`
+//! of the Redis keys unambiguous; the prefix may not either.
 
 use crate::error::{Error, Result};
-use crate::token::Token;
 
 /// Longest NAME in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
@@ -50,88 +49,37 @@ pub fn validate_prefix(prefix: &str) -> Result<()> {
     })
 }
 
-/// The Redis keys of one lock.
+/// A lock as the backends are asked for it: its NAME, the key namespace
+/// (`--prefix`), and whether it is stored as Redisson's `getLock(NAME)`
+/// stores it. Each backend derives where it keeps the lock from this (the
+/// Redis backend its keys, the `file:` backend its files).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockKeys {
+pub struct LockId {
     /// The lock name as the user gave it.
     pub name: String,
-    /// Hash owner-token → hold count (Redisson's layout).
-    pub lock: String,
-    /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
-    pub holders: String,
-    /// Fencing counter, incremented on every new hold; never expires.
-    pub fence: String,
-    /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
-    pub leases: String,
-    /// Sorted set waiter-token → arrival (server µs) of every waiter.
-    pub waiters: String,
-    /// Sorted set waiter-token → arrival of exclusive and semaphore waiters.
-    pub xwait: String,
-    /// Sorted set waiter-token → registration expiry (server ms).
-    pub wexp: String,
-    /// Hash waiter-token → the kind of hold it waits for.
-    pub wkind: String,
-    /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
-    /// through Redisson's unlock channel (this field names it).
-    pub redisson: Option<String>,
+    /// The key namespace (`--prefix`; empty for Redisson's layout).
+    pub prefix: String,
+    /// `--redisson`: Redisson's key layout and unlock channel.
+    pub redisson: bool,
 }
 
-impl LockKeys {
-    /// Keys for `name` under `prefix` (`rlock` by default): `rlock:{name}`, `rlock:{name}:…`.
+impl LockId {
+    /// Lock `name` under `prefix` (`rlock` by default).
     pub fn new(prefix: &str, name: &str) -> Self {
-        let base = if prefix.is_empty() {
-            format!("{{{name}}}")
-        } else {
-            format!("{prefix}:{{{name}}}")
-        };
-        LockKeys {
+        LockId {
             name: name.to_owned(),
-            holders: format!("{base}:holders"),
-            fence: format!("{base}:fence"),
-            leases: format!("{base}:leases"),
-            waiters: format!("{base}:waiters"),
-            xwait: format!("{base}:xwait"),
-            wexp: format!("{base}:wexp"),
-            wkind: format!("{base}:wkind"),
-            lock: base,
-            redisson: None,
+            prefix: prefix.to_owned(),
+            redisson: false,
         }
     }
 
-    /// Keys of a lock stored as Redisson's `getLock(NAME)` stores it: the hash at
-    /// key NAME (no prefix), its unlock channel, and rlock's fence counter under
-    /// the hash tag {NAME}, which hashes to NAME's own Cluster slot.
+    /// Lock `name` as Redisson's `getLock(NAME)` stores it.
     pub fn redisson(name: &str) -> Self {
-        let mut keys = LockKeys::new("", name);
-        keys.lock = name.to_owned();
-        keys.fence = format!("{{{name}}}:rlock-fence");
-        keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
-        keys
-    }
-
-    /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
-    /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
-    pub fn wake_list(&self, token: &Token) -> String {
-        match &self.redisson {
-            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, token.as_str()),
-            None => format!("{}:w:{}", self.lock, token.as_str()),
+        LockId {
+            name: name.to_owned(),
+            prefix: String::new(),
+            redisson: true,
         }
-    }
-
-    /// Every key a script gets, in the order of `src/lua/common.lua`, with
-    /// `token`'s wake-up list last.
-    pub fn script_keys(&self, token: &Token) -> [String; 9] {
-        [
-            self.lock.clone(),
-            self.holders.clone(),
-            self.fence.clone(),
-            self.leases.clone(),
-            self.waiters.clone(),
-            self.xwait.clone(),
-            self.wexp.clone(),
-            self.wkind.clone(),
-            self.wake_list(token),
-        ]
     }
 }
 
@@ -168,16 +116,5 @@ mod tests {
             let err = validate(name).unwrap_err();
             assert_eq!(err.exit().code(), 2, "{name:?}");
         }
-    }
-
-    #[test]
-    fn every_key_shares_one_hash_tag() {
-        let keys = LockKeys::new("rlock", "deploy");
-        assert_eq!(keys.lock, "rlock:{deploy}");
-        let token = Token::parse(&"0".repeat(32)).unwrap();
-        for key in keys.script_keys(&token).iter().skip(1) {
-            assert!(key.starts_with("rlock:{deploy}:"), "{key}");
-        }
-        assert_eq!(LockKeys::new("", "x").lock, "{x}");
     }
 }

@@ -17,7 +17,7 @@ use signal_hook::iterator::Signals;
 
 use crate::backend::Backend;
 use crate::clock::Stamp;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::signal::Signal;
 use crate::sys::guardian::Deadlines;
 use crate::sys::signals::{self as dispositions, FORWARDED};
@@ -28,7 +28,7 @@ pub struct Blocked {
     /// Where the waiter blocks.
     pub backend: Arc<dyn Backend>,
     /// The lock it waits for.
-    pub keys: LockKeys,
+    pub keys: LockId,
     /// Its waiter token (names its private interrupt list).
     pub token: Token,
 }

@@ -10,7 +10,7 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::name::{self, LockKeys};
+use crate::name::{self, LockId};
 use crate::report;
 
 /// `rlock status [NAME...] [--json | --check]`.
@@ -67,7 +67,7 @@ fn read_all(
 ) -> Result<Vec<(String, LockStatus)>> {
     names
         .iter()
-        .map(|name| Ok((name.clone(), session.status(&LockKeys::new(prefix, name))?)))
+        .map(|name| Ok((name.clone(), session.status(&LockId::new(prefix, name))?)))
         .collect()
 }
 

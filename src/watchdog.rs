@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::backend::Session;
 use crate::clock::{drift, Stamp};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
@@ -150,7 +150,7 @@ pub struct Watchdog {
 #[derive(Clone)]
 pub struct Config {
     /// Each lock held, with the token that holds it.
-    pub holds: Vec<(LockKeys, Token)>,
+    pub holds: Vec<(LockId, Token)>,
     /// The locks' names, for messages.
     pub display: String,
     /// Lease kind and length.

@@ -192,7 +192,7 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
     let backend = config.backend()?;
-    let keys = config.lock_keys(args.redisson, &args.name);
+    let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
     if !session.renew(&keys, &token, args.ttl, config.connect_timeout)? {

@@ -17,7 +17,7 @@ pub use local::{keep_while, Local};
 pub use redlock::Redlock;
 
 use crate::error::Result;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::{Fence, Token};
 
 /// Who is asking for the lock: stored with the hold for `status` and messages.
@@ -120,7 +120,7 @@ pub struct HolderStatus {
 /// One acquisition attempt.
 pub struct AcquireRequest<'a> {
     /// The lock.
-    pub keys: &'a LockKeys,
+    pub keys: &'a LockId,
     /// This caller's fresh owner token.
     pub token: &'a Token,
     /// Ancestors' tokens (RLOCK_TOKENS): re-enter if one of them holds the lock.
@@ -200,39 +200,39 @@ pub trait Session: Send {
     /// Takes or re-enters the lock, or reports who holds it.
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt>;
     /// Blocks until a release wakes us, an interrupt arrives, or `timeout` passes.
-    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake>;
+    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake>;
     /// Interrupts the `block` of the waiter `token` (from another thread's session).
-    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()>;
+    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()>;
     /// Deregisters the waiter `token`, waking the waiters it held back.
-    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()>;
+    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()>;
     /// Extends the lease of `token` to `ttl`; false when it no longer holds the lock.
     /// The call gives up (with an error) after `limit`.
     fn renew(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool>;
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
-    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>>;
+    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>>;
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
-    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32>;
+    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32>;
     /// Lifts the lock's fencing counter to at least `fence` (Redlock keeps the
     /// servers' counters in step this way).
-    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()>;
+    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()>;
     /// Ends every hold of the lock, whoever owns it; returns how many there were.
-    fn force_release(&mut self, keys: &LockKeys) -> Result<u64>;
+    fn force_release(&mut self, keys: &LockId) -> Result<u64>;
     /// Reads the lock's state without changing it.
-    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus>;
+    fn status(&mut self, keys: &LockId) -> Result<LockStatus>;
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
     /// Descriptors another process must keep open for this session's hold on
     /// the lock to last (`file:` locks live in open files; none for Redis).
-    fn handover(&self, _keys: &LockKeys) -> Vec<std::os::fd::RawFd> {
+    fn handover(&self, _keys: &LockId) -> Vec<std::os::fd::RawFd> {
         Vec::new()
     }
 }

@@ -22,7 +22,7 @@ use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
 };
 use crate::error::{Cause, Error, Result};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::{random_bytes, Fence, Token};
 use crate::url::ServerSpec;
 
@@ -148,7 +148,7 @@ impl RedlockSession {
     }
 
     /// Releases holds taken in a round that does not count.
-    fn give_back(&mut self, keys: &LockKeys, holds: &[ServerHold]) {
+    fn give_back(&mut self, keys: &LockId, holds: &[ServerHold]) {
         for (i, hold) in holds {
             if let Some(session) = self.sessions[*i].as_mut() {
                 let _ = session.release(keys, &hold.token);
@@ -313,7 +313,7 @@ impl Session for RedlockSession {
         })
     }
 
-    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
         let session = self
             .waiting_on
             .and_then(|i| self.sessions.get_mut(i))
@@ -334,7 +334,7 @@ impl Session for RedlockSession {
         }
     }
 
-    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         let results = self.each(|s| s.interrupt(keys, token));
         let mut first_err = None;
         for result in results {
@@ -346,7 +346,7 @@ impl Session for RedlockSession {
         Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&keys.name), 0, &[])))
     }
 
-    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         let _ = self.each(|s| s.leave(keys, token));
         self.waiting_on = None;
         Ok(())
@@ -354,7 +354,7 @@ impl Session for RedlockSession {
 
     fn renew(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
@@ -380,7 +380,7 @@ impl Session for RedlockSession {
         Err(self.no_quorum(Some(&keys.name), confirmed, &failures))
     }
 
-    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
+    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
         let results = self.each(|s| s.release(keys, token));
         let mut left: Option<u64> = None;
         let mut refused = 0;
@@ -403,7 +403,7 @@ impl Session for RedlockSession {
         }
     }
 
-    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // Only the connections that wrote the holds can vouch for them.
         let results = self.each_until(None, false, |s| s.confirm_replicas(keys, replicas, limit));
         let confirmed: Vec<u32> = results.into_iter().filter_map(|r| r.ok()).collect();
@@ -418,12 +418,12 @@ impl Session for RedlockSession {
             .unwrap_or(0))
     }
 
-    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()> {
+    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()> {
         let _ = self.each(|s| s.raise_fence(keys, fence));
         Ok(())
     }
 
-    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
         let results = self.each(|s| s.force_release(keys));
         let mut removed = None;
         let mut failures = Vec::new();
@@ -436,7 +436,7 @@ impl Session for RedlockSession {
         removed.ok_or_else(|| self.no_quorum(Some(&keys.name), 0, &failures))
     }
 
-    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
         // A hold counts only on a quorum: every server is asked, and the
         // holders shown are those a quorum agrees on.
         let mut views = Vec::new();

@@ -2,7 +2,7 @@
 //! tokens.
 
 use crate::backend::Hold;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::{tokens_for_child, Token};
 
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
@@ -11,7 +11,7 @@ use crate::token::{tokens_for_child, Token};
 /// enclosing run's tokens and ours, for re-entry).
 pub(super) fn child_env(
     names: &[&String],
-    locks: &[LockKeys],
+    locks: &[LockId],
     holds: &[Hold],
     inherited: &[Token],
 ) -> Vec<(&'static str, String)> {

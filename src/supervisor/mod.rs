@@ -27,7 +27,7 @@ use crate::clock::Stamp;
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
@@ -46,7 +46,7 @@ struct Run<'a> {
     display: String,
     backend: Arc<dyn Backend>,
     /// The locks in the order they are acquired (sorted by name).
-    locks: Vec<LockKeys>,
+    locks: Vec<LockId>,
     lease: Lease,
     /// SIGTERM to SIGKILL, fitted into the lease.
     grace: Duration,
@@ -76,7 +76,7 @@ pub struct Running<'a> {
     command: child::Running,
     foreground: bool,
     session: Box<dyn Session>,
-    held: Vec<(LockKeys, Token)>,
+    held: Vec<(LockId, Token)>,
     acquired_at: Stamp,
     deadlines: Deadlines,
 }
@@ -84,7 +84,7 @@ pub struct Running<'a> {
 /// COMMAND and its process group are gone.
 pub struct Finished<'a> {
     run: Run<'a>,
-    held: Vec<(LockKeys, Token)>,
+    held: Vec<(LockId, Token)>,
     status: Result<ExitStatus>,
     /// The session to release with (the watchdog's, when it ran); None when
     /// the watchdog could not hand it back.
@@ -122,9 +122,9 @@ impl<'a> Prepared<'a> {
         let backend = config.backend()?;
         let mut order: Vec<&String> = names.clone();
         order.sort();
-        let locks: Vec<LockKeys> = order
+        let locks: Vec<LockId> = order
             .iter()
-            .map(|n| config.lock_keys(args.lock.redisson, n))
+            .map(|n| config.lock_id(args.lock.redisson, n))
             .collect();
         let lease = match args.lease {
             Some(lease) => Lease::Fixed(lease),
@@ -196,7 +196,7 @@ impl<'a> Prepared<'a> {
 }
 
 impl<'a> Held<'a> {
-    fn held(&self) -> Vec<(LockKeys, Token)> {
+    fn held(&self) -> Vec<(LockId, Token)> {
         self.run
             .locks
             .iter()
@@ -376,7 +376,7 @@ impl Finished<'_> {
         // answer again (and the keys outlive our count by the drift margin):
         // try, within the connect timeout. A group that survived SIGKILL
         // keeps the lock until it expires.
-        let to_release: Vec<(LockKeys, Token)> = match &lost {
+        let to_release: Vec<(LockId, Token)> = match &lost {
             Some(Lost::Unkillable) => Vec::new(),
             Some(Lost::NotOurs(gone)) => held
                 .iter()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Session};
 use crate::error::Error;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::report;
 use crate::token::Token;
 
@@ -18,7 +18,7 @@ use crate::token::Token;
 pub(super) fn release(
     backend: &dyn Backend,
     session: Option<Box<dyn Session>>,
-    held: &[(LockKeys, Token)],
+    held: &[(LockId, Token)],
     ttl: Duration,
 ) -> Option<String> {
     let start = Instant::now();

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, Kind, Session, Wake};
 use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::outage::Outage;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
@@ -407,13 +407,13 @@ fn release_all(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold]) {
 }
 
 /// A signal that arrived while a request was failing is the reason the user sees.
-fn or_signal(err: Error, keys: &LockKeys, shared: &Shared) -> Error {
+fn or_signal(err: Error, keys: &LockId, shared: &Shared) -> Error {
     match shared.interrupted() {
         Some(signal) => interrupted(keys, signal),
         None => err,
     }
 }
 
-fn interrupted(keys: &LockKeys, signal: crate::signal::Signal) -> Error {
+fn interrupted(keys: &LockId, signal: crate::signal::Signal) -> Error {
     Error::from(Cause::Interrupted(signal)).in_lock(&keys.name)
 }

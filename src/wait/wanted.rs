@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{HolderInfo, Kind};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::outage::Patience;
 use crate::token::Token;
 
@@ -12,7 +12,7 @@ use crate::token::Token;
 pub struct Wanted<'a> {
     /// The locks, in the order they are tried (sorted by the caller, so that
     /// every run tries shared names in the same order).
-    pub locks: &'a [LockKeys],
+    pub locks: &'a [LockId],
     /// Fresh token for this caller.
     pub token: &'a Token,
     /// Ancestors' tokens (re-entry).
@@ -46,7 +46,7 @@ pub struct Wanted<'a> {
 impl<'a> Wanted<'a> {
     /// What `--wait`, `--no-wait`, `-E`, the kind options and `--fair` ask for.
     pub fn new(
-        locks: &'a [LockKeys],
+        locks: &'a [LockId],
         token: &'a Token,
         inherited: &'a [Token],
         holder: &'a HolderInfo,

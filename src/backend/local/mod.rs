@@ -49,7 +49,7 @@ use super::{
 };
 use crate::clock;
 use crate::error::{Cause, Error, Result};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::{Fence, Token};
 
 /// Longest wait for the gate, which requests keep only while they decide.
@@ -214,15 +214,15 @@ impl Session for LocalSession {
         }))
     }
 
-    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
+    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
         self.block_in_dir(keys, token, timeout)
     }
 
-    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         fs::write(self.record(&keys.name, "i", token), "").map_err(|e| self.fail(&keys.name, e))
     }
 
-    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
+    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         self.unregister(&keys.name, token);
         for tag in ["w", "i"] {
             let _ = fs::remove_file(self.record(&keys.name, tag, token));
@@ -232,7 +232,7 @@ impl Session for LocalSession {
 
     fn renew(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         _ttl: Duration,
         _limit: Duration,
@@ -244,7 +244,7 @@ impl Session for LocalSession {
         }
     }
 
-    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
+    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
         let name = &keys.name;
         match self.held.remove(name) {
             Some(held) if &held.token == token => {
@@ -285,15 +285,15 @@ impl Session for LocalSession {
         }
     }
 
-    fn confirm_replicas(&mut self, _: &LockKeys, _: u32, _: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, _: &LockId, _: u32, _: Duration) -> Result<u32> {
         Ok(0)
     }
 
-    fn raise_fence(&mut self, _: &LockKeys, _: Fence) -> Result<()> {
+    fn raise_fence(&mut self, _: &LockId, _: Fence) -> Result<()> {
         Ok(())
     }
 
-    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
         let name = &keys.name;
         let holders: Vec<(Token, Details)> = self
             .live(name, "h")
@@ -326,7 +326,7 @@ impl Session for LocalSession {
         }
     }
 
-    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
         let holders = self.holders(&keys.name);
         let limit = holders
             .iter()
@@ -383,7 +383,7 @@ impl Session for LocalSession {
         Ok(names)
     }
 
-    fn handover(&self, keys: &LockKeys) -> Vec<RawFd> {
+    fn handover(&self, keys: &LockId) -> Vec<RawFd> {
         self.held
             .get(&keys.name)
             .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())

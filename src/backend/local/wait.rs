@@ -10,7 +10,7 @@ use super::files::{self, open, try_flock};
 use super::LocalSession;
 use crate::backend::Wake;
 use crate::error::Result;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::Token;
 
 /// How often a waiter looks whether the lock is free.
@@ -33,7 +33,7 @@ impl LocalSession {
     /// [`Session::block`](crate::backend::Session::block) on a `file:` lock.
     pub(super) fn block_in_dir(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {

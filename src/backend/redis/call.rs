@@ -12,7 +12,7 @@ use super::diagnose::{self, acl_denial, failing_over, Contact};
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::error::{Cause, Error, Result};
-use crate::name::LockKeys;
+use crate::name::LockId;
 
 /// Most MOVED or ASK redirections one call follows.
 const MAX_REDIRECTS: usize = 5;
@@ -42,7 +42,7 @@ impl StandaloneSession {
     /// sentinels for the master again for up to [`FAILOVER_WINDOW`].
     pub(super) fn call<T>(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         limit: Duration,
         idempotent: bool,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
@@ -58,7 +58,7 @@ impl StandaloneSession {
     /// [`call`](Self::call), giving up after `window` in all.
     pub(super) fn call_within<T>(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         limit: Duration,
         window: Duration,
         idempotent: bool,
@@ -129,7 +129,7 @@ impl StandaloneSession {
     }
 
     /// Maps a failed call to an error, dropping the connection when it may be out of sync.
-    pub(super) fn fail(&mut self, keys: &LockKeys, err: RedisError, limit: Duration) -> Error {
+    pub(super) fn fail(&mut self, keys: &LockId, err: RedisError, limit: Duration) -> Error {
         if err.code() == Some("WRONGTYPE") {
             return Error::from(Cause::ForeignKey(
                 err.detail()
@@ -148,7 +148,7 @@ impl StandaloneSession {
     /// what the user lacks, anything else says what went wrong.
     pub(super) fn unavailable_for(
         &self,
-        keys: &LockKeys,
+        keys: &LockId,
         err: &RedisError,
         limit: Duration,
     ) -> Error {

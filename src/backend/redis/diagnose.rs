@@ -6,13 +6,14 @@
 //! password needed, not a Redis server, TLS on one end only) and never shows
 //! a password, a URL or script internals (those go to `-v`).
 
+use super::keys::Keys;
 use std::path::Path;
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
 use crate::error::{Cause, Error};
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::report;
 
 /// What is known about the connection an error came from.
@@ -210,7 +211,7 @@ pub const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH 
 
 /// What an ACL refusal (NOPERM, or a command refused inside a script) means
 /// for this lock, naming what the user lacks; None for other errors.
-pub fn acl_denial(err: &RedisError, keys: &LockKeys) -> Option<String> {
+pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
     let detail = err.detail().unwrap_or_default();
     let acl = "(see \"ACL users\" in the README)";
     if err.code() == Some("NOPERM") {
@@ -229,6 +230,7 @@ pub fn acl_denial(err: &RedisError, keys: &LockKeys) -> Option<String> {
             ));
         }
         if detail.contains("keys") {
+            let keys = Keys::of(keys);
             let pattern = match &keys.redisson {
                 Some(channel) => format!("~{} and ~{channel}", keys.lock),
                 None => format!("~{}*", keys.lock.split('{').next().unwrap_or_default()),

@@ -8,13 +8,13 @@ use super::reply::{as_int, as_string};
 use super::topology::Source;
 use super::StandaloneSession;
 use crate::error::Result;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::url::host_port;
 
 impl StandaloneSession {
     /// Names of the locks under `prefix` matching `pattern`, sorted.
     pub(super) fn list_locks(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let probe = LockKeys::new(prefix, "*");
+        let probe = LockId::new(prefix, "*");
         let mut names = Vec::new();
         if !matches!(*self.source, Source::Cluster(_)) {
             self.scan_names(prefix, pattern, &mut names)?;
@@ -65,7 +65,7 @@ impl StandaloneSession {
             format!("{prefix}:")
         };
         let glob = format!("{head}{{{pattern}}}*");
-        let probe = LockKeys::new(prefix, "*");
+        let probe = LockId::new(prefix, "*");
         let mut cursor: u64 = 0;
         loop {
             let (next, batch): (u64, Vec<String>) =

@@ -12,10 +12,13 @@
 
 mod call;
 mod diagnose;
+mod keys;
 mod list;
 mod redisson_wait;
 mod reply;
 mod topology;
+
+use keys::Keys;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,7 +27,7 @@ use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
 use crate::error::Result;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::script;
 use crate::token::{Fence, Token};
 use crate::url::ServerSpec;
@@ -123,7 +126,7 @@ impl StandaloneSession {
 /// A script invocation with every key of `keys` (see `src/lua/common.lua`).
 fn with_keys<'a>(
     script: &'a redis::Script,
-    keys: &LockKeys,
+    keys: &Keys,
     token: &Token,
 ) -> redis::ScriptInvocation<'a> {
     let mut invocation = script.prepare_invoke();
@@ -136,7 +139,8 @@ fn with_keys<'a>(
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
-        if let Some(channel) = &keys.redisson {
+        let stored = Keys::of(keys);
+        if let Some(channel) = &stored.redisson {
             if req.register.is_some() && self.sub.is_none() {
                 self.subscribe(keys, channel, req.token)?;
             }
@@ -145,8 +149,8 @@ impl Session for StandaloneSession {
             let field = req.token.redisson_field();
             let reply: Value = self.call(keys, self.timeout(), true, |con| {
                 script::REDISSON_ACQUIRE
-                    .key(&keys.lock)
-                    .key(&keys.fence)
+                    .key(&stored.lock)
+                    .key(&stored.fence)
                     .arg(millis(req.ttl))
                     .arg(&field)
                     .arg(&inherited)
@@ -168,7 +172,7 @@ impl Session for StandaloneSession {
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::ACQUIRE, keys, req.token)
+            with_keys(&script::ACQUIRE, &stored, req.token)
                 .arg(req.token.as_str())
                 .arg(&inherited)
                 .arg(millis(req.ttl))
@@ -186,12 +190,12 @@ impl Session for StandaloneSession {
         decode(reply, &keys.name, "acquire")
     }
 
-    fn block(&mut self, keys: &LockKeys, token: &Token, timeout: Duration) -> Result<Wake> {
-        if keys.redisson.is_some() {
+    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
+        if keys.redisson {
             return self.block_redisson(keys, token, timeout);
         }
         let limit = self.timeout();
-        let list = keys.wake_list(token);
+        let list = Keys::of(keys).wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
         let reply: Result<Option<(String, String)>, RedisError> = self.con(limit).and_then(|con| {
@@ -230,9 +234,9 @@ impl Session for StandaloneSession {
         }
     }
 
-    fn interrupt(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
-        let list = keys.wake_list(token);
-        if keys.redisson.is_some() {
+    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
+        let list = Keys::of(keys).wake_list(token);
+        if keys.redisson {
             return self.call(keys, self.timeout(), true, |con| {
                 redis::cmd("PUBLISH")
                     .arg(&list)
@@ -256,14 +260,14 @@ impl Session for StandaloneSession {
         })
     }
 
-    fn leave(&mut self, keys: &LockKeys, token: &Token) -> Result<()> {
-        if keys.redisson.is_some() {
+    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
+        if keys.redisson {
             // Redisson keeps no waiter state in Redis: unsubscribing is all.
             self.sub = None;
             return Ok(());
         }
         self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::LEAVE, keys, token)
+            with_keys(&script::LEAVE, &Keys::of(keys), token)
                 .arg(token.as_str())
                 .invoke::<i64>(con)
                 .map(drop)
@@ -272,7 +276,7 @@ impl Session for StandaloneSession {
 
     fn renew(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
@@ -281,11 +285,12 @@ impl Session for StandaloneSession {
         let start = Instant::now();
         self.follow_master(limit);
         let limit = limit.saturating_sub(start.elapsed());
-        if keys.redisson.is_some() {
+        if keys.redisson {
             let field = token.redisson_field();
+            let lock = Keys::of(keys).lock;
             let held: i64 = self.call_within(keys, limit, limit, true, |con| {
                 script::REDISSON_RENEW
-                    .key(&keys.lock)
+                    .key(&lock)
                     .arg(millis(ttl))
                     .arg(&field)
                     .invoke(con)
@@ -293,7 +298,7 @@ impl Session for StandaloneSession {
             return Ok(held == 1);
         }
         let held: i64 = self.call_within(keys, limit, limit, true, |con| {
-            with_keys(&script::RENEW, keys, token)
+            with_keys(&script::RENEW, &Keys::of(keys), token)
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .invoke(con)
@@ -301,13 +306,14 @@ impl Session for StandaloneSession {
         Ok(held == 1)
     }
 
-    fn release(&mut self, keys: &LockKeys, token: &Token) -> Result<Option<u64>> {
+    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
-        if let Some(channel) = &keys.redisson {
+        let stored = Keys::of(keys);
+        if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
             let left: i64 = self.call(keys, self.timeout(), false, |con| {
                 script::REDISSON_RELEASE
-                    .key(&keys.lock)
+                    .key(&stored.lock)
                     .key(channel)
                     .arg(&field)
                     .invoke(con)
@@ -315,14 +321,14 @@ impl Session for StandaloneSession {
             return Ok(u64::try_from(left).ok());
         }
         let left: i64 = self.call(keys, self.timeout(), false, |con| {
-            with_keys(&script::RELEASE, keys, token)
+            with_keys(&script::RELEASE, &stored, token)
                 .arg(token.as_str())
                 .invoke(con)
         })?;
         Ok(u64::try_from(left).ok())
     }
 
-    fn confirm_replicas(&mut self, keys: &LockKeys, replicas: u32, limit: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // WAIT counts the replicas that have this connection's writes: on a
         // connection opened since the acquire it would prove nothing.
         if self.con.is_none() {
@@ -337,27 +343,29 @@ impl Session for StandaloneSession {
         Ok(u32::try_from(confirmed).unwrap_or(0))
     }
 
-    fn raise_fence(&mut self, keys: &LockKeys, fence: Fence) -> Result<()> {
+    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()> {
+        let fence_key = Keys::of(keys).fence;
         self.call(keys, self.timeout(), true, |con| {
             script::RAISE_FENCE
-                .key(&keys.fence)
+                .key(&fence_key)
                 .arg(fence.0)
                 .invoke::<i64>(con)
                 .map(drop)
         })
     }
 
-    fn force_release(&mut self, keys: &LockKeys) -> Result<u64> {
+    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let removed: i64 = match &keys.redisson {
+        let stored = Keys::of(keys);
+        let removed: i64 = match &stored.redisson {
             Some(channel) => self.call(keys, self.timeout(), false, |con| {
                 let (count, _, _): (i64, i64, i64) = redis::pipe()
                     .atomic()
                     .cmd("HLEN")
-                    .arg(&keys.lock)
+                    .arg(&stored.lock)
                     .cmd("DEL")
-                    .arg(&keys.lock)
+                    .arg(&stored.lock)
                     .cmd("PUBLISH")
                     .arg(channel)
                     .arg(0)
@@ -365,16 +373,16 @@ impl Session for StandaloneSession {
                 Ok(count)
             })?,
             None => self.call(keys, self.timeout(), false, |con| {
-                with_keys(&script::FORCE, keys, &nobody).invoke(con)
+                with_keys(&script::FORCE, &stored, &nobody).invoke(con)
             })?,
         };
         Ok(u64::try_from(removed).unwrap_or(0))
     }
 
-    fn status(&mut self, keys: &LockKeys) -> Result<LockStatus> {
+    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::STATUS, keys, &nobody).invoke(con)
+            with_keys(&script::STATUS, &Keys::of(keys), &nobody).invoke(con)
         })?;
         decode(reply, &keys.name, "status")
     }

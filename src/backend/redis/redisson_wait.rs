@@ -3,6 +3,7 @@
 //! channel (and to its own interrupt channel) before an attempt, and waits
 //! for a message there.
 
+use super::keys::Keys;
 use std::time::Duration;
 
 use redis::Value;
@@ -12,18 +13,13 @@ use super::reply::as_string;
 use super::StandaloneSession;
 use crate::backend::Wake;
 use crate::error::Result;
-use crate::name::LockKeys;
+use crate::name::LockId;
 use crate::token::Token;
 
 impl StandaloneSession {
     /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,
     /// unless already subscribed to them.
-    pub(super) fn subscribe(
-        &mut self,
-        keys: &LockKeys,
-        channel: &str,
-        token: &Token,
-    ) -> Result<()> {
+    pub(super) fn subscribe(&mut self, keys: &LockId, channel: &str, token: &Token) -> Result<()> {
         if self
             .sub
             .as_ref()
@@ -42,7 +38,7 @@ impl StandaloneSession {
                 con.set_write_timeout(Some(limit))?;
                 let cmd = redis::cmd("SUBSCRIBE")
                     .arg(channel)
-                    .arg(keys.wake_list(token))
+                    .arg(Keys::of(keys).wake_list(token))
                     .get_packed_command();
                 con.send_packed_command(&cmd)?;
                 // One confirmation per channel, or one error (an ACL refusal)
@@ -63,7 +59,7 @@ impl StandaloneSession {
     /// `--redisson`: waits for a message on the subscribed channels.
     pub(super) fn block_redisson(
         &mut self,
-        keys: &LockKeys,
+        keys: &LockId,
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
@@ -73,7 +69,7 @@ impl StandaloneSession {
             // subscribe to this one and look again before waiting, so no unlock
             // between the attempt and the subscription is missed.
             _ => {
-                let channel = keys.redisson.clone().unwrap_or_default();
+                let channel = Keys::of(keys).redisson.unwrap_or_default();
                 self.subscribe(keys, &channel, token)?;
                 return Ok(Wake::TimedOut);
             }
@@ -83,7 +79,7 @@ impl StandaloneSession {
             .and_then(|()| con.recv_response());
         match read {
             Ok(Value::Array(items)) => {
-                let interrupt = keys.wake_list(token);
+                let interrupt = Keys::of(keys).wake_list(token);
                 let on = items.get(1).and_then(as_string).unwrap_or_default();
                 Ok(if on == interrupt {
                     Wake::Interrupted

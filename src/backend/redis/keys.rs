@@ -1,0 +1,116 @@
+//! The Redis keys of a lock: rlock's layout under `--prefix`, or Redisson's
+//! (`--redisson`), every key of one lock under one Cluster hash tag `{NAME}`
+//! so that each script touches a single slot.
+
+use crate::name::LockId;
+use crate::token::Token;
+
+/// The Redis keys of one lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    /// The lock name as the user gave it.
+    pub name: String,
+    /// Hash owner-token → hold count (Redisson's layout).
+    pub lock: String,
+    /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
+    pub holders: String,
+    /// Fencing counter, incremented on every new hold; never expires.
+    pub fence: String,
+    /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
+    pub leases: String,
+    /// Sorted set waiter-token → arrival (server µs) of every waiter.
+    pub waiters: String,
+    /// Sorted set waiter-token → arrival of exclusive and semaphore waiters.
+    pub xwait: String,
+    /// Sorted set waiter-token → registration expiry (server ms).
+    pub wexp: String,
+    /// Hash waiter-token → the kind of hold it waits for.
+    pub wkind: String,
+    /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
+    /// through Redisson's unlock channel (this field names it).
+    pub redisson: Option<String>,
+}
+
+impl Keys {
+    /// The keys of `id`: rlock's own layout, or Redisson's.
+    pub fn of(id: &LockId) -> Self {
+        if id.redisson {
+            Keys::redisson(&id.name)
+        } else {
+            Keys::new(&id.prefix, &id.name)
+        }
+    }
+
+    /// Keys for `name` under `prefix` (`rlock` by default): `rlock:{name}`, `rlock:{name}:…`.
+    pub fn new(prefix: &str, name: &str) -> Self {
+        let base = if prefix.is_empty() {
+            format!("{{{name}}}")
+        } else {
+            format!("{prefix}:{{{name}}}")
+        };
+        Keys {
+            name: name.to_owned(),
+            holders: format!("{base}:holders"),
+            fence: format!("{base}:fence"),
+            leases: format!("{base}:leases"),
+            waiters: format!("{base}:waiters"),
+            xwait: format!("{base}:xwait"),
+            wexp: format!("{base}:wexp"),
+            wkind: format!("{base}:wkind"),
+            lock: base,
+            redisson: None,
+        }
+    }
+
+    /// Keys of a lock stored as Redisson's `getLock(NAME)` stores it: the hash at
+    /// key NAME (no prefix), its unlock channel, and rlock's fence counter under
+    /// the hash tag {NAME}, which hashes to NAME's own Cluster slot.
+    pub fn redisson(name: &str) -> Self {
+        let mut keys = Keys::new("", name);
+        keys.lock = name.to_owned();
+        keys.fence = format!("{{{name}}}:rlock-fence");
+        keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
+        keys
+    }
+
+    /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
+    /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
+    pub fn wake_list(&self, token: &Token) -> String {
+        match &self.redisson {
+            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, token.as_str()),
+            None => format!("{}:w:{}", self.lock, token.as_str()),
+        }
+    }
+
+    /// Every key a script gets, in the order of `src/lua/common.lua`, with
+    /// `token`'s wake-up list last.
+    pub fn script_keys(&self, token: &Token) -> [String; 9] {
+        [
+            self.lock.clone(),
+            self.holders.clone(),
+            self.fence.clone(),
+            self.leases.clone(),
+            self.waiters.clone(),
+            self.xwait.clone(),
+            self.wexp.clone(),
+            self.wkind.clone(),
+            self.wake_list(token),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_shares_one_hash_tag() {
+        let keys = Keys::new("rlock", "deploy");
+        assert_eq!(keys.lock, "rlock:{deploy}");
+        let token = Token::parse(&"0".repeat(32)).unwrap();
+        for key in keys.script_keys(&token).iter().skip(1) {
+            assert!(key.starts_with("rlock:{deploy}:"), "{key}");
+        }
+        assert_eq!(Keys::new("", "x").lock, "{x}");
+    }
+}
