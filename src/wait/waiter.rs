@@ -1,0 +1,392 @@
+//! The steps of one acquisition's wait, as methods of a [`Waiter`]: each
+//! turn asks for every lock in order ([`Waiter::try_all`]), then either
+//! finishes ([`Waiter::finish`]: every lock held) or stands in line for the
+//! one that is taken ([`Waiter::stand_in_line`]) and blocks until a release
+//! wakes it or hands the lock over ([`Waiter::block`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::registrations::Registrations;
+use super::{confirm_replicas, interrupted, or_signal, refresh, release_all, Wanted, MIN_BLOCK};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
+use crate::clock::Stamp;
+use crate::error::{Cause, Error, Result};
+use crate::outage::Outage;
+use crate::report;
+use crate::run_state::{Blocked, Phase, Shared};
+use crate::waiting_line::holder_for;
+
+/// One turn of the wait: when its requests were sent and what it allows.
+pub(super) struct Turn {
+    pub(super) round: Stamp,
+    /// False once `--wait` has run out (or with `--no-wait`): no registering,
+    /// no blocking.
+    may_wait: bool,
+    /// Longest to block before trying again: half our registration, and no
+    /// longer than what is left of `--wait`.
+    block_cap: Duration,
+}
+
+/// Lock `i` of the wanted ones is taken (this turn's holds were given back).
+pub(super) struct Taken {
+    i: usize,
+    /// Until the holder's lease could run out (None: only the queue is in the way).
+    pttl: Option<Duration>,
+    holder: Option<HolderInfo>,
+    place: Option<u32>,
+}
+
+/// What one turn's requests found.
+pub(super) enum Round {
+    /// Every lock is held.
+    Held(Vec<Hold>),
+    /// One is taken by someone else.
+    Taken(Taken),
+    /// The server could not be reached: try the turn again (after the pause
+    /// the outage took).
+    Retry,
+}
+
+/// One acquisition in progress: the session, what is wanted, and what the
+/// wait has seen and shown so far. Its methods are the steps of a turn of
+/// [`acquire_on`]; on every error it leaves the queues it joined.
+pub(super) struct Waiter<'a, 'w> {
+    backend: &'a Arc<dyn Backend>,
+    session: &'a mut dyn Session,
+    wanted: &'a Wanted<'w>,
+    shared: &'a Shared,
+    outage: Outage,
+    start: Instant,
+    /// When `--wait` runs out (None: never; a wait too long to represent is
+    /// a wait forever).
+    deadline: Option<Instant>,
+    registered: Registrations,
+    announced: bool,
+    line: Option<crate::waiting_line::WaitLine>,
+    progress: Option<crate::waiting_line::ProgressLog>,
+    /// The lock last waited for (named when a signal ends the wait).
+    waiting_on: usize,
+}
+
+impl<'a, 'w> Waiter<'a, 'w> {
+    pub(super) fn new(
+        backend: &'a Arc<dyn Backend>,
+        session: &'a mut dyn Session,
+        wanted: &'a Wanted<'w>,
+        shared: &'a Shared,
+        outage: Outage,
+    ) -> Self {
+        let start = Instant::now();
+        Waiter {
+            backend,
+            session,
+            wanted,
+            shared,
+            outage,
+            start,
+            deadline: wanted.wait.and_then(|w| start.checked_add(w)),
+            registered: Registrations::default(),
+            announced: false,
+            line: None,
+            progress: None,
+            waiting_on: 0,
+        }
+    }
+
+    /// `err`, after leaving every queue this caller joined.
+    fn fail(&mut self, err: Error) -> Error {
+        self.registered
+            .leave_all_but(None, self.session, self.wanted);
+        err
+    }
+
+    /// A signal ends the wait, with nothing held.
+    pub(super) fn check_interrupt(&mut self) -> Result<()> {
+        match self.shared.interrupted() {
+            Some(signal) => {
+                let err = interrupted(&self.wanted.locks[self.waiting_on], signal);
+                Err(self.fail(err))
+            }
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn turn(&self) -> Turn {
+        let remaining = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        let half = self.wanted.ttl / 2;
+        Turn {
+            round: Stamp::now(),
+            may_wait: remaining.is_none_or(|r| !r.is_zero()),
+            block_cap: remaining.map_or(half, |r| r.min(half)),
+        }
+    }
+
+    /// Asks for every lock in order, stopping at the first that is taken
+    /// (registering as its waiter when waiting is allowed). No hold is kept
+    /// unless every lock is held.
+    pub(super) fn try_all(&mut self, turn: &Turn) -> Result<Round> {
+        let wanted = self.wanted;
+        let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
+        for (i, keys) in wanted.locks.iter().enumerate() {
+            let request = AcquireRequest {
+                keys,
+                token: wanted.token,
+                inherited: wanted.inherited,
+                ttl: wanted.ttl,
+                holder: wanted.holder,
+                register: turn.may_wait.then_some(wanted.ttl),
+                kind: wanted.kind,
+                fair: wanted.fair,
+                grant: wanted.handoff,
+            };
+            let attempt = self.session.acquire(&request);
+            if attempt.is_ok() {
+                self.outage.over(&keys.name, self.backend.server());
+            }
+            match attempt {
+                Ok(Attempt::Acquired(hold)) => {
+                    self.registered.remove(i);
+                    holds.push(hold);
+                }
+                Ok(Attempt::Incompatible { held }) => {
+                    release_all(self.session, wanted, &holds);
+                    let held = if held == Kind::Shared {
+                        "shared"
+                    } else {
+                        "as a semaphore"
+                    };
+                    let err = Error::from(Cause::NotAcquired {
+                        cause: format!(
+                            "an enclosing rlock run holds it {held}; it cannot be re-entered as {}",
+                            wanted.kind.describe()
+                        ),
+                        code: wanted.conflict_code,
+                    })
+                    .in_lock(&keys.name);
+                    return Err(self.fail(err));
+                }
+                Ok(Attempt::Taken {
+                    pttl,
+                    holder,
+                    place,
+                }) => {
+                    if turn.may_wait {
+                        self.registered.add(i);
+                    }
+                    // No partial hold while waiting, and no stale
+                    // registrations elsewhere.
+                    release_all(self.session, wanted, &holds);
+                    self.registered.leave_all_but(Some(i), self.session, wanted);
+                    self.waiting_on = i;
+                    return Ok(Round::Taken(Taken {
+                        i,
+                        pttl,
+                        holder,
+                        place,
+                    }));
+                }
+                Err(err) => {
+                    let err = or_signal(err, &wanted.locks[i], self.shared);
+                    if err.is_transient() {
+                        // No hold is kept while waiting for the server either
+                        // (best effort, quietly: it is likely not answering).
+                        for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
+                            let _ = self.session.release(keys, &hold.token);
+                        }
+                    } else {
+                        release_all(self.session, wanted, &holds);
+                    }
+                    return match self.outage.ride_out(err, &keys.name, self.shared) {
+                        Ok(()) => Ok(Round::Retry),
+                        Err(err) => Err(self.fail(err)),
+                    };
+                }
+            }
+        }
+        Ok(Round::Held(holds))
+    }
+
+    /// Every lock is held: confirms them with the replicas asked for and
+    /// renews a lease the acquisition ate into. None when a hold lapsed
+    /// meanwhile (the caller takes another turn).
+    pub(super) fn finish(
+        &mut self,
+        holds: Vec<Hold>,
+        round: Stamp,
+    ) -> Result<Option<(Vec<Hold>, Stamp)>> {
+        let wanted = self.wanted;
+        // A signal that came while the last request was out ends the wait
+        // all the same: nothing may stay held.
+        if let Some(signal) = self.shared.interrupted() {
+            release_all(self.session, wanted, &holds);
+            return Err(interrupted(&wanted.locks[self.waiting_on], signal));
+        }
+        if let Err(err) = confirm_replicas(self.session, wanted, &holds, self.backend.server()) {
+            release_all(self.session, wanted, &holds);
+            return Err(err);
+        }
+        // A slow acquisition (a paused server, a stalled link) leaves less
+        // of the lease provable than it gave: renew before COMMAND starts
+        // rather than start it on a lease nearly gone.
+        let acquired_at = match refresh(self.session, wanted, &holds, round) {
+            Ok(Some(at)) => at,
+            Ok(None) => {
+                release_all(self.session, wanted, &holds);
+                return Ok(None);
+            }
+            Err(err) => {
+                release_all(self.session, wanted, &holds);
+                return Err(self.fail(err));
+            }
+        };
+        report::verbose(|| {
+            let fences: Vec<String> = wanted
+                .locks
+                .iter()
+                .zip(&holds)
+                .map(|(k, h)| format!("{} (fence {}, hold count {})", k.name, h.fence, h.count))
+                .collect();
+            format!(
+                "acquired {} after {:.1} ms",
+                fences.join(", "),
+                self.start.elapsed().as_secs_f64() * 1000.0
+            )
+        });
+        Ok(Some((holds, acquired_at)))
+    }
+
+    /// Lock `taken.i` is taken: not acquired when waiting is over, else
+    /// the wait is shown (the terminal line, the progress log, `-v`).
+    pub(super) fn stand_in_line(&mut self, turn: &Turn, taken: &Taken) -> Result<()> {
+        let wanted = self.wanted;
+        let keys = &wanted.locks[taken.i];
+        let holder = taken.holder.as_ref();
+        if !turn.may_wait {
+            let cause = match (holder, wanted.wait) {
+                (Some(h), Some(w)) if !w.is_zero() => format!(
+                    "still held after waiting {}; held by {}",
+                    humantime::format_duration(w),
+                    holder_for(h, h.held_for)
+                ),
+                (None, Some(w)) if !w.is_zero() => {
+                    format!("still held after waiting {}", humantime::format_duration(w))
+                }
+                (Some(h), _) => format!("held by {}", holder_for(h, h.held_for)),
+                (None, _) => "held by another owner".into(),
+            };
+            let err = Error::from(Cause::NotAcquired {
+                cause,
+                code: wanted.conflict_code,
+            })
+            .in_lock(&keys.name);
+            return Err(self.fail(err));
+        }
+        if self.line.is_none() && self.progress.is_none() && !self.announced {
+            self.line = crate::waiting_line::WaitLine::start();
+            if self.line.is_none() {
+                self.progress = crate::waiting_line::ProgressLog::start(wanted.progress_interval);
+            }
+        }
+        if let Some(line) = &self.line {
+            line.waiting(&keys.name, holder, taken.place);
+        }
+        if let Some(progress) = &mut self.progress {
+            progress.tick(&keys.name, holder, taken.place);
+        }
+        if !self.announced {
+            self.announced = true;
+            report::verbose(|| match holder {
+                Some(h) => format!(
+                    "{}: waiting; held by {}",
+                    keys.name,
+                    holder_for(h, h.held_for)
+                ),
+                None => format!("{}: waiting", keys.name),
+            });
+        }
+        Ok(())
+    }
+
+    /// Blocks on lock `taken.i` until a release wakes us or hands it over,
+    /// the holder's lease could have run out, or the next progress line is
+    /// due. Some when the lock was handed over (then it is ours).
+    pub(super) fn block(
+        &mut self,
+        turn: &Turn,
+        taken: &Taken,
+    ) -> Result<Option<(Vec<Hold>, Stamp)>> {
+        let wanted = self.wanted;
+        let keys = &wanted.locks[taken.i];
+        let cap = turn.block_cap;
+        let mut block = taken.pttl.unwrap_or(cap).min(cap).max(MIN_BLOCK);
+        // Look again when the next progress line is due, so it is on time.
+        if let Some(progress) = &self.progress {
+            block = block.min(progress.until_due().max(MIN_BLOCK));
+        }
+        {
+            let mut phase = self.shared.phase();
+            if self.shared.interrupted().is_some() {
+                return Ok(None);
+            }
+            *phase = Phase::Blocked(Box::new(Blocked {
+                backend: Arc::clone(self.backend),
+                keys: keys.clone(),
+                token: wanted.token.clone(),
+            }));
+        }
+        let woke = self.session.block(keys, wanted.token, block);
+        self.shared.set(Phase::Acquiring);
+        match woke {
+            Ok(Wake::Granted(fence)) => {
+                self.registered.remove(taken.i);
+                // A signal that came as the lock was handed over ends the wait:
+                // give the hold back (leave.lua drops a handed-over hold).
+                if let Some(signal) = self.shared.interrupted() {
+                    let _ = self.session.leave(keys, wanted.token);
+                    return Err(interrupted(keys, signal));
+                }
+                report::verbose(|| {
+                    format!(
+                        "acquired {} (fence {fence}, handed over) after {:.1} ms",
+                        keys.name,
+                        self.start.elapsed().as_secs_f64() * 1000.0
+                    )
+                });
+                // Handed over no earlier than this round's request, which
+                // registered us (the lease ends when that registration would).
+                let hold = Hold {
+                    token: wanted.token.clone(),
+                    fence,
+                    count: 1,
+                };
+                match refresh(
+                    self.session,
+                    wanted,
+                    std::slice::from_ref(&hold),
+                    turn.round,
+                ) {
+                    Ok(Some(at)) => Ok(Some((vec![hold], at))),
+                    // It lapsed before we read it: queue again.
+                    Ok(None) => Ok(None),
+                    Err(err) => {
+                        let _ = self.session.leave(keys, wanted.token);
+                        Err(self.fail(err))
+                    }
+                }
+            }
+            // Whatever else woke us (a wake-up, a lapsed lease, an interrupt),
+            // the next turn looks at the locks and at the interrupt flag again.
+            Ok(_) => Ok(None),
+            Err(err) => {
+                let err = or_signal(err, keys, self.shared);
+                match self.outage.ride_out(err, &keys.name, self.shared) {
+                    Ok(()) => Ok(None),
+                    Err(err) => Err(self.fail(err)),
+                }
+            }
+        }
+    }
+}
