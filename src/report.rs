@@ -46,7 +46,7 @@ pub fn without_lock(msg: &str, lock: &str) -> String {
 }
 
 /// Control, escape and bidi-override characters: never sent to a terminal raw.
-pub fn is_unsafe(c: char) -> bool {
+pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -79,7 +79,7 @@ pub fn holder(pid: &str, host: &str, command: &str, note: &str) -> String {
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if is_unsafe(c) {
+        if needs_escape(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

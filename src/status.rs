@@ -215,7 +215,7 @@ fn json_string(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if report::is_unsafe(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
+            c if report::needs_escape(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
