@@ -286,13 +286,17 @@ fn watch(
                 break Lost::NotOurs(name);
             }
             Err(err) => {
+                // Said with -v only: if the lease is lost, the run's one
+                // line says why; if a retry gets through, nothing was.
                 if failing.is_none() {
-                    report::error(&format!(
-                        "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                        config.display,
-                        err,
-                        humantime::format_duration(round_ms(term.remaining()))
-                    ));
+                    report::verbose(|| {
+                        format!(
+                            "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
+                            config.display,
+                            err,
+                            humantime::format_duration(round_ms(term.remaining()))
+                        )
+                    });
                 }
                 failing = Some(err);
                 next = Stamp::now() + retry;

@@ -223,7 +223,13 @@ impl<'a> Held<'a> {
         // lease that lapsed during the spawn.
         if !deadlines.wake() {
             deadlines.close(Stamp::now());
-            release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
+            release::release(
+                run.backend.as_ref(),
+                Some(session),
+                &held,
+                run.lease.ttl(),
+                true,
+            );
             return Err(Error::internal(format!(
                 "{}: the guardian process is gone; COMMAND was not started",
                 run.display
@@ -255,7 +261,13 @@ impl<'a> Held<'a> {
                 }
                 run.shared.set(Phase::Finished);
                 deadlines.close(Stamp::now());
-                release::release(run.backend.as_ref(), Some(session), &held, run.lease.ttl());
+                release::release(
+                    run.backend.as_ref(),
+                    Some(session),
+                    &held,
+                    run.lease.ttl(),
+                    true,
+                );
                 // Said of every lock of the run, not of the one it was met on.
                 Err(match err.cause() {
                     Cause::Interrupted(_) | Cause::LeaseLapsedBeforeStart => {
@@ -358,7 +370,7 @@ impl Finished<'_> {
         } = self;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), None, &held, ttl);
+            release::release(run.backend.as_ref(), None, &held, ttl, true);
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -385,7 +397,13 @@ impl Finished<'_> {
                 .collect(),
             _ => held,
         };
-        let gone = release::release(run.backend.as_ref(), session, &to_release, ttl);
+        let gone = release::release(
+            run.backend.as_ref(),
+            session,
+            &to_release,
+            ttl,
+            lost.is_some(),
+        );
         if lost.is_none() {
             lost = gone.map(Lost::GoneAtRelease);
         }

@@ -14,12 +14,14 @@ use crate::token::Token;
 /// COMMAND did, and someone else may have held it meanwhile. A release that
 /// fails is reported, not fatal (COMMAND ran under a proven lease, and the
 /// lease expires by itself), once a fresh connection has shown the hold is
-/// still ours.
+/// still ours. With `quiet` (the run ends in a line of its own: lost, or
+/// failed), a failed release is said with -v only.
 pub(super) fn release(
     backend: &dyn Backend,
     session: Option<Box<dyn Session>>,
     held: &[(LockId, Token)],
     ttl: Duration,
+    quiet: bool,
 ) -> Option<String> {
     let start = Instant::now();
     let mut session = match session {
@@ -56,12 +58,18 @@ pub(super) fn release(
                         continue;
                     }
                 }
-                report::error(&format!(
+                let said = format!(
                     "{}: could not release ({}); it expires within {}",
                     keys.name,
                     report::without_lock(&err.to_string(), &keys.name),
                     humantime::format_duration(ttl)
-                ));
+                );
+                // A failed run ends with one line, saying why it failed.
+                if quiet {
+                    report::verbose(|| said);
+                } else {
+                    report::error(&said);
+                }
             }
         }
     }

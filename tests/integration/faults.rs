@@ -132,7 +132,7 @@ fn stalled_server_stops_command_before_the_lease_can_expire() {
     let frozen_at = now_ms();
     let out = holder.output_within(rlock::LIMIT);
     redis.thaw();
-    let err = rlock::assert_fails_last_line(&out, 70);
+    let err = rlock::assert_fails(&out, 70);
     assert!(err.contains("stalled") && err.contains("lost"), "{err}");
     let term_at = term_time(&dir);
     // Every confirmed renewal was sent before the freeze, so the lease could end

@@ -168,7 +168,7 @@ fn a_command_ignoring_sigterm_is_dead_before_the_lease_can_end() {
         died.duration_since(started)
     );
     let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails_last_line(&out, 70);
+    let err = rlock::assert_fails(&out, 70);
     assert!(err.contains("could not be renewed"), "{err}");
 }
 
