@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 
-use clap::{CommandFactory, FromArgMatches, Parser};
+use clap::{FromArgMatches, Parser};
 
 use super::{command, env, Cli, Command, WhilePidCli, WHILE_PID};
 use crate::exit::Exit;
@@ -32,13 +32,25 @@ where
             .map_err(|err| {
                 let at = Context {
                     sub: None,
-                    dashes: false,
+                    positional: Vec::new(),
+                    dashes_at: Vec::new(),
+                    usage: None,
                 };
                 crate::report::error(&one_line(&err.render().to_string(), &at));
                 Exit::Usage
             });
     }
-    let at = Context::of(&args);
+    // (The command line is looked at word by word only when it matters: a
+    // second `--`, or an error to explain. Building clap's definition twice
+    // would cost every run.)
+    let given = args.clone();
+    let (args, dashed) = match args.iter().filter(|a| *a == "--").count() {
+        2.. => match dashed_names(&args, &Context::of(&args)) {
+            Some((rewritten, names)) => (rewritten, names),
+            None => (args, Vec::new()),
+        },
+        _ => (args, Vec::new()),
+    };
     let parsed = command()
         .try_get_matches_from(args)
         .and_then(|matches| {
@@ -50,6 +62,14 @@ where
             env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
                 run.resolve_shell();
+                for name in &mut run.names {
+                    let index = name
+                        .strip_prefix(PLACEHOLDER)
+                        .and_then(|i| i.parse::<usize>().ok());
+                    if let Some(given) = index.and_then(|i| dashed.get(i)) {
+                        *name = given.clone();
+                    }
+                }
             }
             cli
         });
@@ -65,6 +85,7 @@ where
                 Exit::Usage
             }
             _ => {
+                let at = Context::of(&given);
                 crate::report::error(&one_line(&err.render().to_string(), &at));
                 Exit::Usage
             }
@@ -89,28 +110,120 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
     Ok(())
 }
 
-/// Where a usage error was made: the subcommand named on the command line
-/// (before any `--`), and whether `--` was given.
+/// What the words of a command line are, as far as a usage error needs to
+/// know: the subcommand, the words given as its positional arguments before
+/// the first `--` (NAMEs), and where the `--`s are.
 struct Context {
     sub: Option<String>,
-    dashes: bool,
+    /// The subcommand's words before the first `--` that are not options or
+    /// option values (for `run`: its NAMEs, and a command given without `--`).
+    positional: Vec<String>,
+    /// Indices in the argument list of every `--` after the subcommand.
+    dashes_at: Vec<usize>,
+    /// The generic usage line of the subcommand (not clap's, which repeats
+    /// the options given, as if they were needed).
+    usage: Option<String>,
 }
 
 impl Context {
     fn of(args: &[OsString]) -> Self {
-        let names: Vec<String> = Cli::command()
-            .get_subcommands()
-            .map(|c| c.get_name().to_owned())
-            .collect();
-        let before: Vec<&OsString> = args.iter().skip(1).take_while(|a| *a != "--").collect();
-        Context {
-            sub: before
-                .iter()
-                .find_map(|a| names.iter().find(|n| *a == n.as_str()).cloned()),
-            dashes: before.len() + 1 < args.len(),
+        let mut cmd = command();
+        cmd.build();
+        // Options that take a value in the next word, at the top and in each
+        // subcommand (global ones are in every subcommand once built).
+        let valued = |c: &clap::Command| -> Vec<String> {
+            c.get_arguments()
+                .filter(|a| a.get_action().takes_values() && !a.is_positional())
+                .flat_map(|a| {
+                    let long = a.get_long().map(|l| format!("--{l}"));
+                    let short = a.get_short().map(|s| format!("-{s}"));
+                    long.into_iter().chain(short)
+                })
+                .collect()
+        };
+        let mut at = Context {
+            sub: None,
+            positional: Vec::new(),
+            dashes_at: Vec::new(),
+            usage: None,
+        };
+        let mut takes = valued(&cmd);
+        let mut skip = false;
+        for (i, arg) in args.iter().enumerate().skip(1) {
+            let word = arg.to_string_lossy();
+            if at.sub.is_some() && word == "--" {
+                at.dashes_at.push(i);
+                continue;
+            }
+            if skip || !at.dashes_at.is_empty() {
+                skip = false;
+                continue;
+            }
+            if word.starts_with('-') && word.len() > 1 {
+                // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.
+                skip = !word.contains('=') && takes.iter().any(|t| *t == word);
+                continue;
+            }
+            match &at.sub {
+                None => {
+                    if let Some(sub) = cmd.find_subcommand_mut(word.as_ref()) {
+                        takes = valued(sub);
+                        at.usage = Some(
+                            sub.render_usage()
+                                .to_string()
+                                .trim()
+                                .trim_start_matches("Usage: ")
+                                .to_owned(),
+                        );
+                        at.sub = Some(word.into_owned());
+                    } else {
+                        break;
+                    }
+                }
+                Some(_) => at.positional.push(word.into_owned()),
+            }
         }
+        at
+    }
+
+    /// The lock the command line names, when it names a valid one.
+    fn lock(&self) -> Option<&str> {
+        let named = matches!(
+            self.sub.as_deref(),
+            Some("run" | "acquire" | "renew" | "release" | "status")
+        );
+        self.positional
+            .first()
+            .map(String::as_str)
+            .filter(|n| named && crate::name::validate(n).is_ok())
     }
 }
+
+/// `rlock run [OPTIONS] -- -x -- COMMAND`: NAMEs that begin with `-` go
+/// between two `--`, as `acquire -- -x` takes one after `--`. Such NAMEs
+/// stand in for clap as placeholders, put back after parsing.
+fn dashed_names(args: &[OsString], at: &Context) -> Option<(Vec<OsString>, Vec<String>)> {
+    let [first, second, ..] = at.dashes_at[..] else {
+        return None;
+    };
+    if at.sub.as_deref() != Some("run") || !at.positional.is_empty() || second <= first + 1 {
+        return None;
+    }
+    let names: Vec<String> = args[first + 1..second]
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if !names.iter().any(|n| n.starts_with('-')) {
+        return None;
+    }
+    let mut rewritten: Vec<OsString> = args[..first].to_vec();
+    rewritten.extend((0..names.len()).map(|i| OsString::from(format!("{PLACEHOLDER}{i}"))));
+    rewritten.extend(args[second..].iter().cloned());
+    Some((rewritten, names))
+}
+
+/// What stands in for a NAME that begins with `-` while clap parses.
+const PLACEHOLDER: &str = "rlock-dashed-name-";
 
 /// clap renders several lines (`error: …`, usage, tips); keep them on one
 /// line: the message, clap's suggestions, the usage of the subcommand, and
@@ -118,11 +231,11 @@ impl Context {
 fn one_line(rendered: &str, at: &Context) -> String {
     let mut parts = Vec::new();
     let mut tips = Vec::new();
-    let mut usage = None;
+    let mut usage = at.usage.clone();
     for line in rendered.lines() {
         let line = line.trim();
         if let Some(text) = line.strip_prefix("Usage: ") {
-            usage = Some(text.to_owned());
+            usage = usage.or_else(|| Some(text.to_owned()));
             break;
         }
         if line.starts_with("For more information") {
@@ -146,7 +259,8 @@ fn one_line(rendered: &str, at: &Context) -> String {
     // `rlock run demo ./backup.sh` or `rlock run demo ls -l`: the command was
     // taken for another NAME, or its options for rlock's.
     let run = at.sub.as_deref() == Some("run");
-    if text.contains("<COMMAND>") || (run && !at.dashes && text.contains("unexpected argument")) {
+    let dashes = !at.dashes_at.is_empty();
+    if text.contains("<COMMAND>") || (run && !dashes && text.contains("unexpected argument")) {
         text.push_str("; COMMAND goes after --: rlock run NAME -- COMMAND [ARGS...], or rlock run NAME -c 'STRING'");
     }
     if let Some(usage) = usage {
@@ -157,7 +271,10 @@ fn one_line(rendered: &str, at: &Context) -> String {
         Some(sub) => format!("rlock {sub} --help"),
         None => "rlock --help".to_owned(),
     };
-    format!("{text} (see '{help}')")
+    match at.lock() {
+        Some(lock) => format!("{lock}: {text} (see '{help}')"),
+        None => format!("{text} (see '{help}')"),
+    }
 }
 
 #[cfg(test)]

@@ -109,6 +109,33 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
             "{err}"
         );
     }
+    // The line names the lock when the command line names one (§4).
+    let err = assert_fails(&output(bare().args(["--url", &url, "run", "t3w"])), 2);
+    assert!(err.starts_with("rlock: t3w: "), "{err}");
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "-w", "abc", "t3w", "--", "true"])),
+        2,
+    );
+    assert!(err.starts_with("rlock: t3w: "), "{err}");
+    // The subcommand's own usage, not clap's echo of the options given.
+    assert!(
+        err.contains("usage: rlock run [OPTIONS] <NAME>..."),
+        "{err}"
+    );
+    // A NAME that begins with `-` goes between two `--` (§7 allows it).
+    let out = output(bare().args([
+        "--url",
+        &url,
+        "run",
+        "--",
+        "-x",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$RLOCK_NAME\"",
+    ]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-x\n");
     // -c STRING, as flock's -c.
     let out = output(bare().args(["--url", &url, "run", "demo", "-c", "echo hi | tr a-z A-Z"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
