@@ -26,12 +26,47 @@
 -- another type are never touched; nothing is written before every check
 -- passed.
 
+local token, ttl = ARGV[1], tonumber(ARGV[3])
+local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
+
+-- The fast path: no key of this lock exists but its fence counter (no holder,
+-- no waiter, nothing on the caller's list), so nothing needs pruning, every
+-- kind is compatible and the queue lets anyone go: the same hold as below, in
+-- a dozen commands. A key of another type exists, so it is never taken here;
+-- the counter is read with redis.pcall, and a read that fails is explained by
+-- foreign_key() (WRONGTYPE) or passed on.
+if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND,
+        K_MINE) == 0 then
+    local text = redis.pcall('GET', K_FENCE)
+    if type(text) == 'table' then return foreign_key() or text end
+    local last = counter_value(text)
+    if not last then return not_a_counter() end
+    local refused = acl_refusal()
+    if refused then return refused end
+    clock()
+    local fence = math.max(last + 1, NOW_US)
+    if fence >= FENCE_END then return counter_full() end
+    local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,
+                  limit = limit, since = NOW, fence = fence_text(fence)}
+    if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
+    redis.call('SET', K_FENCE, info.fence)
+    redis.call('HSET', K_LOCK, token, 1)
+    redis.call('ZADD', K_LEASES, NOW + ttl, token)
+    redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
+    -- The keys live as long as their longest lease: this one.
+    local ms = math.max(1, ttl)
+    redis.call('PEXPIRE', K_LOCK, ms)
+    redis.call('PEXPIRE', K_HOLDERS, ms)
+    redis.call('PEXPIRE', K_LEASES, ms)
+    return {1, token, fence, 1}
+end
+
+helpers()
+clock()
 local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 local fence_value = redis.call('GET', K_FENCE)
 
-local token, ttl = ARGV[1], tonumber(ARGV[3])
-local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
 local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
 prune()

@@ -5,6 +5,8 @@
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 
+helpers()
+clock()
 local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 

@@ -8,6 +8,8 @@
 -- handed while giving up (see admit in common.lua) is given back: the waiter
 -- never ran anything under it.
 
+helpers()
+clock()
 local refused = acl_refusal()
 if refused then return refused end
 prune()

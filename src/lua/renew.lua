@@ -8,6 +8,8 @@
 -- (released, forced, flushed, or its lease ran out). Only lengthens: a nested
 -- holder with a shorter lease never cuts an enclosing holder's lease short.
 
+helpers()
+clock()
 local refused = acl_refusal()
 if refused then return refused end
 prune()

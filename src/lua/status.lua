@@ -6,6 +6,8 @@
 -- the lock, holders a list of {host, pid, command, since-ms, ttl-ms, note}; never
 -- owner tokens.
 
+helpers()
+clock()
 local foreign = foreign_key()
 if foreign then return foreign end
 
