@@ -159,13 +159,20 @@ local place = false
 if register > 0 then
     -- Holding nothing here, whatever is on the caller's list predates this look.
     redis.call('DEL', K_MINE)
-    redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
+    -- Its arrival: now, or when it first registered.
+    local arrived = string.format('%d', NOW_US)
+    if redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token) == 0 then
+        arrived = redis.call('ZSCORE', K_WAITERS, token)
+    end
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
     redis.call('ZADD', K_WEXP, NOW + register, token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
     if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
     redis.call('HSET', K_WKIND, token, spec)
-    place = redis.call('ZRANK', K_WAITERS, token) + 1
+    -- Its place: one after every waiter that arrived before it (arrivals are
+    -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
+    -- the one and not the other.
+    place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
     settle()
 end
 -- Look again no later than when a holder's lease or another waiter's
