@@ -61,15 +61,15 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     return {1, token, fence, 1}
 end
 
-helpers()
 clock()
+local H = helpers()
 local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 local fence_value = redis.call('GET', K_FENCE)
 
 local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-prune()
+H.prune()
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
 -- was handed the lock as it gave up blocking) by the token that already holds
@@ -93,7 +93,7 @@ if own then
     -- The caller counts the lease from this request; a hold handed over while
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
-    settle()
+    H.settle()
     return {1, token, fence_of(token), tonumber(own)}
 end
 
@@ -106,7 +106,7 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         end
         local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
         lengthen(inherited)
-        settle()
+        H.settle()
         return {1, inherited, fence_of(inherited), count}
     end
 end
@@ -128,18 +128,18 @@ local function queue_allows()
     return true
 end
 
-local hkind, hn, hcap = holders_state()
-if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
-    local fence, err = hold(token, ttl, info)
+local hkind, hn, hcap = H.holders_state()
+if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
+    local fence, err = H.hold(token, ttl, info)
     if not fence then return err end
     local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
-    drop_waiter(token)
+    H.drop_waiter(token)
     redis.call('DEL', K_MINE)
     -- A semaphore waiter leaving the head can let the next one in beside it
     -- (a fair one woken at the same time may have tried first and been sent
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
-    if was_waiting and kind == 'm' then wake() end
-    settle()
+    if was_waiting and kind == 'm' then H.wake() end
+    H.settle()
     return {1, token, fence, 1}
 end
 
@@ -173,11 +173,11 @@ if register > 0 then
     -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
     -- the one and not the other.
     place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
-    settle()
+    H.settle()
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.
-local wait = soonest_expiry()
+local wait = H.soonest_expiry()
 local soonest = redis.call('ZRANGE', K_WEXP, 0, 1, 'WITHSCORES')
 for i = 1, #soonest, 2 do
     if soonest[i] ~= token then

@@ -112,19 +112,20 @@ local function acl_refusal()
         ' on ' .. refused[2] .. ', which this lock needs; nothing was written')
 end
 
--- Everything past the fast paths. The functions are assigned by helpers(),
--- which the scripts call first on any other path.
-local fence_counter, next_fence, wake_list, parse_kind, drop_holder, drop_waiter
-local holders_state, compatible, push_wake, settle, hold, admit, wake, prune
-local soonest_expiry
-
--- Most waiters one wake-up pass looks at (a batch of shared waiters).
-local WAKE_BATCH = 100
-
+-- Everything past the fast paths, as a table of functions (H.prune() and so
+-- on): helpers() builds it when a script leaves its fast path, after clock().
 local function helpers()
+    -- Its own copies of the keys, the clock (read before) and the limits: a
+    -- function captures each outer local it uses, at every run of a script.
+    local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+    local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+    local NOW, NOW_US = NOW, NOW_US
+    -- Most waiters one wake-up pass looks at (a batch of shared waiters).
+    local WAKE_BATCH = 100
+
     -- The counter's value (0 when absent), or nil when it holds anything rlock
     -- could not have written.
-    fence_counter = function()
+    local function fence_counter()
         return counter_value(redis.call('GET', K_FENCE))
     end
 
@@ -133,7 +134,7 @@ local function helpers()
     -- counter lost with the server's data (a restart without persistence, a
     -- failover that lost writes) starts again above every earlier fence, as long
     -- as the clock was not set back.
-    next_fence = function()
+    local function next_fence()
         local last = fence_counter()
         if not last then return nil, not_a_counter() end
         local fence = math.max(last + 1, NOW_US)
@@ -141,12 +142,12 @@ local function helpers()
         return fence
     end
 
-    wake_list = function(token)
+    local function wake_list(token)
         return K_LOCK .. ':w:' .. token
     end
 
     -- "Fm3" (or "Fm3|...") -> kind "m", limit 3, fair true
-    parse_kind = function(text)
+    local function parse_kind(text)
         text = string.match(text or 'x', '^[^|]*')
         local fair = string.sub(text, 1, 1) == 'F'
         if fair then text = string.sub(text, 2) end
@@ -155,7 +156,7 @@ local function helpers()
         return kind, limit, fair
     end
 
-    drop_holder = function(token)
+    local function drop_holder(token)
         redis.call('HDEL', K_LOCK, token)
         redis.call('HDEL', K_HOLDERS, token)
         redis.call('ZREM', K_LEASES, token)
@@ -163,7 +164,7 @@ local function helpers()
         redis.call('DEL', K_LOCK .. ':w:' .. token)
     end
 
-    drop_waiter = function(token)
+    local function drop_waiter(token)
         redis.call('ZREM', K_WAITERS, token)
         redis.call('ZREM', K_XWAIT, token)
         redis.call('ZREM', K_WEXP, token)
@@ -171,7 +172,7 @@ local function helpers()
     end
 
     -- The live holders' kind, count and smallest limit (kind nil when free).
-    holders_state = function()
+    local function holders_state()
         local tokens = redis.call('HKEYS', K_LOCK)
         if #tokens == 0 then return nil, 0, nil end
         local kind, cap = nil, nil
@@ -187,14 +188,14 @@ local function helpers()
         return kind, #tokens, cap
     end
 
-    compatible = function(kind, limit, hkind, hn, hcap)
+    local function compatible(kind, limit, hkind, hn, hcap)
         if hn == 0 then return true end
         if kind == 'x' or hkind ~= kind then return false end
         if kind == 's' then return true end
         return hn < math.min(limit, hcap)
     end
 
-    push_wake = function(token)
+    local function push_wake(token)
         local list = wake_list(token)
         if redis.call('LLEN', list) == 0 then
             redis.call('RPUSH', list, 'w')
@@ -205,7 +206,7 @@ local function helpers()
     end
 
     -- Gives each group of keys the life of its longest entry, or deletes it.
-    settle = function()
+    local function settle()
         local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
         if last then
             local ms = math.max(1, tonumber(last) - NOW)
@@ -230,7 +231,7 @@ local function helpers()
     -- request reports the fence of its own hold); nil and an error reply, with
     -- nothing written, when there is no next fence. The metadata keeps the fence
     -- as a string: cjson would round it to 14 digits.
-    hold = function(token, ttl, info)
+    local function hold(token, ttl, info)
         local fence, err = next_fence()
         if not fence then return nil, err end
         redis.call('SET', K_FENCE, fence_text(fence))
@@ -247,7 +248,7 @@ local function helpers()
     -- handed over ends when the waiter's registration would have: the waiter
     -- counts it from the request that registered it, and a waiter that died or
     -- stopped keeps the lock no longer than it would have kept its place.
-    admit = function(token, spec)
+    local function admit(token, spec)
         local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
         local ok, h = pcall(cjson.decode, info or '')
         if not (ttl and ok and type(h) == 'table') then
@@ -278,7 +279,7 @@ local function helpers()
     -- shared request never goes before an exclusive or semaphore request that
     -- arrived earlier, so the head is always one that the queue lets through.)
     -- A handoff changes the holders: the caller settles the keys' expiry after.
-    wake = function()
+    local function wake()
         local hkind, hn, hcap = holders_state()
         if hkind == 'x' then return end
         local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
@@ -308,7 +309,7 @@ local function helpers()
 
     -- Drops holders whose lease ran out and waiters whose registration did, and
     -- wakes the waiters that can go when that changed anything.
-    prune = function()
+    local function prune()
         local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
         for _, token in ipairs(dead) do drop_holder(token) end
         local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
@@ -324,9 +325,16 @@ local function helpers()
     end
 
     -- The earliest lease expiry among holders, as ms from now (nil when none).
-    soonest_expiry = function()
+    local function soonest_expiry()
         local first = redis.call('ZRANGE', K_LEASES, 0, 0, 'WITHSCORES')[2]
         return first and math.max(0, tonumber(first) - NOW)
     end
-end
 
+    return {
+        fence_counter = fence_counter, next_fence = next_fence, wake_list = wake_list,
+        parse_kind = parse_kind, drop_holder = drop_holder, drop_waiter = drop_waiter,
+        holders_state = holders_state, compatible = compatible, push_wake = push_wake,
+        settle = settle, hold = hold, admit = admit, wake = wake, prune = prune,
+        soonest_expiry = soonest_expiry,
+    }
+end

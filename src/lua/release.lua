@@ -25,11 +25,11 @@ if redis.call('HGET', K_LOCK, token) == '1' and redis.call('HLEN', K_LOCK) == 1
     return 0
 end
 
-helpers()
 clock()
+local H = helpers()
 local refused = acl_refusal()
 if refused then return refused end
-prune()
+H.prune()
 local held = tonumber(redis.call('HGET', K_LOCK, token))
 if not held then
     return -1
@@ -37,9 +37,9 @@ end
 if held > 1 then
     return redis.call('HINCRBY', K_LOCK, token, -1)
 end
-drop_holder(token)
+H.drop_holder(token)
 -- Nothing more will be handed to this token.
 redis.call('DEL', K_MINE)
-wake()
-settle()
+H.wake()
+H.settle()
 return 0

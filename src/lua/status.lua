@@ -6,8 +6,8 @@
 -- the lock, holders a list of {host, pid, command, since-ms, ttl-ms, note}; never
 -- owner tokens.
 
-helpers()
 clock()
+local H = helpers()
 local foreign = foreign_key()
 if foreign then return foreign end
 
@@ -26,6 +26,6 @@ for i = 1, #live, 2 do
     holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
         text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW, text(h.note)}
 end
-local fence = fence_counter()
+local fence = H.fence_counter()
 local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW, '+inf')
 return {kind, limit, fence, waiting, holders}
