@@ -93,7 +93,7 @@ if own then
     -- The caller counts the lease from this request; a hold handed over while
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
-    H.settle()
+    H.settle_holders()
     return {1, token, fence_of(token), tonumber(own)}
 end
 
@@ -106,7 +106,7 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         end
         local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
         lengthen(inherited)
-        H.settle()
+        H.settle_holders()
         return {1, inherited, fence_of(inherited), count}
     end
 end
@@ -116,8 +116,9 @@ end
 -- preference: a stream of readers cannot starve a writer), with or without
 -- --fair. A --fair request also waits for every earlier waiter; other
 -- exclusive and semaphore requests may overtake the queue.
+local mine -- the caller's arrival, when it is a registered waiter
 local function queue_allows()
-    local mine = redis.call('ZSCORE', K_WAITERS, token)
+    mine = redis.call('ZSCORE', K_WAITERS, token)
     local before = mine and ('(' .. mine) or '+inf'
     if kind == 's' then
         return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
@@ -128,11 +129,11 @@ local function queue_allows()
     return true
 end
 
-local hkind, hn, hcap = H.holders_state()
+local hkind, hn, hcap, record = H.holders_state()
 if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     local fence, err = H.hold(token, ttl, info)
     if not fence then return err end
-    local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
+    local was_waiting = mine
     H.drop_waiter(token)
     redis.call('DEL', K_MINE)
     -- A semaphore waiter leaving the head can let the next one in beside it
@@ -144,15 +145,11 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
 end
 
 local holder = false
-local first = redis.call('HKEYS', K_LOCK)[1]
-local raw = first and redis.call('HGET', K_HOLDERS, first)
-if raw then
-    local ok, h = pcall(cjson.decode, raw)
-    if ok and type(h) == 'table' then
-        holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
-                  tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
-                  type(h.note) == 'string' and h.note or ''}
-    end
+if record then
+    local h = record
+    holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
+              tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
+              type(h.note) == 'string' and h.note or ''}
 end
 local register = tonumber(ARGV[7])
 local place = false
@@ -173,7 +170,7 @@ if register > 0 then
     -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
     -- the one and not the other.
     place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
-    H.settle()
+    H.settle_waiters(true)
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.

@@ -171,13 +171,15 @@ local function helpers()
         redis.call('HDEL', K_WKIND, token)
     end
 
-    -- The live holders' kind, count and smallest limit (kind nil when free).
+    -- The live holders' kind, count and smallest limit (kind nil when free),
+    -- and the first holder's metadata (nil when unreadable).
     local function holders_state()
         local tokens = redis.call('HKEYS', K_LOCK)
         if #tokens == 0 then return nil, 0, nil end
-        local kind, cap = nil, nil
-        for _, token in ipairs(tokens) do
+        local kind, cap, first = nil, nil, nil
+        for i, token in ipairs(tokens) do
             local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
+            if i == 1 and ok and type(h) == 'table' then first = h end
             local k = (ok and type(h) == 'table' and h.kind) or 'x'
             local l = (ok and type(h) == 'table' and tonumber(h.limit)) or 1
             if kind and k ~= kind then k = 'x' end
@@ -185,7 +187,7 @@ local function helpers()
             cap = cap and math.min(cap, l) or l
             if kind ~= 'm' then break end
         end
-        return kind, #tokens, cap
+        return kind, #tokens, cap, first
     end
 
     local function compatible(kind, limit, hkind, hn, hcap)
@@ -205,34 +207,59 @@ local function helpers()
         end
     end
 
-    -- Gives each group of keys the life of its longest entry, or deletes it.
-    local function settle()
+    -- Gives each group of keys the life of its longest entry, or deletes it:
+    -- the holders' keys live as long as the last lease (which the release
+    -- fast path relies on), the waiters' as long as the last registration.
+    local function settle_holders()
         local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
         if last then
             local ms = math.max(1, tonumber(last) - NOW)
-            for _, key in ipairs({K_LOCK, K_HOLDERS, K_LEASES}) do
-                redis.call('PEXPIRE', key, ms)
-            end
+            redis.call('PEXPIRE', K_LOCK, ms)
+            redis.call('PEXPIRE', K_HOLDERS, ms)
+            redis.call('PEXPIRE', K_LEASES, ms)
         else
             redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES)
         end
-        last = redis.call('ZRANGE', K_WEXP, -1, -1, 'WITHSCORES')[2]
-        if last then
-            local ms = math.max(1, tonumber(last) - NOW)
-            for _, key in ipairs({K_WAITERS, K_XWAIT, K_WEXP, K_WKIND}) do
-                redis.call('PEXPIRE', key, ms)
-            end
-        else
+    end
+
+    -- joined: a waiter registered (or registered again) in this script. Only
+    -- acquire registers; everywhere else waiters only leave, so their keys were
+    -- all given the life of the last registration together and none was made
+    -- since: one PTTL tells whether they still have it, and they need setting
+    -- again only when the last registration was one that left.
+    local function settle_waiters(joined)
+        local last = redis.call('ZRANGE', K_WEXP, -1, -1, 'WITHSCORES')[2]
+        if not last then
             redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
+            return
         end
+        last = tonumber(last)
+        if not joined then
+            local pttl = redis.call('PTTL', K_WEXP)
+            -- (Set ms after ms, read ms after ms: 1 ms either way.)
+            if pttl >= 0 and math.abs(NOW + pttl - last) <= 1 then return end
+        end
+        local ms = math.max(1, last - NOW)
+        redis.call('PEXPIRE', K_WAITERS, ms)
+        redis.call('PEXPIRE', K_XWAIT, ms)
+        redis.call('PEXPIRE', K_WEXP, ms)
+        redis.call('PEXPIRE', K_WKIND, ms)
+    end
+
+    -- Both groups, after holders changed and waiters may have left.
+    local function settle()
+        settle_holders()
+        settle_waiters(false)
     end
 
     -- The hold of a new holder, with its fence in its metadata (a repeated
     -- request reports the fence of its own hold); nil and an error reply, with
-    -- nothing written, when there is no next fence. The metadata keeps the fence
-    -- as a string: cjson would round it to 14 digits.
-    local function hold(token, ttl, info)
-        local fence, err = next_fence()
+    -- nothing written, when there is no next fence (fence: the next fence, when
+    -- the caller has it already). The metadata keeps the fence as a string:
+    -- cjson would round it to 14 digits.
+    local function hold(token, ttl, info, fence)
+        local err
+        if not fence then fence, err = next_fence() end
         if not fence then return nil, err end
         redis.call('SET', K_FENCE, fence_text(fence))
         redis.call('HSET', K_LOCK, token, 1)
@@ -257,13 +284,14 @@ local function helpers()
         end
         -- Without a next fence, the waiter is only woken: its own attempt then
         -- reports why, and this script (a release) still completes.
-        if not next_fence() then
+        local fence = next_fence()
+        if not fence then
             push_wake(token)
             return
         end
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
-        local fence = hold(token, lease, h)
+        hold(token, lease, h, fence)
         drop_waiter(token)
         -- The message lives no longer than the hold it announces: a hold that
         -- lapses with no script running leaves no handoff to be read later.
@@ -334,7 +362,8 @@ local function helpers()
         fence_counter = fence_counter, next_fence = next_fence, wake_list = wake_list,
         parse_kind = parse_kind, drop_holder = drop_holder, drop_waiter = drop_waiter,
         holders_state = holders_state, compatible = compatible, push_wake = push_wake,
-        settle = settle, hold = hold, admit = admit, wake = wake, prune = prune,
+        settle_holders = settle_holders, settle_waiters = settle_waiters, settle = settle,
+        hold = hold, admit = admit, wake = wake, prune = prune,
         soonest_expiry = soonest_expiry,
     }
 end

@@ -37,9 +37,8 @@ end
 if held > 1 then
     return redis.call('HINCRBY', K_LOCK, token, -1)
 end
+-- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
--- Nothing more will be handed to this token.
-redis.call('DEL', K_MINE)
 H.wake()
 H.settle()
 return 0
