@@ -63,13 +63,39 @@ end
 
 clock()
 local H = helpers()
-local foreign = foreign_key() or acl_refusal()
-if foreign then return foreign end
-local fence_value = redis.call('GET', K_FENCE)
+
+-- Past the fast path, what this script reads comes first, with redis.pcall:
+-- a key read is absent or of rlock's type; the four keys it does not read are
+-- asked their TYPE. Any other answer is explained by foreign_key() (the first
+-- key of another type, as ever) before anything is written.
+local fence_value = redis.pcall('GET', K_FENCE)
+local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
+local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+local own = redis.pcall('HGET', K_LOCK, token)
+local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
+local function ours(key, want)
+    local t = redis.call('TYPE', key)['ok']
+    return t == 'none' or t == want
+end
+for _, v in ipairs({fence_value, dead, gone, own, mine}) do
+    if type(v) == 'table' and v.err then return foreign_key() or v end
+end
+if not (ours(K_HOLDERS, 'hash') and ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash')
+        and ours(K_MINE, 'list')) then
+    return foreign_key()
+end
+if not counter_value(fence_value) then return not_a_counter() end
+local refused = acl_refusal()
+if refused then return refused end
 
 local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-H.prune()
+H.prune(dead, gone)
+if #dead > 0 or #gone > 0 then
+    -- Pruned: the caller's own hold or registration may be gone.
+    own = redis.call('HGET', K_LOCK, token)
+    mine = redis.call('ZSCORE', K_WAITERS, token)
+end
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
 -- was handed the lock as it gave up blocking) by the token that already holds
@@ -87,13 +113,12 @@ local function fence_of(holder)
     return (ok and type(h) == 'table' and tonumber(h.fence)) or tonumber(fence_value or '0')
 end
 
-local own = redis.call('HGET', K_LOCK, token)
 if own then
     redis.call('DEL', K_MINE)
     -- The caller counts the lease from this request; a hold handed over while
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
-    H.settle_holders()
+    H.settle()
     return {1, token, fence_of(token), tonumber(own)}
 end
 
@@ -106,7 +131,7 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         end
         local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
         lengthen(inherited)
-        H.settle_holders()
+        H.settle()
         return {1, inherited, fence_of(inherited), count}
     end
 end
@@ -116,9 +141,7 @@ end
 -- preference: a stream of readers cannot starve a writer), with or without
 -- --fair. A --fair request also waits for every earlier waiter; other
 -- exclusive and semaphore requests may overtake the queue.
-local mine -- the caller's arrival, when it is a registered waiter
 local function queue_allows()
-    mine = redis.call('ZSCORE', K_WAITERS, token)
     local before = mine and ('(' .. mine) or '+inf'
     if kind == 's' then
         return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
@@ -156,11 +179,9 @@ local place = false
 if register > 0 then
     -- Holding nothing here, whatever is on the caller's list predates this look.
     redis.call('DEL', K_MINE)
-    -- Its arrival: now, or when it first registered.
-    local arrived = string.format('%d', NOW_US)
-    if redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token) == 0 then
-        arrived = redis.call('ZSCORE', K_WAITERS, token)
-    end
+    -- Its arrival: when it first registered, or now.
+    local arrived = mine or string.format('%d', NOW_US)
+    redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
     redis.call('ZADD', K_WEXP, NOW + register, token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
@@ -175,6 +196,10 @@ end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.
 local wait = H.soonest_expiry()
+-- No holder changed here, so the holders' keys keep their expiry; but with no
+-- lease left, what is left of them goes, as settle() has it (a key of theirs
+-- lost: evicted, deleted).
+if register > 0 and not wait then redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES) end
 local soonest = redis.call('ZRANGE', K_WEXP, 0, 1, 'WITHSCORES')
 for i = 1, #soonest, 2 do
     if soonest[i] ~= token then

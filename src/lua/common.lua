@@ -336,11 +336,12 @@ local function helpers()
     end
 
     -- Drops holders whose lease ran out and waiters whose registration did, and
-    -- wakes the waiters that can go when that changed anything.
-    local function prune()
-        local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
+    -- wakes the waiters that can go when that changed anything. dead and gone:
+    -- those lapsed holders and waiters, when the caller has read them already.
+    local function prune(dead, gone)
+        dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
         for _, token in ipairs(dead) do drop_holder(token) end
-        local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+        gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
         for _, token in ipairs(gone) do
             drop_waiter(token)
             redis.call('DEL', wake_list(token))

@@ -8,24 +8,27 @@
 
 local token = ARGV[1]
 
--- The fast path: the caller is the only holder, holds once, and nobody waits:
--- its hold ends and every key of the lock but the fence goes, as settle()
--- below would have it, in four commands. Its lease has not run out: the lock
--- hash lives only as long as its longest lease (settle), here the caller's.
--- One write and nothing before it, so no ACL check first: a refused DEL
--- writes nothing, and is reported as the check would have.
-if redis.call('HGET', K_LOCK, token) == '1' and redis.call('HLEN', K_LOCK) == 1
-        and redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0 then
-    local done = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
-    if type(done) == 'table' and string.find(done.err or '', '^NOPERM') then
-        return redis.error_reply('NOPERM rlock: the user may not run DEL on ' .. K_LOCK ..
-            ', which this lock needs; nothing was written')
+-- The fast path: nobody waits, and the caller holds once and has the only
+-- lease, which has not run out: its hold ends and every key of the lock but
+-- the fence goes, as prune(), wake() and settle() below would have it, in
+-- five commands. One write and nothing before it, so no ACL check first: a
+-- refused DEL writes nothing, and is reported as the check would have.
+if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
+        and redis.call('HGET', K_LOCK, token) == '1' then
+    local leases = redis.call('ZRANGE', K_LEASES, 0, 1, 'WITHSCORES')
+    clock()
+    if #leases == 2 and leases[1] == token and tonumber(leases[2]) > NOW then
+        local done = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
+        if type(done) == 'table' and string.find(done.err or '', '^NOPERM') then
+            return redis.error_reply('NOPERM rlock: the user may not run DEL on ' .. K_LOCK ..
+                ', which this lock needs; nothing was written')
+        end
+        if type(done) == 'table' then return done end
+        return 0
     end
-    if type(done) == 'table' then return done end
-    return 0
 end
 
-clock()
+if not NOW then clock() end
 local H = helpers()
 local refused = acl_refusal()
 if refused then return refused end

@@ -19,5 +19,5 @@ end
 local until_ms = NOW + tonumber(ARGV[2])
 local current = tonumber(redis.call('ZSCORE', K_LEASES, ARGV[1]) or '0')
 if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, ARGV[1]) end
-H.settle_holders()
+H.settle()
 return 1
