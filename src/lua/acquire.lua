@@ -50,11 +50,11 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
                   limit = limit, since = NOW, fence = fence_text(fence)}
     if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
     redis.call('SET', K_FENCE, info.fence)
-    redis.call('HSET', K_LOCK, token, 1)
-    redis.call('ZADD', K_LEASES, NOW + ttl, token)
+    redis.call('HSET', K_LOCK, token, '1')
+    redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
     redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
     -- The keys live as long as their longest lease: this one.
-    local ms = math.max(1, ttl)
+    local ms = digits(math.max(1, ttl))
     redis.call('PEXPIRE', K_LOCK, ms)
     redis.call('PEXPIRE', K_HOLDERS, ms)
     redis.call('PEXPIRE', K_LEASES, ms)
@@ -69,8 +69,8 @@ local H = helpers()
 -- asked their TYPE. Any other answer is explained by foreign_key() (the first
 -- key of another type, as ever) before anything is written.
 local fence_value = redis.pcall('GET', K_FENCE)
-local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
-local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
+local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
 local own = redis.pcall('HGET', K_LOCK, token)
 local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
 local function ours(key, want)
@@ -103,7 +103,7 @@ end
 local function lengthen(holder)
     local until_ms = NOW + ttl
     local current = tonumber(redis.call('ZSCORE', K_LEASES, holder) or '0')
-    if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, holder) end
+    if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), holder) end
 end
 
 -- The fence of a hold, from its metadata (the counter for older holds). A
@@ -129,7 +129,7 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         if held ~= 'x' and held ~= kind then
             return {2, held}
         end
-        local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
+        local count = redis.call('HINCRBY', K_LOCK, inherited, '1')
         lengthen(inherited)
         H.settle()
         return {1, inherited, fence_of(inherited), count}
@@ -180,10 +180,11 @@ if register > 0 then
     -- Holding nothing here, whatever is on the caller's list predates this look.
     redis.call('DEL', K_MINE)
     -- Its arrival: when it first registered, or now.
-    local arrived = mine or string.format('%d', NOW_US)
-    redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
-    if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
-    redis.call('ZADD', K_WEXP, NOW + register, token)
+    local now_us = digits(NOW_US)
+    local arrived = mine or now_us
+    redis.call('ZADD', K_WAITERS, 'NX', now_us, token)
+    if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
+    redis.call('ZADD', K_WEXP, digits(NOW + register), token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
     if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
     redis.call('HSET', K_WKIND, token, spec)
@@ -200,7 +201,7 @@ local wait = H.soonest_expiry()
 -- lease left, what is left of them goes, as settle() has it (a key of theirs
 -- lost: evicted, deleted).
 if register > 0 and not wait then redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES) end
-local soonest = redis.call('ZRANGE', K_WEXP, 0, 1, 'WITHSCORES')
+local soonest = redis.call('ZRANGE', K_WEXP, '0', '1', 'WITHSCORES')
 for i = 1, #soonest, 2 do
     if soonest[i] ~= token then
         local ms = math.max(0, tonumber(soonest[i + 1]) - NOW)

@@ -27,9 +27,16 @@
 local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 
+-- An integer as digits. A number passed to redis.call is written with
+-- %.17g, which costs several times more than %d (and a number in `..` keeps
+-- only 14 digits): every number the scripts send is text first.
+local function digits(n)
+    return string.format('%d', n)
+end
+
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
--- none on a path that needs no time).
-local NOW, NOW_US
+-- none on a path that needs no time); NOW as digits, set by helpers().
+local NOW, NOW_US, NOW_TEXT
 local function clock()
     local t = redis.call('TIME')
     NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -42,9 +49,7 @@ local FENCE_END = 9007199254740992
 
 -- A fence as digits. tostring, `..` and cjson keep only 14 significant digits
 -- of a Lua number, and fences have 16.
-local function fence_text(n)
-    return string.format('%d', n)
-end
+local fence_text = digits
 
 -- The counter's value from its text (0 when absent), or nil when it holds
 -- anything rlock could not have written (not digits, or not below 2^53).
@@ -119,9 +124,10 @@ local function helpers()
     -- function captures each outer local it uses, at every run of a script.
     local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
     local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-    local NOW, NOW_US = NOW, NOW_US
+    NOW_TEXT = digits(NOW)
+    local NOW, NOW_US, NOW_TEXT = NOW, NOW_US, NOW_TEXT
     -- Most waiters one wake-up pass looks at (a batch of shared waiters).
-    local WAKE_BATCH = 100
+    local WAKE_BATCH = '100'
 
     -- The counter's value (0 when absent), or nil when it holds anything rlock
     -- could not have written.
@@ -203,7 +209,7 @@ local function helpers()
             redis.call('RPUSH', list, 'w')
             -- Lives no longer than the waiter's registration.
             local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
-            redis.call('PEXPIRE', list, math.max(1, until_ms - NOW))
+            redis.call('PEXPIRE', list, digits(math.max(1, until_ms - NOW)))
         end
     end
 
@@ -211,9 +217,9 @@ local function helpers()
     -- the holders' keys live as long as the last lease (which the release
     -- fast path relies on), the waiters' as long as the last registration.
     local function settle_holders()
-        local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
+        local last = redis.call('ZRANGE', K_LEASES, '-1', '-1', 'WITHSCORES')[2]
         if last then
-            local ms = math.max(1, tonumber(last) - NOW)
+            local ms = digits(math.max(1, tonumber(last) - NOW))
             redis.call('PEXPIRE', K_LOCK, ms)
             redis.call('PEXPIRE', K_HOLDERS, ms)
             redis.call('PEXPIRE', K_LEASES, ms)
@@ -228,7 +234,7 @@ local function helpers()
     -- since: one PTTL tells whether they still have it, and they need setting
     -- again only when the last registration was one that left.
     local function settle_waiters(joined)
-        local last = redis.call('ZRANGE', K_WEXP, -1, -1, 'WITHSCORES')[2]
+        local last = redis.call('ZRANGE', K_WEXP, '-1', '-1', 'WITHSCORES')[2]
         if not last then
             redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
             return
@@ -239,7 +245,7 @@ local function helpers()
             -- (Set ms after ms, read ms after ms: 1 ms either way.)
             if pttl >= 0 and math.abs(NOW + pttl - last) <= 1 then return end
         end
-        local ms = math.max(1, last - NOW)
+        local ms = digits(math.max(1, last - NOW))
         redis.call('PEXPIRE', K_WAITERS, ms)
         redis.call('PEXPIRE', K_XWAIT, ms)
         redis.call('PEXPIRE', K_WEXP, ms)
@@ -256,16 +262,25 @@ local function helpers()
     -- request reports the fence of its own hold); nil and an error reply, with
     -- nothing written, when there is no next fence (fence: the next fence, when
     -- the caller has it already). The metadata keeps the fence as a string:
-    -- cjson would round it to 14 digits.
+    -- cjson would round it to 14 digits. info: a table, or the JSON of one
+    -- (a waiter's registration, which an acquire wrote with cjson), to which
+    -- since and fence are added as text: no decoding and encoding again.
     local function hold(token, ttl, info, fence)
         local err
         if not fence then fence, err = next_fence() end
         if not fence then return nil, err end
-        redis.call('SET', K_FENCE, fence_text(fence))
-        redis.call('HSET', K_LOCK, token, 1)
-        redis.call('ZADD', K_LEASES, NOW + ttl, token)
-        info.since, info.fence = NOW, fence_text(fence)
-        redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
+        local fence_digits = fence_text(fence)
+        redis.call('SET', K_FENCE, fence_digits)
+        redis.call('HSET', K_LOCK, token, '1')
+        redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
+        if type(info) == 'string' then
+            info = string.sub(info, 1, -2) .. (info == '{}' and '' or ',') .. '"since":' ..
+                NOW_TEXT .. ',"fence":"' .. fence_digits .. '"}'
+        else
+            info.since, info.fence = NOW, fence_digits
+            info = cjson.encode(info)
+        end
+        redis.call('HSET', K_HOLDERS, token, info)
         return fence
     end
 
@@ -277,10 +292,16 @@ local function helpers()
     -- stopped keeps the lock no longer than it would have kept its place.
     local function admit(token, spec)
         local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
-        local ok, h = pcall(cjson.decode, info or '')
-        if not (ttl and ok and type(h) == 'table') then
-            push_wake(token)
-            return
+        -- An object as cjson writes it, without since and fence, is taken as
+        -- it is (hold adds them); anything else is decoded, as it always was.
+        if not (ttl and string.match(info, '^{.*}$') and not string.find(info, '"since"', 1, true)
+                and not string.find(info, '"fence"', 1, true)) then
+            local ok, h = pcall(cjson.decode, info or '')
+            if not (ttl and ok and type(h) == 'table') then
+                push_wake(token)
+                return
+            end
+            info = h
         end
         -- Without a next fence, the waiter is only woken: its own attempt then
         -- reports why, and this script (a release) still completes.
@@ -291,13 +312,13 @@ local function helpers()
         end
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
-        hold(token, lease, h, fence)
+        hold(token, lease, info, fence)
         drop_waiter(token)
         -- The message lives no longer than the hold it announces: a hold that
         -- lapses with no script running leaves no handoff to be read later.
         local list = wake_list(token)
         redis.call('RPUSH', list, 'g' .. fence_text(fence))
-        redis.call('PEXPIRE', list, lease)
+        redis.call('PEXPIRE', list, digits(lease))
     end
 
     -- Wakes (or admits) the waiters that can acquire now, and no others (no
@@ -310,7 +331,7 @@ local function helpers()
     local function wake()
         local hkind, hn, hcap = holders_state()
         if hkind == 'x' then return end
-        local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
+        local first = redis.call('ZRANGE', K_WAITERS, '0', '0')[1]
         if not first then return end
         local spec = redis.call('HGET', K_WKIND, first)
         local kind = parse_kind(spec)
@@ -320,7 +341,7 @@ local function helpers()
         end
         if hn > 0 and hkind ~= kind then return end
         local from = redis.call('ZSCORE', K_WAITERS, first)
-        local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
+        local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', '0', WAKE_BATCH)
         local n, cap = hn, hcap
         for _, token in ipairs(batch) do
             spec = redis.call('HGET', K_WKIND, token)
@@ -339,9 +360,9 @@ local function helpers()
     -- wakes the waiters that can go when that changed anything. dead and gone:
     -- those lapsed holders and waiters, when the caller has read them already.
     local function prune(dead, gone)
-        dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
+        dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
         for _, token in ipairs(dead) do drop_holder(token) end
-        gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
+        gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
         for _, token in ipairs(gone) do
             drop_waiter(token)
             redis.call('DEL', wake_list(token))
@@ -355,7 +376,7 @@ local function helpers()
 
     -- The earliest lease expiry among holders, as ms from now (nil when none).
     local function soonest_expiry()
-        local first = redis.call('ZRANGE', K_LEASES, 0, 0, 'WITHSCORES')[2]
+        local first = redis.call('ZRANGE', K_LEASES, '0', '0', 'WITHSCORES')[2]
         return first and math.max(0, tonumber(first) - NOW)
     end
 

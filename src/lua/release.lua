@@ -15,7 +15,7 @@ local token = ARGV[1]
 -- refused DEL writes nothing, and is reported as the check would have.
 if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
         and redis.call('HGET', K_LOCK, token) == '1' then
-    local leases = redis.call('ZRANGE', K_LEASES, 0, 1, 'WITHSCORES')
+    local leases = redis.call('ZRANGE', K_LEASES, '0', '1', 'WITHSCORES')
     clock()
     if #leases == 2 and leases[1] == token and tonumber(leases[2]) > NOW then
         local done = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
@@ -38,7 +38,7 @@ if not held then
     return -1
 end
 if held > 1 then
-    return redis.call('HINCRBY', K_LOCK, token, -1)
+    return redis.call('HINCRBY', K_LOCK, token, '-1')
 end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)

@@ -18,6 +18,6 @@ if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
 end
 local until_ms = NOW + tonumber(ARGV[2])
 local current = tonumber(redis.call('ZSCORE', K_LEASES, ARGV[1]) or '0')
-if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, ARGV[1]) end
+if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), ARGV[1]) end
 H.settle()
 return 1
