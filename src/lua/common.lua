@@ -39,8 +39,8 @@ end
 local NOW, NOW_US, NOW_TEXT
 local function clock()
     local t = redis.call('TIME')
-    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    NOW = (NOW_US - NOW_US % 1000) / 1000
 end
 
 -- Fences stay below 2^53, where a double holds every integer exactly: Lua's
@@ -99,19 +99,21 @@ local function acl_refusal()
     -- Every write command the scripts use, on the lock's own key: all keys
     -- share its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
     -- wake-up lists, with their `:w:` infix, and the fence get a check of
-    -- their own. (One call each, in a row: no table to build at every run.)
+    -- their own. (One call each, in a row: no table to build at every run. The
+    -- command and its key are all a check needs: the key's place comes from the
+    -- command's key spec, as it would for the whole command.)
     local refused
-    if not allowed('HSET', K_LOCK, 'f', '0') then refused = {'HSET', K_LOCK}
-    elseif not allowed('HINCRBY', K_LOCK, 'f', '0') then refused = {'HINCRBY', K_LOCK}
-    elseif not allowed('HDEL', K_LOCK, 'f') then refused = {'HDEL', K_LOCK}
-    elseif not allowed('ZADD', K_LOCK, '0', 'm') then refused = {'ZADD', K_LOCK}
-    elseif not allowed('ZREM', K_LOCK, 'm') then refused = {'ZREM', K_LOCK}
-    elseif not allowed('PEXPIRE', K_LOCK, '1') then refused = {'PEXPIRE', K_LOCK}
+    if not allowed('HSET', K_LOCK) then refused = {'HSET', K_LOCK}
+    elseif not allowed('HINCRBY', K_LOCK) then refused = {'HINCRBY', K_LOCK}
+    elseif not allowed('HDEL', K_LOCK) then refused = {'HDEL', K_LOCK}
+    elseif not allowed('ZADD', K_LOCK) then refused = {'ZADD', K_LOCK}
+    elseif not allowed('ZREM', K_LOCK) then refused = {'ZREM', K_LOCK}
+    elseif not allowed('PEXPIRE', K_LOCK) then refused = {'PEXPIRE', K_LOCK}
     elseif not allowed('DEL', K_LOCK) then refused = {'DEL', K_LOCK}
     -- A wake-up list's name holds an owner token: never shown.
-    elseif not allowed('RPUSH', K_MINE, 'w') then refused = {'RPUSH', K_LOCK .. ':w:*'}
-    elseif not allowed('PEXPIRE', K_MINE, '1') then refused = {'PEXPIRE', K_LOCK .. ':w:*'}
-    elseif not allowed('SET', K_FENCE, '0') then refused = {'SET', K_FENCE}
+    elseif not allowed('RPUSH', K_MINE) then refused = {'RPUSH', K_LOCK .. ':w:*'}
+    elseif not allowed('PEXPIRE', K_MINE) then refused = {'PEXPIRE', K_LOCK .. ':w:*'}
+    elseif not allowed('SET', K_FENCE) then refused = {'SET', K_FENCE}
     else return nil end
     return redis.error_reply('NOPERM rlock: the user may not run ' .. refused[1] ..
         ' on ' .. refused[2] .. ', which this lock needs; nothing was written')
