@@ -26,15 +26,76 @@
 -- another type are never touched; nothing is written before every check
 -- passed.
 
-local foreign = foreign_key() or acl_refusal()
-if foreign then return foreign end
-local fence_value = redis.call('GET', K_FENCE)
-
 local token, ttl = ARGV[1], tonumber(ARGV[3])
 local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
+
+-- The fast path: no key of this lock exists but its fence counter (no holder,
+-- no waiter, nothing on the caller's list), so nothing needs pruning, every
+-- kind is compatible and the queue lets anyone go: the same hold as below, in
+-- a dozen commands. A key of another type exists, so it is never taken here;
+-- the counter is read with redis.pcall, and a read that fails is explained by
+-- foreign_key() (WRONGTYPE) or passed on.
+if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND,
+        K_MINE) == 0 then
+    local text = redis.pcall('GET', K_FENCE)
+    if type(text) == 'table' then return foreign_key() or text end
+    local last = counter_value(text)
+    if not last then return not_a_counter() end
+    local refused = acl_refusal()
+    if refused then return refused end
+    clock()
+    local fence = math.max(last + 1, NOW_US)
+    if fence >= FENCE_END then return counter_full() end
+    local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,
+                  limit = limit, since = NOW, fence = fence_text(fence)}
+    if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
+    redis.call('SET', K_FENCE, info.fence)
+    redis.call('HSET', K_LOCK, token, '1')
+    redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
+    redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
+    -- The keys live as long as their longest lease: this one.
+    local ms = digits(math.max(1, ttl))
+    redis.call('PEXPIRE', K_LOCK, ms)
+    redis.call('PEXPIRE', K_HOLDERS, ms)
+    redis.call('PEXPIRE', K_LEASES, ms)
+    return {1, token, fence, 1}
+end
+
+clock()
+local H = helpers()
+
+-- Past the fast path, what this script reads comes first, with redis.pcall:
+-- a key read is absent or of rlock's type; the four keys it does not read are
+-- asked their TYPE. Any other answer is explained by foreign_key() (the first
+-- key of another type, as ever) before anything is written.
+local fence_value = redis.pcall('GET', K_FENCE)
+local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
+local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
+local own = redis.pcall('HGET', K_LOCK, token)
+local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
+local function ours(key, want)
+    local t = redis.call('TYPE', key)['ok']
+    return t == 'none' or t == want
+end
+for _, v in ipairs({fence_value, dead, gone, own, mine}) do
+    if type(v) == 'table' and v.err then return foreign_key() or v end
+end
+if not (ours(K_HOLDERS, 'hash') and ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash')
+        and ours(K_MINE, 'list')) then
+    return foreign_key()
+end
+if not counter_value(fence_value) then return not_a_counter() end
+local refused = acl_refusal()
+if refused then return refused end
+
 local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-prune()
+H.prune(dead, gone)
+if #dead > 0 or #gone > 0 then
+    -- Pruned: the caller's own hold or registration may be gone.
+    own = redis.call('HGET', K_LOCK, token)
+    mine = redis.call('ZSCORE', K_WAITERS, token)
+end
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
 -- was handed the lock as it gave up blocking) by the token that already holds
@@ -42,7 +103,7 @@ prune()
 local function lengthen(holder)
     local until_ms = NOW + ttl
     local current = tonumber(redis.call('ZSCORE', K_LEASES, holder) or '0')
-    if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, holder) end
+    if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), holder) end
 end
 
 -- The fence of a hold, from its metadata (the counter for older holds). A
@@ -52,13 +113,12 @@ local function fence_of(holder)
     return (ok and type(h) == 'table' and tonumber(h.fence)) or tonumber(fence_value or '0')
 end
 
-local own = redis.call('HGET', K_LOCK, token)
 if own then
     redis.call('DEL', K_MINE)
     -- The caller counts the lease from this request; a hold handed over while
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
-    settle()
+    H.settle()
     return {1, token, fence_of(token), tonumber(own)}
 end
 
@@ -69,9 +129,9 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         if held ~= 'x' and held ~= kind then
             return {2, held}
         end
-        local count = redis.call('HINCRBY', K_LOCK, inherited, 1)
+        local count = redis.call('HINCRBY', K_LOCK, inherited, '1')
         lengthen(inherited)
-        settle()
+        H.settle()
         return {1, inherited, fence_of(inherited), count}
     end
 end
@@ -82,7 +142,6 @@ end
 -- --fair. A --fair request also waits for every earlier waiter; other
 -- exclusive and semaphore requests may overtake the queue.
 local function queue_allows()
-    local mine = redis.call('ZSCORE', K_WAITERS, token)
     local before = mine and ('(' .. mine) or '+inf'
     if kind == 's' then
         return redis.call('ZCOUNT', K_XWAIT, '-inf', before) == 0
@@ -93,53 +152,56 @@ local function queue_allows()
     return true
 end
 
-local hkind, hn, hcap = holders_state()
-if compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
-    local fence, err = hold(token, ttl, info)
+local hkind, hn, hcap, record = H.holders_state()
+if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
+    local fence, err = H.hold(token, ttl, info)
     if not fence then return err end
-    local was_waiting = redis.call('ZSCORE', K_WAITERS, token)
-    drop_waiter(token)
+    local was_waiting = mine
+    H.drop_waiter(token)
     redis.call('DEL', K_MINE)
     -- A semaphore waiter leaving the head can let the next one in beside it
     -- (a fair one woken at the same time may have tried first and been sent
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
-    if was_waiting and kind == 'm' then wake() end
-    settle()
+    if was_waiting and kind == 'm' then H.wake() end
+    H.settle()
     return {1, token, fence, 1}
 end
 
 local holder = false
-local first = redis.call('HKEYS', K_LOCK)[1]
-local raw = first and redis.call('HGET', K_HOLDERS, first)
-if raw then
-    local ok, h = pcall(cjson.decode, raw)
-    if ok and type(h) == 'table' then
-        holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
-                  tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
-                  type(h.note) == 'string' and h.note or ''}
-    end
+if record then
+    local h = record
+    holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
+              tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
+              type(h.note) == 'string' and h.note or ''}
 end
 local register = tonumber(ARGV[7])
 local place = false
 if register > 0 then
     -- Holding nothing here, whatever is on the caller's list predates this look.
     redis.call('DEL', K_MINE)
-    redis.call('ZADD', K_WAITERS, 'NX', NOW_US, token)
-    if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', NOW_US, token) end
-    redis.call('ZADD', K_WEXP, NOW + register, token)
+    -- Its arrival: when it first registered, or now.
+    local now_us = digits(NOW_US)
+    local arrived = mine or now_us
+    redis.call('ZADD', K_WAITERS, 'NX', now_us, token)
+    if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
+    redis.call('ZADD', K_WEXP, digits(NOW + register), token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
     if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
     redis.call('HSET', K_WKIND, token, spec)
-    -- (ZCOUNT before our arrival rather than ZRANK: the documented ACL rules
-    -- allow it.)
-    local arrived = redis.call('ZSCORE', K_WAITERS, token)
+    -- Its place: one after every waiter that arrived before it (arrivals are
+    -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
+    -- the one and not the other.
     place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
-    settle()
+    H.settle_waiters(true)
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.
-local wait = soonest_expiry()
-local soonest = redis.call('ZRANGE', K_WEXP, 0, 1, 'WITHSCORES')
+local wait = H.soonest_expiry()
+-- No holder changed here, so the holders' keys keep their expiry; but with no
+-- lease left, what is left of them goes, as settle() has it (a key of theirs
+-- lost: evicted, deleted).
+if register > 0 and not wait then redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES) end
+local soonest = redis.call('ZRANGE', K_WEXP, '0', '1', 'WITHSCORES')
 for i = 1, #soonest, 2 do
     if soonest[i] ~= token then
         local ms = math.max(0, tonumber(soonest[i + 1]) - NOW)

@@ -16,13 +16,32 @@
 -- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
 -- the server's clock (TIME) only. Other waiters' wake-up lists are named from
 -- KEYS[1] and a token; they share its hash tag, so they live in the same slot.
+--
+-- Lean by design: Redis runs every script on its only thread, and a script's
+-- cost is mostly its number of redis.call()s and the Lua it runs before them.
+-- So this prelude defines only what the scripts' fast paths need (a free lock
+-- taken; a sole holder releasing with nobody waiting); everything else is
+-- defined by helpers(), which a script calls when it leaves its fast path
+-- (each function definition is an allocation at every run of a script).
 
 local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 
-local TIME = redis.call('TIME')
-local NOW = tonumber(TIME[1]) * 1000 + math.floor(tonumber(TIME[2]) / 1000)
-local NOW_US = tonumber(TIME[1]) * 1000000 + tonumber(TIME[2])
+-- An integer as digits. A number passed to redis.call is written with
+-- %.17g, which costs several times more than %d (and a number in `..` keeps
+-- only 14 digits): every number the scripts send is text first.
+local function digits(n)
+    return string.format('%d', n)
+end
+
+-- The server's time in ms and in us, read by clock() (one TIME per script, and
+-- none on a path that needs no time); NOW as digits, set by helpers().
+local NOW, NOW_US, NOW_TEXT
+local function clock()
+    local t = redis.call('TIME')
+    NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    NOW = (NOW_US - NOW_US % 1000) / 1000
+end
 
 -- Fences stay below 2^53, where a double holds every integer exactly: Lua's
 -- numbers here, and JSON and JavaScript readers of RLOCK_FENCE or `status`.
@@ -30,14 +49,11 @@ local FENCE_END = 9007199254740992
 
 -- A fence as digits. tostring, `..` and cjson keep only 14 significant digits
 -- of a Lua number, and fences have 16.
-local function fence_text(n)
-    return string.format('%d', n)
-end
+local fence_text = digits
 
--- The counter's value (0 when absent), or nil when it holds anything rlock
--- could not have written (not digits, or not below 2^53).
-local function fence_counter()
-    local text = redis.call('GET', K_FENCE)
+-- The counter's value from its text (0 when absent), or nil when it holds
+-- anything rlock could not have written (not digits, or not below 2^53).
+local function counter_value(text)
     if not text then return 0 end
     local n = string.match(text, '^%d+$') and tonumber(text)
     if n and n < FENCE_END then return n end
@@ -49,52 +65,16 @@ local function not_a_counter()
         ' holds a value that is not a fencing counter; rlock will not overwrite it')
 end
 
--- The fence of a new hold, or nil and an error reply. Above every fence the
--- counter handed out, and never below the server's clock in microseconds: a
--- counter lost with the server's data (a restart without persistence, a
--- failover that lost writes) starts again above every earlier fence, as long
--- as the clock was not set back.
-local function next_fence()
-    local last = fence_counter()
-    if not last then return nil, not_a_counter() end
-    local fence = math.max(last + 1, NOW_US)
-    if fence >= FENCE_END then
-        return nil, redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
-            ' holds a fencing counter at its largest value (fences stay below 2^53);' ..
-            ' rlock will not overwrite it')
-    end
-    return fence
-end
-
--- An error reply when the user's ACL would refuse one of the writes a script
--- may make, else nil: checked before the first write, because Redis does not
--- undo a script's writes when a later command fails, and a hold written
--- without its expiry would never end. (redis.acl_check_cmd is Redis 7's; on
--- older servers a refusal can still cut a script short.)
-local function acl_refusal()
-    if not redis.acl_check_cmd then return nil end
-    -- Every write command the scripts use, on the lock's own key: all keys
-    -- share its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
-    -- wake-up lists, with their `:w:` infix, and the fence get a check of
-    -- their own.
-    local writes = {
-        {'HSET', K_LOCK, 'f', '0'}, {'HINCRBY', K_LOCK, 'f', '0'}, {'HDEL', K_LOCK, 'f'},
-        {'ZADD', K_LOCK, '0', 'm'}, {'ZREM', K_LOCK, 'm'}, {'PEXPIRE', K_LOCK, '1'},
-        {'DEL', K_LOCK}, {'RPUSH', K_MINE, 'w'}, {'PEXPIRE', K_MINE, '1'}, {'SET', K_FENCE, '0'},
-    }
-    for _, w in ipairs(writes) do
-        if not redis.acl_check_cmd(unpack(w)) then
-            -- A wake-up list's name holds an owner token: never shown.
-            local key = w[2] == K_MINE and (K_LOCK .. ':w:*') or w[2]
-            return redis.error_reply('NOPERM rlock: the user may not run ' .. w[1] ..
-                ' on ' .. key .. ', which this lock needs; nothing was written')
-        end
-    end
-    return nil
+local function counter_full()
+    return redis.error_reply('WRONGTYPE key ' .. K_FENCE ..
+        ' holds a fencing counter at its largest value (fences stay below 2^53);' ..
+        ' rlock will not overwrite it')
 end
 
 -- An error reply when a key of this lock exists with another type (rlock never
--- overwrites what it did not write), else nil.
+-- overwrites what it did not write), else nil. Nine TYPEs: the fast paths
+-- never run it (they see every key absent, or read a key with redis.pcall and
+-- come here only when that read failed), the other paths run it first.
 local function foreign_key()
     local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
     for i = 1, 9 do
@@ -104,198 +84,310 @@ local function foreign_key()
                 ' (expected ' .. want[i] .. '); rlock will not overwrite it')
         end
     end
-    if not fence_counter() then return not_a_counter() end
+    if not counter_value(redis.call('GET', K_FENCE)) then return not_a_counter() end
     return nil
 end
 
--- Most waiters one wake-up pass looks at (a batch of shared waiters).
-local WAKE_BATCH = 100
-
-local function wake_list(token)
-    return K_LOCK .. ':w:' .. token
+-- An error reply when the user's ACL would refuse one of the writes a script
+-- may make, else nil: checked before the first write, because Redis does not
+-- undo a script's writes when a later command fails, and a hold written
+-- without its expiry would never end. (redis.acl_check_cmd is Redis 7's; on
+-- older servers a refusal can still cut a script short.)
+local function acl_refusal()
+    local allowed = redis.acl_check_cmd
+    if not allowed then return nil end
+    -- Every write command the scripts use, on the lock's own key: all keys
+    -- share its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
+    -- wake-up lists, with their `:w:` infix, and the fence get a check of
+    -- their own. (One call each, in a row: no table to build at every run. The
+    -- command and its key are all a check needs: the key's place comes from the
+    -- command's key spec, as it would for the whole command.)
+    local refused
+    if not allowed('HSET', K_LOCK) then refused = {'HSET', K_LOCK}
+    elseif not allowed('HINCRBY', K_LOCK) then refused = {'HINCRBY', K_LOCK}
+    elseif not allowed('HDEL', K_LOCK) then refused = {'HDEL', K_LOCK}
+    elseif not allowed('ZADD', K_LOCK) then refused = {'ZADD', K_LOCK}
+    elseif not allowed('ZREM', K_LOCK) then refused = {'ZREM', K_LOCK}
+    elseif not allowed('PEXPIRE', K_LOCK) then refused = {'PEXPIRE', K_LOCK}
+    elseif not allowed('DEL', K_LOCK) then refused = {'DEL', K_LOCK}
+    -- A wake-up list's name holds an owner token: never shown.
+    elseif not allowed('RPUSH', K_MINE) then refused = {'RPUSH', K_LOCK .. ':w:*'}
+    elseif not allowed('PEXPIRE', K_MINE) then refused = {'PEXPIRE', K_LOCK .. ':w:*'}
+    elseif not allowed('SET', K_FENCE) then refused = {'SET', K_FENCE}
+    else return nil end
+    return redis.error_reply('NOPERM rlock: the user may not run ' .. refused[1] ..
+        ' on ' .. refused[2] .. ', which this lock needs; nothing was written')
 end
 
--- "Fm3" (or "Fm3|...") -> kind "m", limit 3, fair true
-local function parse_kind(text)
-    text = string.match(text or 'x', '^[^|]*')
-    local fair = string.sub(text, 1, 1) == 'F'
-    if fair then text = string.sub(text, 2) end
-    local kind = string.sub(text, 1, 1)
-    local limit = tonumber(string.sub(text, 2)) or 1
-    return kind, limit, fair
-end
+-- Everything past the fast paths, as a table of functions (H.prune() and so
+-- on): helpers() builds it when a script leaves its fast path, after clock().
+local function helpers()
+    -- Its own copies of the keys, the clock (read before) and the limits: a
+    -- function captures each outer local it uses, at every run of a script.
+    local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+    local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+    NOW_TEXT = digits(NOW)
+    local NOW, NOW_US, NOW_TEXT = NOW, NOW_US, NOW_TEXT
+    -- Most waiters one wake-up pass looks at (a batch of shared waiters).
+    local WAKE_BATCH = '100'
 
-local function drop_holder(token)
-    redis.call('HDEL', K_LOCK, token)
-    redis.call('HDEL', K_HOLDERS, token)
-    redis.call('ZREM', K_LEASES, token)
-    -- A handoff not yet read must never be read after its hold is gone.
-    redis.call('DEL', K_LOCK .. ':w:' .. token)
-end
-
-local function drop_waiter(token)
-    redis.call('ZREM', K_WAITERS, token)
-    redis.call('ZREM', K_XWAIT, token)
-    redis.call('ZREM', K_WEXP, token)
-    redis.call('HDEL', K_WKIND, token)
-end
-
--- The live holders' kind, count and smallest limit (kind nil when free).
-local function holders_state()
-    local tokens = redis.call('HKEYS', K_LOCK)
-    if #tokens == 0 then return nil, 0, nil end
-    local kind, cap = nil, nil
-    for _, token in ipairs(tokens) do
-        local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
-        local k = (ok and type(h) == 'table' and h.kind) or 'x'
-        local l = (ok and type(h) == 'table' and tonumber(h.limit)) or 1
-        if kind and k ~= kind then k = 'x' end
-        kind = k
-        cap = cap and math.min(cap, l) or l
-        if kind ~= 'm' then break end
+    -- The counter's value (0 when absent), or nil when it holds anything rlock
+    -- could not have written.
+    local function fence_counter()
+        return counter_value(redis.call('GET', K_FENCE))
     end
-    return kind, #tokens, cap
-end
 
-local function compatible(kind, limit, hkind, hn, hcap)
-    if hn == 0 then return true end
-    if kind == 'x' or hkind ~= kind then return false end
-    if kind == 's' then return true end
-    return hn < math.min(limit, hcap)
-end
-
-local function push_wake(token)
-    local list = wake_list(token)
-    if redis.call('LLEN', list) == 0 then
-        redis.call('RPUSH', list, 'w')
-        -- Lives no longer than the waiter's registration.
-        local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
-        redis.call('PEXPIRE', list, math.max(1, until_ms - NOW))
+    -- The fence of a new hold, or nil and an error reply. Above every fence the
+    -- counter handed out, and never below the server's clock in microseconds: a
+    -- counter lost with the server's data (a restart without persistence, a
+    -- failover that lost writes) starts again above every earlier fence, as long
+    -- as the clock was not set back.
+    local function next_fence()
+        local last = fence_counter()
+        if not last then return nil, not_a_counter() end
+        local fence = math.max(last + 1, NOW_US)
+        if fence >= FENCE_END then return nil, counter_full() end
+        return fence
     end
-end
 
--- Gives each group of keys the life of its longest entry, or deletes it.
-local function settle()
-    local last = redis.call('ZRANGE', K_LEASES, -1, -1, 'WITHSCORES')[2]
-    if last then
-        local ms = math.max(1, tonumber(last) - NOW)
-        for _, key in ipairs({K_LOCK, K_HOLDERS, K_LEASES}) do
-            redis.call('PEXPIRE', key, ms)
+    local function wake_list(token)
+        return K_LOCK .. ':w:' .. token
+    end
+
+    -- "Fm3" (or "Fm3|...") -> kind "m", limit 3, fair true
+    local function parse_kind(text)
+        text = string.match(text or 'x', '^[^|]*')
+        local fair = string.sub(text, 1, 1) == 'F'
+        if fair then text = string.sub(text, 2) end
+        local kind = string.sub(text, 1, 1)
+        local limit = tonumber(string.sub(text, 2)) or 1
+        return kind, limit, fair
+    end
+
+    local function drop_holder(token)
+        redis.call('HDEL', K_LOCK, token)
+        redis.call('HDEL', K_HOLDERS, token)
+        redis.call('ZREM', K_LEASES, token)
+        -- A handoff not yet read must never be read after its hold is gone.
+        redis.call('DEL', K_LOCK .. ':w:' .. token)
+    end
+
+    local function drop_waiter(token)
+        redis.call('ZREM', K_WAITERS, token)
+        redis.call('ZREM', K_XWAIT, token)
+        redis.call('ZREM', K_WEXP, token)
+        redis.call('HDEL', K_WKIND, token)
+    end
+
+    -- The live holders' kind, count and smallest limit (kind nil when free),
+    -- and the first holder's metadata (nil when unreadable).
+    local function holders_state()
+        local tokens = redis.call('HKEYS', K_LOCK)
+        if #tokens == 0 then return nil, 0, nil end
+        local kind, cap, first = nil, nil, nil
+        for i, token in ipairs(tokens) do
+            local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
+            if i == 1 and ok and type(h) == 'table' then first = h end
+            local k = (ok and type(h) == 'table' and h.kind) or 'x'
+            local l = (ok and type(h) == 'table' and tonumber(h.limit)) or 1
+            if kind and k ~= kind then k = 'x' end
+            kind = k
+            cap = cap and math.min(cap, l) or l
+            if kind ~= 'm' then break end
         end
-    else
-        redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES)
+        return kind, #tokens, cap, first
     end
-    last = redis.call('ZRANGE', K_WEXP, -1, -1, 'WITHSCORES')[2]
-    if last then
-        local ms = math.max(1, tonumber(last) - NOW)
-        for _, key in ipairs({K_WAITERS, K_XWAIT, K_WEXP, K_WKIND}) do
-            redis.call('PEXPIRE', key, ms)
+
+    local function compatible(kind, limit, hkind, hn, hcap)
+        if hn == 0 then return true end
+        if kind == 'x' or hkind ~= kind then return false end
+        if kind == 's' then return true end
+        return hn < math.min(limit, hcap)
+    end
+
+    local function push_wake(token)
+        local list = wake_list(token)
+        if redis.call('LLEN', list) == 0 then
+            redis.call('RPUSH', list, 'w')
+            -- Lives no longer than the waiter's registration.
+            local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
+            redis.call('PEXPIRE', list, digits(math.max(1, until_ms - NOW)))
         end
-    else
-        redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
     end
-end
 
--- The hold of a new holder, with its fence in its metadata (a repeated
--- request reports the fence of its own hold); nil and an error reply, with
--- nothing written, when there is no next fence. The metadata keeps the fence
--- as a string: cjson would round it to 14 digits.
-local function hold(token, ttl, info)
-    local fence, err = next_fence()
-    if not fence then return nil, err end
-    redis.call('SET', K_FENCE, fence_text(fence))
-    redis.call('HSET', K_LOCK, token, 1)
-    redis.call('ZADD', K_LEASES, NOW + ttl, token)
-    info.since, info.fence = NOW, fence_text(fence)
-    redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
-    return fence
-end
-
--- Lets a woken waiter in. One that registered its lease and metadata gets the
--- hold right here (a direct handoff: "g<fence>" on its list, and no second
--- round trip to take it); others get a wake-up and try themselves. The lease
--- handed over ends when the waiter's registration would have: the waiter
--- counts it from the request that registered it, and a waiter that died or
--- stopped keeps the lock no longer than it would have kept its place.
-local function admit(token, spec)
-    local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
-    local ok, h = pcall(cjson.decode, info or '')
-    if not (ttl and ok and type(h) == 'table') then
-        push_wake(token)
-        return
-    end
-    -- Without a next fence, the waiter is only woken: its own attempt then
-    -- reports why, and this script (a release) still completes.
-    if not next_fence() then
-        push_wake(token)
-        return
-    end
-    local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
-    local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
-    local fence = hold(token, lease, h)
-    drop_waiter(token)
-    -- The message lives no longer than the hold it announces: a hold that
-    -- lapses with no script running leaves no handoff to be read later.
-    local list = wake_list(token)
-    redis.call('RPUSH', list, 'g' .. fence_text(fence))
-    redis.call('PEXPIRE', list, lease)
-end
-
--- Wakes (or admits) the waiters that can acquire now, and no others (no
--- thundering herd), in arrival order from the head of the queue: the head if
--- it is exclusive, the run of shared waiters at the head, or the semaphore
--- waiters at the head while a slot is free under every limit involved. (A
--- shared request never goes before an exclusive or semaphore request that
--- arrived earlier, so the head is always one that the queue lets through.)
--- A handoff changes the holders: the caller settles the keys' expiry after.
-local function wake()
-    local hkind, hn, hcap = holders_state()
-    if hkind == 'x' then return end
-    local first = redis.call('ZRANGE', K_WAITERS, 0, 0)[1]
-    if not first then return end
-    local spec = redis.call('HGET', K_WKIND, first)
-    local kind = parse_kind(spec)
-    if kind == 'x' then
-        if hn == 0 then admit(first, spec) end
-        return
-    end
-    if hn > 0 and hkind ~= kind then return end
-    local from = redis.call('ZSCORE', K_WAITERS, first)
-    local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', 0, WAKE_BATCH)
-    local n, cap = hn, hcap
-    for _, token in ipairs(batch) do
-        spec = redis.call('HGET', K_WKIND, token)
-        local k, limit = parse_kind(spec)
-        if k ~= kind then break end
-        if k == 'm' then
-            cap = math.min(cap or limit, limit)
-            if n >= cap then break end
+    -- Gives each group of keys the life of its longest entry, or deletes it:
+    -- the holders' keys live as long as the last lease (which the release
+    -- fast path relies on), the waiters' as long as the last registration.
+    local function settle_holders()
+        local last = redis.call('ZRANGE', K_LEASES, '-1', '-1', 'WITHSCORES')[2]
+        if last then
+            local ms = digits(math.max(1, tonumber(last) - NOW))
+            redis.call('PEXPIRE', K_LOCK, ms)
+            redis.call('PEXPIRE', K_HOLDERS, ms)
+            redis.call('PEXPIRE', K_LEASES, ms)
+        else
+            redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES)
         end
-        admit(token, spec)
-        n = n + 1
     end
-end
 
--- Drops holders whose lease ran out and waiters whose registration did, and
--- wakes the waiters that can go when that changed anything.
-local function prune()
-    local dead = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW)
-    for _, token in ipairs(dead) do drop_holder(token) end
-    local gone = redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW)
-    for _, token in ipairs(gone) do
+    -- joined: a waiter registered (or registered again) in this script. Only
+    -- acquire registers; everywhere else waiters only leave, so their keys were
+    -- all given the life of the last registration together and none was made
+    -- since: one PTTL tells whether they still have it, and they need setting
+    -- again only when the last registration was one that left.
+    local function settle_waiters(joined)
+        local last = redis.call('ZRANGE', K_WEXP, '-1', '-1', 'WITHSCORES')[2]
+        if not last then
+            redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
+            return
+        end
+        last = tonumber(last)
+        if not joined then
+            local pttl = redis.call('PTTL', K_WEXP)
+            -- (Set ms after ms, read ms after ms: 1 ms either way.)
+            if pttl >= 0 and math.abs(NOW + pttl - last) <= 1 then return end
+        end
+        local ms = digits(math.max(1, last - NOW))
+        redis.call('PEXPIRE', K_WAITERS, ms)
+        redis.call('PEXPIRE', K_XWAIT, ms)
+        redis.call('PEXPIRE', K_WEXP, ms)
+        redis.call('PEXPIRE', K_WKIND, ms)
+    end
+
+    -- Both groups, after holders changed and waiters may have left.
+    local function settle()
+        settle_holders()
+        settle_waiters(false)
+    end
+
+    -- The hold of a new holder, with its fence in its metadata (a repeated
+    -- request reports the fence of its own hold); nil and an error reply, with
+    -- nothing written, when there is no next fence (fence: the next fence, when
+    -- the caller has it already). The metadata keeps the fence as a string:
+    -- cjson would round it to 14 digits. info: a table, or the JSON of one
+    -- (a waiter's registration, which an acquire wrote with cjson), to which
+    -- since and fence are added as text: no decoding and encoding again.
+    local function hold(token, ttl, info, fence)
+        local err
+        if not fence then fence, err = next_fence() end
+        if not fence then return nil, err end
+        local fence_digits = fence_text(fence)
+        redis.call('SET', K_FENCE, fence_digits)
+        redis.call('HSET', K_LOCK, token, '1')
+        redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
+        if type(info) == 'string' then
+            info = string.sub(info, 1, -2) .. (info == '{}' and '' or ',') .. '"since":' ..
+                NOW_TEXT .. ',"fence":"' .. fence_digits .. '"}'
+        else
+            info.since, info.fence = NOW, fence_digits
+            info = cjson.encode(info)
+        end
+        redis.call('HSET', K_HOLDERS, token, info)
+        return fence
+    end
+
+    -- Lets a woken waiter in. One that registered its lease and metadata gets the
+    -- hold right here (a direct handoff: "g<fence>" on its list, and no second
+    -- round trip to take it); others get a wake-up and try themselves. The lease
+    -- handed over ends when the waiter's registration would have: the waiter
+    -- counts it from the request that registered it, and a waiter that died or
+    -- stopped keeps the lock no longer than it would have kept its place.
+    local function admit(token, spec)
+        local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
+        -- An object as cjson writes it, without since and fence, is taken as
+        -- it is (hold adds them); anything else is decoded, as it always was.
+        if not (ttl and string.match(info, '^{.*}$') and not string.find(info, '"since"', 1, true)
+                and not string.find(info, '"fence"', 1, true)) then
+            local ok, h = pcall(cjson.decode, info or '')
+            if not (ttl and ok and type(h) == 'table') then
+                push_wake(token)
+                return
+            end
+            info = h
+        end
+        -- Without a next fence, the waiter is only woken: its own attempt then
+        -- reports why, and this script (a release) still completes.
+        local fence = next_fence()
+        if not fence then
+            push_wake(token)
+            return
+        end
+        local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
+        local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
+        hold(token, lease, info, fence)
         drop_waiter(token)
-        redis.call('DEL', wake_list(token))
+        -- The message lives no longer than the hold it announces: a hold that
+        -- lapses with no script running leaves no handoff to be read later.
+        local list = wake_list(token)
+        redis.call('RPUSH', list, 'g' .. fence_text(fence))
+        redis.call('PEXPIRE', list, digits(lease))
     end
-    -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
-    if #dead > 0 or #gone > 0 then
-        wake()
-        settle()
+
+    -- Wakes (or admits) the waiters that can acquire now, and no others (no
+    -- thundering herd), in arrival order from the head of the queue: the head if
+    -- it is exclusive, the run of shared waiters at the head, or the semaphore
+    -- waiters at the head while a slot is free under every limit involved. (A
+    -- shared request never goes before an exclusive or semaphore request that
+    -- arrived earlier, so the head is always one that the queue lets through.)
+    -- A handoff changes the holders: the caller settles the keys' expiry after.
+    local function wake()
+        local hkind, hn, hcap = holders_state()
+        if hkind == 'x' then return end
+        local first = redis.call('ZRANGE', K_WAITERS, '0', '0')[1]
+        if not first then return end
+        local spec = redis.call('HGET', K_WKIND, first)
+        local kind = parse_kind(spec)
+        if kind == 'x' then
+            if hn == 0 then admit(first, spec) end
+            return
+        end
+        if hn > 0 and hkind ~= kind then return end
+        local from = redis.call('ZSCORE', K_WAITERS, first)
+        local batch = redis.call('ZRANGEBYSCORE', K_WAITERS, from, '+inf', 'LIMIT', '0', WAKE_BATCH)
+        local n, cap = hn, hcap
+        for _, token in ipairs(batch) do
+            spec = redis.call('HGET', K_WKIND, token)
+            local k, limit = parse_kind(spec)
+            if k ~= kind then break end
+            if k == 'm' then
+                cap = math.min(cap or limit, limit)
+                if n >= cap then break end
+            end
+            admit(token, spec)
+            n = n + 1
+        end
     end
-end
 
--- The earliest lease expiry among holders, as ms from now (nil when none).
-local function soonest_expiry()
-    local first = redis.call('ZRANGE', K_LEASES, 0, 0, 'WITHSCORES')[2]
-    return first and math.max(0, tonumber(first) - NOW)
-end
+    -- Drops holders whose lease ran out and waiters whose registration did, and
+    -- wakes the waiters that can go when that changed anything. dead and gone:
+    -- those lapsed holders and waiters, when the caller has read them already.
+    local function prune(dead, gone)
+        dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
+        for _, token in ipairs(dead) do drop_holder(token) end
+        gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
+        for _, token in ipairs(gone) do
+            drop_waiter(token)
+            redis.call('DEL', wake_list(token))
+        end
+        -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
+        if #dead > 0 or #gone > 0 then
+            wake()
+            settle()
+        end
+    end
 
+    -- The earliest lease expiry among holders, as ms from now (nil when none).
+    local function soonest_expiry()
+        local first = redis.call('ZRANGE', K_LEASES, '0', '0', 'WITHSCORES')[2]
+        return first and math.max(0, tonumber(first) - NOW)
+    end
+
+    return {
+        fence_counter = fence_counter, next_fence = next_fence, wake_list = wake_list,
+        parse_kind = parse_kind, drop_holder = drop_holder, drop_waiter = drop_waiter,
+        holders_state = holders_state, compatible = compatible, push_wake = push_wake,
+        settle_holders = settle_holders, settle_waiters = settle_waiters, settle = settle,
+        hold = hold, admit = admit, wake = wake, prune = prune,
+        soonest_expiry = soonest_expiry,
+    }
+end

@@ -5,12 +5,14 @@
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 
+clock()
+local H = helpers()
 local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
 
-prune()
+H.prune()
 local holders = redis.call('HKEYS', K_LOCK)
-for _, token in ipairs(holders) do drop_holder(token) end
-wake()
-settle()
+for _, token in ipairs(holders) do H.drop_holder(token) end
+H.wake()
+H.settle()
 return #holders

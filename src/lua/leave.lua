@@ -8,12 +8,14 @@
 -- handed while giving up (see admit in common.lua) is given back: the waiter
 -- never ran anything under it.
 
+clock()
+local H = helpers()
 local refused = acl_refusal()
 if refused then return refused end
-prune()
-drop_holder(ARGV[1])
-drop_waiter(ARGV[1])
+H.prune()
+H.drop_holder(ARGV[1])
+H.drop_waiter(ARGV[1])
 redis.call('DEL', K_MINE)
-wake()
-settle()
+H.wake()
+H.settle()
 return 1

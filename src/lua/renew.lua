@@ -8,14 +8,16 @@
 -- (released, forced, flushed, or its lease ran out). Only lengthens: a nested
 -- holder with a shorter lease never cuts an enclosing holder's lease short.
 
+clock()
+local H = helpers()
 local refused = acl_refusal()
 if refused then return refused end
-prune()
+H.prune()
 if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
     return 0
 end
 local until_ms = NOW + tonumber(ARGV[2])
 local current = tonumber(redis.call('ZSCORE', K_LEASES, ARGV[1]) or '0')
-if current < until_ms then redis.call('ZADD', K_LEASES, until_ms, ARGV[1]) end
-settle()
+if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), ARGV[1]) end
+H.settle()
 return 1

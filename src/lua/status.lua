@@ -6,10 +6,12 @@
 -- the lock, holders a list of {host, pid, command, since-ms, ttl-ms, note}; never
 -- owner tokens.
 
+clock()
+local H = helpers()
 local foreign = foreign_key()
 if foreign then return foreign end
 
-local live = redis.call('ZRANGEBYSCORE', K_LEASES, '(' .. NOW, '+inf', 'WITHSCORES')
+local live = redis.call('ZRANGEBYSCORE', K_LEASES, '(' .. NOW_TEXT, '+inf', 'WITHSCORES')
 local holders, kind, limit = {}, '', 1
 for i = 1, #live, 2 do
     local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, live[i]) or '')
@@ -24,6 +26,6 @@ for i = 1, #live, 2 do
     holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
         text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW, text(h.note)}
 end
-local fence = fence_counter()
-local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW, '+inf')
+local fence = H.fence_counter()
+local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW_TEXT, '+inf')
 return {kind, limit, fence, waiting, holders}
