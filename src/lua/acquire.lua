@@ -85,6 +85,8 @@ if not (ours(K_HOLDERS, 'hash') and ours(K_XWAIT, 'zset') and ours(K_WKIND, 'has
     return foreign_key()
 end
 if not counter_value(fence_value) then return not_a_counter() end
+local odd = foreign_shape()
+if odd then return odd end
 local refused = acl_refusal()
 if refused then return refused end
 

@@ -71,6 +71,22 @@ local function counter_full()
         ' rlock will not overwrite it')
 end
 
+-- An error reply when the lock's hashes hold fields rlock did not write,
+-- else nil. Every holder rlock writes has its count in the lock hash, its
+-- details in the holders hash and a lease, written and removed together: a
+-- hash at the lock's key with other fields (another program's) is never
+-- taken over, pruned or deleted. (Three counts, off the fast paths.)
+local function foreign_shape()
+    local held = redis.call('HLEN', K_LOCK)
+    if held == redis.call('HLEN', K_HOLDERS)
+            and held == redis.call('ZCOUNT', K_LEASES, '-inf', '+inf') then
+        return nil
+    end
+    return redis.error_reply('WRONGTYPE keys ' .. K_LOCK .. ' and ' .. K_HOLDERS ..
+        ' hold fields rlock did not write (a hold without its details or lease);' ..
+        ' rlock will not overwrite them')
+end
+
 -- An error reply when a key of this lock exists with another type (rlock never
 -- overwrites what it did not write), else nil. Nine TYPEs: the fast paths
 -- never run it (they see every key absent, or read a key with redis.pcall and
@@ -85,7 +101,7 @@ local function foreign_key()
         end
     end
     if not counter_value(redis.call('GET', K_FENCE)) then return not_a_counter() end
-    return nil
+    return foreign_shape()
 end
 
 -- An error reply when the user's ACL would refuse one of the writes a script

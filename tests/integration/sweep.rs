@@ -118,6 +118,11 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("lock key of another type", &["--url", u, "run", "taken", "--", "true"], 69, "will not overwrite"),
         case("status of a foreign key", &["--url", u, "status", "taken"], 69, "will not overwrite"),
         case("release --force of a foreign key", &["--url", u, "release", "--force", "taken"], 69, "will not overwrite"),
+        case("lock hash rlock did not write", &["--url", u, "run", "shape", "--", "true"], 69, "did not write"),
+        case("lock hash rlock did not write, waiting", &["--url", u, "run", "--wait", "1s", "shape", "--", "true"], 69, "did not write"),
+        case("status of a lock hash rlock did not write", &["--url", u, "status", "shape"], 69, "did not write"),
+        case("release --force of a lock hash rlock did not write", &["--url", u, "release", "--force", "shape"], 69, "did not write"),
+        case("holders hash rlock did not write", &["--url", u, "run", "shape2", "--", "true"], 69, "did not write"),
         case("fence that is not a counter", &["--url", u, "run", "fenced", "--", "true"], 69, "fencing counter"),
         case("fence beyond 2^53", &["--url", u, "run", "beyond", "--", "true"], 69, "not a fencing counter"),
         case("fence counter at its largest value", &["--url", u, "run", "full", "--", "true"], 69, "at its largest value"),
@@ -155,6 +160,10 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     // the writes are counted.
     redis.cmd::<String>(&["SET", "rlock:{taken}", "someone else's value"]);
     redis.cmd::<String>(&["SET", "rlock:{fenced}:fence", "abc"]);
+    // Hashes of another shape at a lock's keys (another program's): never
+    // taken over, pruned or deleted.
+    redis.cmd::<i64>(&["HSET", "rlock:{shape}", "foo", "bar"]);
+    redis.cmd::<i64>(&["HSET", "rlock:{shape2}:holders", "foo", "notjson"]);
     // Fences stay below 2^53: no next fence after 2^53 - 1, never a wrap.
     redis.cmd::<String>(&["SET", "rlock:{beyond}:fence", "9007199254740992"]);
     redis.cmd::<String>(&["SET", "rlock:{full}:fence", "9007199254740991"]);
@@ -233,12 +242,16 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     }
     let value: String = redis.cmd(&["GET", "rlock:{taken}"]);
     assert_eq!(value, "someone else's value");
+    let shape: Vec<String> = redis.cmd(&["HGETALL", "rlock:{shape}"]);
+    assert_eq!(shape, ["foo", "bar"], "left as it was");
     assert_eq!(
         redis.keys(),
         [
             "rlock:{beyond}:fence",
             "rlock:{fenced}:fence",
             "rlock:{full}:fence",
+            "rlock:{shape2}:holders",
+            "rlock:{shape}",
             "rlock:{taken}",
             "{full}:rlock-fence"
         ]
