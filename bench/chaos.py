@@ -679,7 +679,8 @@ class Harness:
                 continue
             try:
                 fd = os.pidfd_open(pid)
-            except ProcessLookupError:
+            except (ProcessLookupError, FileNotFoundError):
+                # Gone (newer kernels say ENOENT for a pid that just exited).
                 continue
             try:
                 if probe_argv_matches(pid, run_id):
