@@ -88,9 +88,9 @@ local function foreign_shape()
 end
 
 -- An error reply when a key of this lock exists with another type (rlock never
--- overwrites what it did not write), else nil. Nine TYPEs: the fast paths
--- never run it (they see every key absent, or read a key with redis.pcall and
--- come here only when that read failed), the other paths run it first.
+-- overwrites what it did not write), else nil. Nine TYPEs, so acquire runs it
+-- only to explain a read that failed (its fast path sees every key absent; past
+-- it, it reads with redis.pcall first); force and status run it first.
 local function foreign_key()
     local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
     for i = 1, 9 do
