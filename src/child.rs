@@ -98,7 +98,7 @@ impl Running {
 
 /// Spawns COMMAND (already resolved to `path`) with `env` added, in its own
 /// process group, with default signal dispositions and an empty signal mask
-/// (see [`crate::spawn`]).
+/// (see [`crate::sys::spawn`]).
 pub fn spawn(
     path: &Path,
     argv: &[OsString],

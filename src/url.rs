@@ -111,7 +111,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         "redis" | "unix" | "redis+unix" | "rediss" => {}
         "redis+sentinel" | "rediss+sentinel" => return parse_sentinel(url, &scheme, auth, timeout),
         "redis+cluster" | "rediss+cluster" => return parse_cluster(url, &scheme, auth, timeout),
-        // Handled before parsing (crate::connect); here only beside other URLs.
+        // Handled before parsing (crate::config); here only beside other URLs.
         "file" => {
             return Err(Error::usage(
                 "file: locks this host only; it cannot be combined with other --url",
