@@ -53,7 +53,8 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     redis.call('HSET', K_LOCK, token, '1')
     redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
     redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
-    -- The keys live as long as their longest lease: this one.
+    -- The keys live as long as their longest lease: this one. (The release
+    -- fast path relies on it: a key of theirs there is a lease not run out.)
     local ms = digits(math.max(1, ttl))
     redis.call('PEXPIRE', K_LOCK, ms)
     redis.call('PEXPIRE', K_HOLDERS, ms)
