@@ -11,13 +11,15 @@ local token = ARGV[1]
 -- The fast path: nobody waits, and the caller is the only holder, once: its
 -- hold ends and every key of the lock but the fence goes, as prune(), wake()
 -- and settle() below would have it, in three commands. Its lease has not run
--- out: the lock's keys live exactly as long as their longest lease (every
--- script that changes a lease sets their expiry from it, in the same script),
--- here the caller's own, and Redis has not expired the lock's hash. One write
--- and nothing before it, so no ACL check first: a refused DEL writes nothing,
--- and is reported as the check would have. (HGETALL is read with redis.pcall,
--- and asked first where Redis can: a user whose rules predate it, or a key of
--- another type, takes the path below.)
+-- out, since Redis has not expired the lock's hash: the lock's keys are given
+-- the life of their longest lease (here the caller's own) by every script
+-- that changes a lease. (PEXPIRE counts from when it runs, a few microseconds
+-- after the script read TIME: the keys may outlive the lease by that much, a
+-- margin far inside the one the holder keeps on its own clock.) One write and
+-- nothing before it, so no ACL check first: a refused DEL writes nothing, and
+-- is reported as the check would have. HGETALL is asked first where Redis can,
+-- and read with redis.pcall: a user whose rules predate it, or a key of
+-- another type, takes the path below.
 if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
         and (not redis.acl_check_cmd or redis.acl_check_cmd('HGETALL', K_LOCK)) then
     local held = redis.pcall('HGETALL', K_LOCK)
