@@ -66,27 +66,27 @@ clock()
 local H = helpers()
 
 -- Past the fast path, what this script reads comes first, with redis.pcall:
--- a key read is absent or of rlock's type; the four keys it does not read are
+-- a key read is absent or of rlock's type; the three keys it does not read are
 -- asked their TYPE. Any other answer is explained by foreign_key() (the first
 -- key of another type, as ever) before anything is written.
 local fence_value = redis.pcall('GET', K_FENCE)
 local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
 local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
-local own = redis.pcall('HGET', K_LOCK, token)
+local tokens = redis.pcall('HKEYS', K_LOCK) -- the holders, for holders_state()
 local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
+local detailed = redis.pcall('HLEN', K_HOLDERS)
 local function ours(key, want)
     local t = redis.call('TYPE', key)['ok']
     return t == 'none' or t == want
 end
-for _, v in ipairs({fence_value, dead, gone, own, mine}) do
+for _, v in ipairs({fence_value, dead, gone, tokens, mine, detailed}) do
     if type(v) == 'table' and v.err then return foreign_key() or v end
 end
-if not (ours(K_HOLDERS, 'hash') and ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash')
-        and ours(K_MINE, 'list')) then
+if not (ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash') and ours(K_MINE, 'list')) then
     return foreign_key()
 end
 if not counter_value(fence_value) then return not_a_counter() end
-local odd = foreign_shape()
+local odd = foreign_shape(#tokens, detailed)
 if odd then return odd end
 local refused = acl_refusal()
 if refused then return refused end
@@ -95,9 +95,17 @@ local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind =
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
 H.prune(dead, gone)
 if #dead > 0 or #gone > 0 then
-    -- Pruned: the caller's own hold or registration may be gone.
-    own = redis.call('HGET', K_LOCK, token)
+    -- Pruned: the holders, and the caller's own registration, may be gone.
+    tokens = redis.call('HKEYS', K_LOCK)
     mine = redis.call('ZSCORE', K_WAITERS, token)
+end
+-- The caller's own hold count, when it holds.
+local own = false
+for _, t in ipairs(tokens) do
+    if t == token then
+        own = redis.call('HGET', K_LOCK, token)
+        break
+    end
 end
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
@@ -155,7 +163,7 @@ local function queue_allows()
     return true
 end
 
-local hkind, hn, hcap, record = H.holders_state()
+local hkind, hn, hcap, record = H.holders_state(tokens)
 if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     local fence, err = H.hold(token, ttl, info)
     if not fence then return err end
@@ -195,7 +203,7 @@ if register > 0 then
     -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
     -- the one and not the other.
     place = redis.call('ZCOUNT', K_WAITERS, '-inf', '(' .. arrived) + 1
-    H.settle_waiters(true)
+    H.settle_waiters()
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.

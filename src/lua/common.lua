@@ -75,10 +75,11 @@ end
 -- else nil. Every holder rlock writes has its count in the lock hash, its
 -- details in the holders hash and a lease, written and removed together: a
 -- hash at the lock's key with other fields (another program's) is never
--- taken over, pruned or deleted. (Three counts, off the fast paths.)
-local function foreign_shape()
-    local held = redis.call('HLEN', K_LOCK)
-    if held == redis.call('HLEN', K_HOLDERS)
+-- taken over, pruned or deleted. (Three counts, off the fast paths; held and
+-- detailed: the first two, when the caller has read them already.)
+local function foreign_shape(held, detailed)
+    held = held or redis.call('HLEN', K_LOCK)
+    if held == (detailed or redis.call('HLEN', K_HOLDERS))
             and held == redis.call('ZCOUNT', K_LEASES, '-inf', '+inf') then
         return nil
     end
@@ -196,9 +197,10 @@ local function helpers()
     end
 
     -- The live holders' kind, count and smallest limit (kind nil when free),
-    -- and the first holder's metadata (nil when unreadable).
-    local function holders_state()
-        local tokens = redis.call('HKEYS', K_LOCK)
+    -- and the first holder's metadata (nil when unreadable). tokens: the lock
+    -- hash's fields, when the caller has read them since the last change.
+    local function holders_state(tokens)
+        tokens = tokens or redis.call('HKEYS', K_LOCK)
         if #tokens == 0 then return nil, 0, nil end
         local kind, cap, first = nil, nil, nil
         for i, token in ipairs(tokens) do
@@ -231,9 +233,12 @@ local function helpers()
         end
     end
 
-    -- Gives each group of keys the life of its longest entry, or deletes it:
-    -- the holders' keys live as long as the last lease (which the release
-    -- fast path relies on), the waiters' as long as the last registration.
+    -- Gives the holders' keys the life of their longest lease (which the
+    -- release fast path relies on), or deletes them. The waiters' keys are
+    -- given the life of the last registration when a waiter registers, and
+    -- keep it as waiters leave: the last one out takes them along (Redis
+    -- deletes a zset or hash left empty), and a shorter life would only save
+    -- the server keys that lapse anyway.
     local function settle_holders()
         local last = redis.call('ZRANGE', K_LEASES, '-1', '-1', 'WITHSCORES')[2]
         if last then
@@ -246,34 +251,29 @@ local function helpers()
         end
     end
 
-    -- joined: a waiter registered (or registered again) in this script. Only
-    -- acquire registers; everywhere else waiters only leave, so their keys were
-    -- all given the life of the last registration together and none was made
-    -- since: one PTTL tells whether they still have it, and they need setting
-    -- again only when the last registration was one that left.
-    local function settle_waiters(joined)
+    -- After a waiter registered (or registered again): the waiters' keys live
+    -- as long as the last registration.
+    local function settle_waiters()
         local last = redis.call('ZRANGE', K_WEXP, '-1', '-1', 'WITHSCORES')[2]
         if not last then
             redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
             return
         end
-        last = tonumber(last)
-        if not joined then
-            local pttl = redis.call('PTTL', K_WEXP)
-            -- (Set ms after ms, read ms after ms: 1 ms either way.)
-            if pttl >= 0 and math.abs(NOW + pttl - last) <= 1 then return end
-        end
-        local ms = digits(math.max(1, last - NOW))
+        local ms = digits(math.max(1, tonumber(last) - NOW))
         redis.call('PEXPIRE', K_WAITERS, ms)
         redis.call('PEXPIRE', K_XWAIT, ms)
         redis.call('PEXPIRE', K_WEXP, ms)
         redis.call('PEXPIRE', K_WKIND, ms)
     end
 
-    -- Both groups, after holders changed and waiters may have left.
+    -- After holders changed and waiters may have left. A waiters' key lost
+    -- (evicted, deleted) would leave the others' entries with no registration
+    -- to lapse: they go at once (live waiters register again).
     local function settle()
         settle_holders()
-        settle_waiters(false)
+        if redis.call('EXISTS', K_WAITERS, K_WEXP) == 1 then
+            redis.call('DEL', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND)
+        end
     end
 
     -- The hold of a new holder, with its fence in its metadata (a repeated
