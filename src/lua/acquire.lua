@@ -70,7 +70,9 @@ local H = helpers()
 -- asked their TYPE. Any other answer is explained by foreign_key() (the first
 -- key of another type, as ever) before anything is written.
 local fence_value = redis.pcall('GET', K_FENCE)
-local dead = redis.pcall('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
+-- Every lease, soonest first: the lapsed ones to prune, their count and the
+-- soonest to run out (one read: a lock has few holders).
+local leases = redis.pcall('ZRANGE', K_LEASES, '0', '-1', 'WITHSCORES')
 local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
 local tokens = redis.pcall('HKEYS', K_LOCK) -- the holders, for holders_state()
 local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
@@ -79,14 +81,22 @@ local function ours(key, want)
     local t = redis.call('TYPE', key)['ok']
     return t == 'none' or t == want
 end
-for _, v in ipairs({fence_value, dead, gone, tokens, mine, detailed}) do
+for _, v in ipairs({fence_value, leases, gone, tokens, mine, detailed}) do
     if type(v) == 'table' and v.err then return foreign_key() or v end
+end
+local dead, lease_ends = {}, nil
+for i = 1, #leases, 2 do
+    if tonumber(leases[i + 1]) <= NOW then
+        dead[#dead + 1] = leases[i]
+    elseif not lease_ends then
+        lease_ends = math.max(0, tonumber(leases[i + 1]) - NOW)
+    end
 end
 if not (ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash') and ours(K_MINE, 'list')) then
     return foreign_key()
 end
 if not counter_value(fence_value) then return not_a_counter() end
-local odd = foreign_shape(#tokens, detailed)
+local odd = foreign_shape(#tokens, detailed, #leases / 2)
 if odd then return odd end
 local refused = acl_refusal()
 if refused then return refused end
@@ -207,7 +217,8 @@ if register > 0 then
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.
-local wait = H.soonest_expiry()
+local wait = lease_ends
+if #dead > 0 or #gone > 0 then wait = H.soonest_expiry() end
 -- No holder changed here, so the holders' keys keep their expiry; but with no
 -- lease left, what is left of them goes, as settle() has it (a key of theirs
 -- lost: evicted, deleted).

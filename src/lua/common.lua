@@ -75,12 +75,12 @@ end
 -- else nil. Every holder rlock writes has its count in the lock hash, its
 -- details in the holders hash and a lease, written and removed together: a
 -- hash at the lock's key with other fields (another program's) is never
--- taken over, pruned or deleted. (Three counts, off the fast paths; held and
--- detailed: the first two, when the caller has read them already.)
-local function foreign_shape(held, detailed)
+-- taken over, pruned or deleted. (Three counts, off the fast paths; held,
+-- detailed and leased: the three, when the caller has read them already.)
+local function foreign_shape(held, detailed, leased)
     held = held or redis.call('HLEN', K_LOCK)
     if held == (detailed or redis.call('HLEN', K_HOLDERS))
-            and held == redis.call('ZCOUNT', K_LEASES, '-inf', '+inf') then
+            and held == (leased or redis.call('ZCOUNT', K_LEASES, '-inf', '+inf')) then
         return nil
     end
     return redis.error_reply('WRONGTYPE keys ' .. K_LOCK .. ' and ' .. K_HOLDERS ..
