@@ -234,11 +234,7 @@ local function helpers()
     end
 
     -- Gives the holders' keys the life of their longest lease (which the
-    -- release fast path relies on), or deletes them. The waiters' keys are
-    -- given the life of the last registration when a waiter registers, and
-    -- keep it as waiters leave: the last one out takes them along (Redis
-    -- deletes a zset or hash left empty), and a shorter life would only save
-    -- the server keys that lapse anyway.
+    -- release fast path relies on), or deletes them.
     local function settle_holders()
         local last = redis.call('ZRANGE', K_LEASES, '-1', '-1', 'WITHSCORES')[2]
         if last then
@@ -266,7 +262,10 @@ local function helpers()
         redis.call('PEXPIRE', K_WKIND, ms)
     end
 
-    -- After holders changed and waiters may have left. A waiters' key lost
+    -- After holders changed and waiters may have left. The waiters' keys keep
+    -- the life settle_waiters() gave them: the last waiter out takes them
+    -- along (Redis deletes a zset or hash left empty), and a shorter life would
+    -- only save the server keys that lapse anyway. A waiters' key lost
     -- (evicted, deleted) would leave the others' entries with no registration
     -- to lapse: they go at once (live waiters register again).
     local function settle()
