@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_rlock_global_optspecs
-    string join \n u/url= prefix= cacert= cert= key= connect-timeout= v/verbose q/quiet h/help V/version
+    string join \n u/url= prefix= cacert= cert= key= password-file= connect-timeout= v/verbose q/quiet h/help V/version
 end
 
 function __fish_rlock_needs_command
@@ -30,6 +30,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -l prefix -d 'Key namespace: a
 complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
@@ -59,6 +60,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key names
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
@@ -82,6 +84,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key n
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
@@ -98,6 +101,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -l prefix -d 'Key nam
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
@@ -110,6 +114,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key n
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l force -d 'Remove every holder\'s hold, whatever holds the lock (operator break-glass)'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
@@ -122,6 +127,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -l prefix -d 'Key na
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l json -d 'One JSON object per lock, one per line'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l check -d 'Print nothing; exit 0 when every NAME is held, 1 when one is free (for monitoring scripts)'
@@ -134,6 +140,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -l prefix -d 'Key name
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l json -d 'A JSON array of status objects'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
@@ -145,6 +152,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'K
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'

@@ -4,7 +4,7 @@
 //! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
 //! step reads the environment or parses a URL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,8 @@ pub struct Config {
     pub prefix: String,
     pub connect_timeout: Duration,
     pub tls: TlsPaths,
+    /// `--password-file`, as given (for the `--while-pid` keeper).
+    pub password_file: Option<PathBuf>,
     /// The tokens of the enclosing `rlock run`s (RLOCK_TOKENS, RLOCK_TOKEN):
     /// a lock one of them holds is re-entered.
     pub inherited: Vec<Token>,
@@ -65,7 +67,13 @@ impl Config {
             key: global.key.clone(),
         };
         Ok(Config {
-            target: target(&urls, &tls, global.connect_timeout)?,
+            target: target(
+                &urls,
+                &tls,
+                global.password_file.as_deref(),
+                global.connect_timeout,
+            )?,
+            password_file: global.password_file.clone(),
             urls,
             prefix: global.prefix.clone(),
             connect_timeout: global.connect_timeout,
@@ -153,7 +161,12 @@ impl Config {
 }
 
 /// One server, or a Redlock quorum over several.
-fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> {
+fn target(
+    urls: &[String],
+    tls: &TlsPaths,
+    password_file: Option<&Path>,
+    timeout: Duration,
+) -> Result<Target> {
     if let Some(dir) = urls.iter().find_map(|u| u.strip_prefix("file:")) {
         if urls.len() > 1 {
             return Err(Error::usage(
@@ -162,7 +175,11 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
         }
         return Ok(Target::Local(local_dir(dir)?));
     }
-    let auth = std::env::var("REDISCLI_AUTH").ok();
+    // --password-file stands in for REDISCLI_AUTH.
+    let auth = match password_file {
+        Some(_) => None,
+        None => std::env::var("REDISCLI_AUTH").ok(),
+    };
     let files = url::TlsFiles {
         cacert: tls.cacert.as_deref(),
         cert: tls.cert.as_deref(),
@@ -171,7 +188,9 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
     let mut specs = urls
         .iter()
         .map(|url| {
-            url::parse_url(url, auth.as_deref(), timeout).and_then(|spec| spec.with_tls(&files))
+            url::parse_url(url, auth.as_deref(), timeout)
+                .and_then(|spec| spec.with_tls(&files))
+                .and_then(|spec| spec.with_password_file(password_file))
         })
         .collect::<Result<Vec<_>>>()?;
     if specs.len() == 1 {

@@ -4,7 +4,7 @@
 //! Nothing here ever formats a URL into a message: servers are shown as
 //! `host:port` (or the socket path), so a password cannot leak.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
@@ -43,6 +43,9 @@ pub struct ServerSpec {
     /// slot is found by following MOVED and ASK (`info` then holds only the
     /// credentials).
     pub cluster: Option<Vec<String>>,
+    /// `--password-file`: the password is read from this file again for each
+    /// new connection (short-lived tokens such as cloud IAM tokens rotate).
+    pub password_file: Option<PathBuf>,
 }
 
 /// A master known by name to a set of Sentinels.
@@ -64,6 +67,22 @@ pub struct TlsFiles<'a> {
 }
 
 impl ServerSpec {
+    /// Takes the password from `file` (`--password-file`) instead of the URL:
+    /// checked now, read again at each connection.
+    pub fn with_password_file(mut self, file: Option<&Path>) -> Result<Self> {
+        let Some(file) = file else {
+            return Ok(self);
+        };
+        if self.info.redis_settings().password().is_some() {
+            return Err(Error::usage(
+                "--password-file and a password in the URL: give the password once",
+            ));
+        }
+        read_password_file(file).map_err(Error::usage)?;
+        self.password_file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
+        Ok(self)
+    }
+
     /// Whether this is a TLS connection (`rediss://`).
     pub fn is_tls(&self) -> bool {
         matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
@@ -158,6 +177,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         tls: None,
         sentinel: None,
         cluster: None,
+        password_file: None,
     })
 }
 
@@ -318,6 +338,29 @@ pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
         Some(url) => vec![url.trim().to_owned()],
         None => vec![DEFAULT_URL.to_owned()],
     }
+}
+
+/// The password in `file` (`--password-file`), without the line end; an
+/// error (free of the password) when the file cannot be read, is empty, or
+/// may be read by users other than its owner.
+pub fn read_password_file(file: &Path) -> std::result::Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = file.display();
+    let meta =
+        std::fs::metadata(file).map_err(|e| format!("cannot read --password-file {shown}: {e}"))?;
+    if meta.permissions().mode() & 0o044 != 0 {
+        return Err(format!(
+            "--password-file {shown} may be read by group or others: chmod 600 it"
+        ));
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read --password-file {shown}: {e}"))?;
+    let password = text.strip_suffix('\n').unwrap_or(&text);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        return Err(format!("--password-file {shown} is empty"));
+    }
+    Ok(password.to_owned())
 }
 
 #[cfg(test)]

@@ -89,6 +89,16 @@ pub struct Global {
     #[arg(long, value_name = "FILE", env = "RLOCK_KEY", global = true, help_heading = CONNECTION)]
     pub key: Option<std::path::PathBuf>,
 
+    /// Read the password from FILE, again for each new connection (for
+    /// short-lived tokens used as passwords, such as cloud IAM tokens).
+    ///
+    /// The file holds the password alone (a final newline is ignored) and
+    /// must not be readable by group or others. It stands in for a password
+    /// in the URL and for REDISCLI_AUTH; the URL may still name the user.
+    #[arg(long, value_name = "FILE", env = "RLOCK_PASSWORD_FILE", global = true,
+          help_heading = CONNECTION)]
+    pub password_file: Option<std::path::PathBuf>,
+
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
     #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,

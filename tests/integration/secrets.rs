@@ -166,3 +166,80 @@ fn no_process_shows_the_password_or_the_token_on_its_command_line() {
     assert!(shell.wait_within(rlock::LIMIT).success());
     holder.kill();
 }
+
+/// `--password-file` is read again for each new connection: a password that
+/// rotates during a long hold (cloud IAM tokens last minutes) still lets the
+/// watchdog reconnect; a file others may read is refused; nothing prints it.
+#[test]
+fn a_password_file_is_read_again_at_each_connection() {
+    use std::os::unix::fs::PermissionsExt;
+    let redis = RedisServer::start();
+    redis.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "job",
+        "on",
+        ">first-pw-1",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    let dir = crate::support::scratch::Scratch::new();
+    let file = dir.path().join("password");
+    std::fs::write(&file, "first-pw-1\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let url = format!("redis://job@127.0.0.1:{}", redis.port);
+    let started = dir.file("started");
+
+    let holder = crate::support::rlock::spawn(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "--ttl", "1s", "rotating", "--"])
+            .args(crate::support::rlock::sh(&format!(
+                "touch {started}; sleep 3"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the hold", || {
+        std::path::Path::new(&started).exists()
+    });
+    // Rotate: a new password in the file and on the server, and every
+    // connection of the user dropped, so that the next renewal reconnects.
+    std::fs::write(&file, "second-pw-2\n").unwrap();
+    redis.cmd::<String>(&["ACL", "SETUSER", "job", "resetpass", ">second-pw-2"]);
+    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "USER", "job"]);
+    assert!(killed >= 1, "the holder's connection was dropped");
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    let out = rlock::output(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["status", "rotating"]),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = rlock::output(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "x", "--", "true"]),
+    );
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("chmod 600"), "{err}");
+    assert!(!err.contains("second-pw-2"), "{err}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let with_pw = format!("redis://job:second-pw-2@127.0.0.1:{}", redis.port);
+    let out = rlock::output(
+        rlock(&with_pw)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "x", "--", "true"]),
+    );
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("give the password once"), "{err}");
+    assert!(!err.contains("second-pw-2"), "{err}");
+}

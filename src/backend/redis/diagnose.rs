@@ -96,10 +96,16 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     let within = humantime::format_duration(limit);
     let text = err.to_string();
     let detail = err.detail().unwrap_or_default();
+    if err.kind() == ErrorKind::InvalidClientConfig
+        && text.starts_with(super::topology::PASSWORD_FILE)
+    {
+        return detail.to_owned();
+    }
     if err.code() == Some("NOAUTH")
         || (err.code() == Some("ERR") && detail.contains("unauthenticated"))
     {
-        return "the server needs a password: put it in the URL or in REDISCLI_AUTH".into();
+        return "the server needs a password: put it in the URL, REDISCLI_AUTH or --password-file"
+            .into();
     }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
         return "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
