@@ -205,10 +205,18 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         });
         return Ok(Exit::Success);
     }
-    Err(Error::from(Cause::NotHeld(
-        "this token does not hold the lock (expired or released)".into(),
-    ))
-    .in_lock(&args.name))
+    Err(not_held(session.as_mut(), &keys).in_lock(&args.name))
+}
+
+/// A token found not holding the lock, with the cause the server shows
+/// (an eviction, a restart) when it shows one.
+fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::name::LockId) -> Error {
+    let why = session
+        .why_gone(keys, None)
+        .unwrap_or_else(|| "expired or released".into());
+    Error::from(Cause::NotHeld(format!(
+        "this token does not hold the lock ({why})"
+    )))
 }
 
 /// `rlock release NAME [--token T] | --force`.
@@ -237,10 +245,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
                 });
                 Ok(Exit::Success)
             }
-            None => Err(Error::from(Cause::NotHeld(
-                "this token does not hold the lock (expired or released)".into(),
-            ))
-            .in_lock(&args.name)),
+            None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
         },
         None => match session.force_release(&keys)? {
             0 => {

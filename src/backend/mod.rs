@@ -230,6 +230,13 @@ pub trait Session: Send {
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
+    /// Why the hold on `keys` was found gone (a server restart, an eviction),
+    /// as far as the server can tell: asked once, when a renewal or a release
+    /// finds it missing. `held_for` is how long ago the hold began, when
+    /// known. None when there is nothing to ask or no answer.
+    fn why_gone(&mut self, _keys: &LockId, _held_for: Option<Duration>) -> Option<String> {
+        None
+    }
     /// Descriptors another process must keep open for this session's hold on
     /// the lock to last (`file:` locks live in open files; none for Redis).
     fn handover(&self, _keys: &LockId) -> Vec<std::os::fd::RawFd> {

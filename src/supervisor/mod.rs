@@ -97,6 +97,8 @@ pub struct Finished<'a> {
     emptied: bool,
     /// The watchdog could not be started, and COMMAND was killed.
     watchdog_failed: bool,
+    /// When the request that took the lock was sent.
+    acquired_at: Stamp,
 }
 
 impl<'a> Prepared<'a> {
@@ -225,7 +227,7 @@ impl<'a> Held<'a> {
             deadlines.close(Stamp::now());
             release::release(
                 run.backend.as_ref(),
-                Some(session),
+                &mut Some(session),
                 &held,
                 run.lease.ttl(),
                 true,
@@ -263,7 +265,7 @@ impl<'a> Held<'a> {
                 deadlines.close(Stamp::now());
                 release::release(
                     run.backend.as_ref(),
-                    Some(session),
+                    &mut Some(session),
                     &held,
                     run.lease.ttl(),
                     true,
@@ -350,6 +352,7 @@ impl<'a> Running<'a> {
             held_in_time,
             emptied,
             watchdog_failed,
+            acquired_at,
         }
     }
 }
@@ -367,10 +370,12 @@ impl Finished<'_> {
             held_in_time,
             emptied,
             watchdog_failed,
+            acquired_at,
         } = self;
+        let mut session = session;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), None, &held, ttl, true);
+            release::release(run.backend.as_ref(), &mut None, &held, ttl, true);
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -395,11 +400,11 @@ impl Finished<'_> {
                 .filter(|(k, _)| &k.name != gone)
                 .cloned()
                 .collect(),
-            _ => held,
+            _ => held.clone(),
         };
         let gone = release::release(
             run.backend.as_ref(),
-            session,
+            &mut session,
             &to_release,
             ttl,
             lost.is_some(),
@@ -408,11 +413,17 @@ impl Finished<'_> {
             lost = gone.map(Lost::GoneAtRelease);
         }
         if let Some(lost) = lost {
-            let which = match &lost {
-                Lost::NotOurs(name) | Lost::GoneAtRelease(name) => name.clone(),
-                _ => run.display.clone(),
-            };
-            report::error(&format!("{which}: {lost}"));
+            let which = lost.gone().unwrap_or(&run.display).to_owned();
+            // The server is asked once why: a restart, an eviction.
+            let why = lost.gone().and_then(|name| {
+                let (lock, _) = held.iter().find(|(lock, _)| lock.name == name)?;
+                let held_for = Stamp::now().since(acquired_at);
+                session.as_mut()?.why_gone(lock, Some(held_for))
+            });
+            if let Some(why) = &why {
+                report::verbose(|| format!("{which}: the hold was found gone: {why}"));
+            }
+            report::error(&format!("{which}: {}", lost.line(why.as_deref())));
             return Ok(Exit::LockLost);
         }
         match status {

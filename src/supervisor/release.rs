@@ -16,23 +16,32 @@ use crate::token::Token;
 /// lease expires by itself), once a fresh connection has shown the hold is
 /// still ours. With `quiet` (the run ends in a line of its own: lost, or
 /// failed), a failed release is said with -v only.
+/// The session used is left in `session` (for asking why a hold was gone).
 pub(super) fn release(
     backend: &dyn Backend,
-    session: Option<Box<dyn Session>>,
+    session: &mut Option<Box<dyn Session>>,
     held: &[(LockId, Token)],
     ttl: Duration,
     quiet: bool,
 ) -> Option<String> {
     let start = Instant::now();
-    let mut session = match session {
+    let connected = match session.take() {
         Some(s) => Ok(s),
         None => backend.connect(),
     };
+    let failed = match connected {
+        Ok(s) => {
+            *session = Some(s);
+            None
+        }
+        Err(err) => Some(err),
+    };
     let mut gone = None;
     for (keys, token) in held.iter().rev() {
-        let outcome = match &mut session {
-            Ok(s) => s.release(keys, token),
-            Err(err) => Err(Error::internal(err.to_string())),
+        let outcome = match (session.as_mut(), &failed) {
+            (Some(s), _) => s.release(keys, token),
+            (None, Some(err)) => Err(Error::internal(err.to_string())),
+            (None, None) => Err(Error::internal("no session")),
         };
         match outcome {
             Ok(Some(left)) => report::verbose(|| {

@@ -46,6 +46,7 @@ pub(crate) const RULES: &[&str] = &[
     "+zrange",
     "+zrangebyscore",
     "+zcount",
+    "+info",
 ];
 
 fn user(redis: &RedisServer, name: &str, extra: &[&str]) -> String {

@@ -14,6 +14,7 @@ mod call;
 mod diagnose;
 mod keys;
 mod list;
+mod loss;
 mod redisson_wait;
 mod reply;
 mod topology;
@@ -85,6 +86,7 @@ impl Standalone {
             answered: false,
             master: None,
             master_checked: None,
+            evicted_before: None,
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
@@ -116,6 +118,9 @@ struct StandaloneSession {
     /// and when the sentinels last named it.
     master: Option<String>,
     master_checked: Option<Instant>,
+    /// The server's `evicted_keys` after this session's first confirmed
+    /// renewal: a hold found gone later was evicted if the count grew.
+    evicted_before: Option<u64>,
 }
 
 impl StandaloneSession {
@@ -305,6 +310,11 @@ impl Session for StandaloneSession {
                 .arg(millis(ttl))
                 .invoke(con)
         })?;
+        if held == 1 && self.evicted_before.is_none() {
+            self.evicted_before = self
+                .info(keys, "stats")
+                .and_then(|i| loss::parse(&i).evicted);
+        }
         Ok(held == 1)
     }
 
@@ -391,6 +401,32 @@ impl Session for StandaloneSession {
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
         self.list_locks(prefix, pattern)
+    }
+
+    fn why_gone(&mut self, keys: &LockId, held_for: Option<Duration>) -> Option<String> {
+        let info = self.info(keys, "default")?;
+        Some(loss::cause(
+            &loss::parse(&info),
+            self.evicted_before,
+            held_for,
+        ))
+    }
+}
+
+impl StandaloneSession {
+    /// INFO `section` from the server of lock `keys`, within the connect
+    /// timeout; None when it cannot be had (a user without +info).
+    fn info(&mut self, keys: &LockId, section: &str) -> Option<String> {
+        let answer = self.call(keys, self.timeout(), true, |con| {
+            redis::cmd("INFO").arg(section).query::<String>(con)
+        });
+        match answer {
+            Ok(info) => Some(info),
+            Err(err) => {
+                crate::report::verbose(|| format!("{}: INFO {section}: {err}", keys.name));
+                None
+            }
+        }
     }
 }
 
