@@ -323,11 +323,13 @@ impl Session for StandaloneSession {
         let stored = Keys::of(keys);
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
+            let sharded = if self.is_cluster() { "1" } else { "0" };
             let left: i64 = self.call(keys, self.timeout(), false, |con| {
                 script::REDISSON_RELEASE
                     .key(&stored.lock)
                     .key(channel)
                     .arg(&field)
+                    .arg(sharded)
                     .invoke(con)
             })?;
             return Ok(u64::try_from(left).ok());
@@ -370,6 +372,7 @@ impl Session for StandaloneSession {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let stored = Keys::of(keys);
+        let cluster = self.is_cluster();
         let removed: i64 = match &stored.redisson {
             Some(channel) => self.call(keys, self.timeout(), false, |con| {
                 let (count, _, _): (i64, i64, i64) = redis::pipe()
@@ -382,6 +385,14 @@ impl Session for StandaloneSession {
                     .arg(channel)
                     .arg(0)
                     .query(con)?;
+                // Redisson's waiters on a Redis 7 Cluster listen with
+                // SSUBSCRIBE; before 7 there is no SPUBLISH (and no need).
+                if cluster {
+                    let _ = redis::cmd("SPUBLISH")
+                        .arg(channel)
+                        .arg(0)
+                        .query::<redis::Value>(con);
+                }
                 Ok(count)
             })?,
             None => self.call(keys, self.timeout(), false, |con| {
@@ -414,6 +425,11 @@ impl Session for StandaloneSession {
 }
 
 impl StandaloneSession {
+    /// Whether locks live on a Redis Cluster.
+    fn is_cluster(&self) -> bool {
+        matches!(*self.source, Source::Cluster(_))
+    }
+
     /// INFO `section` from the server of lock `keys`, within the connect
     /// timeout; None when it cannot be had (a user without +info).
     fn info(&mut self, keys: &LockId, section: &str) -> Option<String> {
