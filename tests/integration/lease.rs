@@ -107,7 +107,8 @@ fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
 }
 
 /// Starts a holder whose COMMAND waits for a file, takes its hold away with
-/// `lose`, lets another run take the lock, then lets COMMAND end: the holder
+/// `lose` (before the first renewal, at 3 s), lets another run take the
+/// lock, then lets COMMAND end: the holder
 /// must exit 70, having found the hold gone at release, with the cause the
 /// server shows (`says`).
 fn hold_gone_at_release(
@@ -117,7 +118,7 @@ fn hold_gone_at_release(
     lose: impl FnOnce(&mut RedisServer),
 ) {
     let dir = Scratch::new();
-    let (holder, _, _) = holder(redis, &dir, &["--ttl", "3s"], name, &until_go(&dir));
+    let (holder, _, _) = holder(redis, &dir, &["--ttl", "9s"], name, &until_go(&dir));
     lose(redis);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));

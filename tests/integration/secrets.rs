@@ -243,3 +243,70 @@ fn a_password_file_is_read_again_at_each_connection() {
     assert!(err.contains("give the password once"), "{err}");
     assert!(!err.contains("second-pw-2"), "{err}");
 }
+
+/// Whoever can read Redis learns no owner token: rlock's layout keeps only a
+/// digest of each (holders and waiters alike), and what it keeps is nothing
+/// `release`, `renew` or RLOCK_TOKENS accept.
+#[test]
+fn no_owner_token_is_readable_in_redis() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let out = rlock::output(rlock(&url).args(["acquire", "--ttl", "30s", "vault"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let token = stdout(&out).trim().to_owned();
+    let dir = crate::support::scratch::Scratch::new();
+    let seen = dir.file("waiter-token");
+    // A waiter, registered behind the hold, with its own token.
+    let waiter = spawn_quiet(
+        rlock(&url)
+            .args(["run", "--wait", "20s", "vault", "--"])
+            .args(crate::support::rlock::sh(&format!(
+                "echo $RLOCK_TOKEN > {seen}"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to register", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{vault}:waiters"]) == 1
+    });
+    let mut everything = String::new();
+    for key in redis.keys() {
+        everything.push_str(&key);
+        let kind: String = redis.cmd(&["TYPE", &key]);
+        let values: Vec<String> = match kind.as_str() {
+            "hash" => redis.cmd(&["HGETALL", &key]),
+            "zset" => redis.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+            "list" => redis.cmd(&["LRANGE", &key, "0", "-1"]),
+            "string" => vec![redis.cmd(&["GET", &key])],
+            other => panic!("{key} is a {other}"),
+        };
+        everything.push_str(&values.join(" "));
+    }
+    assert!(
+        !everything.contains(&token),
+        "the token is stored: {everything}"
+    );
+    // What is stored in its place opens nothing.
+    let stored: Vec<String> = redis.cmd(&["HKEYS", "rlock:{vault}"]);
+    assert_eq!(stored.len(), 1);
+    let out = rlock::output(rlock(&url).args(["release", "vault", "--token", &stored[0]]));
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let out = rlock::output(rlock(&url).args(["renew", "vault", "--token", &stored[0]]));
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let out = rlock::output(
+        rlock(&url)
+            .args(["run", "-n", "vault", "--", "true"])
+            .env("RLOCK_TOKENS", &stored[0]),
+    );
+    assert_eq!(code(&out), 75, "a digest re-enters nothing: {}", show(&out));
+    // The token itself still renews and releases, and the waiter then runs.
+    let out = rlock::output(rlock(&url).args(["renew", "vault", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = rlock::output(rlock(&url).args(["release", "vault", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let waiter_token = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        !everything.contains(waiter_token.trim()),
+        "the waiter's token is stored"
+    );
+}

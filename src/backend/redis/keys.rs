@@ -75,10 +75,12 @@ impl Keys {
 
     /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
     /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
+    /// Named by the token's digest, as everything Redis keeps is.
     pub fn wake_list(&self, token: &Token) -> String {
+        let digest = token.digest();
         match &self.redisson {
-            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, token.as_str()),
-            None => format!("{}:w:{}", self.lock, token.as_str()),
+            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, digest.as_str()),
+            None => format!("{}:w:{}", self.lock, digest.as_str()),
         }
     }
 

@@ -165,8 +165,10 @@ impl Session for StandaloneSession {
             })?;
             return decode(reply, &keys.name, "acquire");
         }
-        let inherited = req
-            .inherited
+        // Redis knows holders by their tokens' digests only.
+        let digest = req.token.digest();
+        let inherited: Vec<Token> = req.inherited.iter().map(Token::digest).collect();
+        let listed = inherited
             .iter()
             .map(Token::as_str)
             .collect::<Vec<_>>()
@@ -180,8 +182,8 @@ impl Session for StandaloneSession {
         // lock changes nothing (acquire.lua).
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
             with_keys(&script::ACQUIRE, &stored, req.token)
-                .arg(req.token.as_str())
-                .arg(&inherited)
+                .arg(digest.as_str())
+                .arg(&listed)
                 .arg(millis(req.ttl))
                 .arg(&req.holder.host)
                 .arg(&req.holder.pid)
@@ -194,7 +196,27 @@ impl Session for StandaloneSession {
                 .arg(&req.holder.note)
                 .invoke(con)
         })?;
-        decode(reply, &keys.name, "acquire")
+        // The hold is named by a digest: back to the token it stands for.
+        match decode(reply, &keys.name, "acquire")? {
+            Attempt::Acquired(mut hold) => {
+                hold.token = if hold.token == digest {
+                    req.token.clone()
+                } else {
+                    let at = inherited.iter().position(|d| *d == hold.token);
+                    match at {
+                        Some(at) => req.inherited[at].clone(),
+                        None => {
+                            return Err(crate::error::Error::internal(format!(
+                                "{}: the server named a holder this run does not know",
+                                keys.name
+                            )))
+                        }
+                    }
+                };
+                Ok(Attempt::Acquired(hold))
+            }
+            other => Ok(other),
+        }
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -275,7 +297,7 @@ impl Session for StandaloneSession {
         }
         self.call(keys, self.timeout(), true, |con| {
             with_keys(&script::LEAVE, &Keys::of(keys), token)
-                .arg(token.as_str())
+                .arg(token.digest().as_str())
                 .invoke::<i64>(con)
                 .map(drop)
         })
@@ -306,7 +328,7 @@ impl Session for StandaloneSession {
         }
         let held: i64 = self.call_within(keys, limit, limit, true, |con| {
             with_keys(&script::RENEW, &Keys::of(keys), token)
-                .arg(token.as_str())
+                .arg(token.digest().as_str())
                 .arg(millis(ttl))
                 .invoke(con)
         })?;
@@ -336,7 +358,7 @@ impl Session for StandaloneSession {
         }
         let left: i64 = self.call(keys, self.timeout(), false, |con| {
             with_keys(&script::RELEASE, &stored, token)
-                .arg(token.as_str())
+                .arg(token.digest().as_str())
                 .invoke(con)
         })?;
         Ok(u64::try_from(left).ok())
