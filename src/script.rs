@@ -39,3 +39,11 @@ pub static REDISSON_RELEASE: LazyLock<Script> =
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
 pub static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/raise_fence.lua")));
+
+/// `rlock check`: a script that reads the server's clock (TIME), as every
+/// lock script does; loaded with SCRIPT LOAD and run with EVALSHA, the path
+/// the lock scripts take.
+pub const CHECK_SCRIPT: &str = include_str!("lua/check_script.lua");
+/// `rlock check`: whether another connection can see a script half done.
+pub static CHECK_ATOMIC: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/check_atomic.lua")));

@@ -1,0 +1,338 @@
+//! `rlock check` on one server (README: "Is a server fit for locks?"): what
+//! rlock's guarantees rest on, asked of the server itself, one [`Finding`]
+//! each. A question the server refuses (CONFIG disabled or renamed, an INFO
+//! section or ACL command the user may not run, as managed services do) is
+//! `unknown` with the server's own words, never an error: the other checks
+//! still run.
+
+use std::time::{Duration, Instant};
+
+use redis::RedisError;
+
+use super::check_probes::{field, probe_keys, Setting};
+use super::diagnose::server_said;
+use super::topology::Source;
+use super::{Standalone, StandaloneSession};
+use crate::backend::fitness::{Finding, Verdict};
+use crate::error::Cause;
+use crate::script;
+
+/// The oldest Redis rlock's tests run on; older 6.x is expected to work.
+const TESTED_FLOOR: (u32, u32) = (6, 2);
+
+/// How the checked server is reached: it decides what replicas mean.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// A single server (or one of a Redlock quorum): replicas are optional.
+    Single,
+    /// The master the sentinels name: without a replica there is no failover.
+    Sentinel,
+    /// A Cluster node.
+    Cluster,
+}
+
+impl Standalone {
+    /// Every check on this server (through its sentinels or cluster seeds),
+    /// keys probed under `prefix`. An unreachable server is one failed finding.
+    pub fn check(&self, prefix: &str) -> Vec<Finding> {
+        let server = self.spec.display.clone();
+        let limit = self.spec.timeout;
+        let started = Instant::now();
+        let mut session = match self.open(limit) {
+            Ok(session) => session,
+            Err(err) => {
+                let cause = match err.cause() {
+                    Cause::Unavailable { cause, .. } | Cause::Unreachable { cause, .. } => {
+                        cause.clone()
+                    }
+                    _ => err.to_string(),
+                };
+                return vec![Finding::new(
+                    "reachable",
+                    &server,
+                    Verdict::Fail,
+                    format!("{server}: {cause}"),
+                )];
+            }
+        };
+        let reach = match &*session.source {
+            Source::Fixed(_) => Reach::Single,
+            Source::Sentinel(_) => Reach::Sentinel,
+            Source::Cluster(_) => Reach::Cluster,
+        };
+        let mut out = Vec::new();
+        let mut add = |name, verdict, detail: String| {
+            out.push(Finding::new(name, &server, verdict, detail));
+        };
+        match session.ask(|con| redis::cmd("PING").query::<String>(con)) {
+            Ok(_) => add(
+                "reachable",
+                Verdict::Ok,
+                format!(
+                    "{} answered PING (connected in {} ms)",
+                    session.address(),
+                    started.elapsed().as_millis()
+                ),
+            ),
+            Err(err) => {
+                add("reachable", Verdict::Fail, format!("PING: {}", server_said(&err)));
+                return out;
+            }
+        }
+        let (verdict, detail) = user(&mut session);
+        add("user", verdict, detail);
+        let (verdict, detail) = version(&mut session);
+        add("version", verdict, detail);
+        let (verdict, detail) = session.topology(reach);
+        add("topology", verdict, detail);
+        let keys = probe_keys(prefix);
+        let (scripts, time) = scripts(&mut session);
+        let scripts_run = scripts.0 == Verdict::Ok;
+        add("scripts", scripts.0, scripts.1);
+        add("script-time", time.0, time.1);
+        let (verdict, detail) = if scripts_run {
+            session.atomic(&keys.hash)
+        } else {
+            (Verdict::Unknown, "not tried: scripts do not run".to_owned())
+        };
+        add("atomic-scripts", verdict, detail);
+        let (verdict, detail) = session.blpop(&keys.list);
+        add("blpop-timeout", verdict, detail);
+        let (verdict, detail) = eviction(&mut session);
+        add("eviction", verdict, detail);
+        let (verdict, detail) = persistence(&mut session);
+        add("persistence", verdict, detail);
+        let (verdict, detail) = replicas(&mut session, reach);
+        add("replicas", verdict, detail);
+        let (verdict, detail) = session.rights(prefix, &keys);
+        add("rights", verdict, detail);
+        out
+    }
+}
+
+/// `ACL WHOAMI`: the user rlock is authenticated as.
+fn user(session: &mut StandaloneSession) -> (Verdict, String) {
+    match session.ask(|con| redis::cmd("ACL").arg("WHOAMI").query::<String>(con)) {
+        Ok(name) if name == "default" => (
+            Verdict::Ok,
+            "authenticated as the default user (ACL WHOAMI)".into(),
+        ),
+        Ok(name) => (
+            Verdict::Ok,
+            format!("authenticated as ACL user {name} (ACL WHOAMI)"),
+        ),
+        Err(err) => (Verdict::Unknown, refused("ACL WHOAMI", &err)),
+    }
+}
+
+/// The server's name and version (`INFO server`): Redis before 6.0 cannot
+/// block for less than a second; before the tested floor it is untested.
+fn version(session: &mut StandaloneSession) -> (Verdict, String) {
+    let info = match session.info("server") {
+        Ok(info) => info,
+        Err(err) => return (Verdict::Unknown, refused("INFO server", &err)),
+    };
+    if field(&info, "redis_mode") == Some("sentinel") {
+        return (
+            Verdict::Fail,
+            "this is a Sentinel, not a Redis server: use redis+sentinel://HOST:PORT/MASTER".into(),
+        );
+    }
+    if let Some(v) = field(&info, "valkey_version") {
+        return (Verdict::Ok, format!("Valkey {v}"));
+    }
+    if let Some(v) = field(&info, "dragonfly_version") {
+        return (
+            Verdict::Warn,
+            format!("Dragonfly {v}: not tested with rlock; run the other checks' probes before relying on it"),
+        );
+    }
+    let name = match field(&info, "server_name") {
+        Some(name) if !name.is_empty() => name.to_owned(),
+        _ => "Redis".to_owned(),
+    };
+    let Some(v) = field(&info, "redis_version") else {
+        return (Verdict::Unknown, "INFO server names no version".into());
+    };
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if major < 6 {
+        (
+            Verdict::Fail,
+            format!("{name} {v}: rlock needs Redis 6.0 or newer (sub-second BLPOP timeouts, ACL users): upgrade"),
+        )
+    } else if (major, minor) < TESTED_FLOOR {
+        (
+            Verdict::Warn,
+            format!(
+                "{name} {v}: older than {}.{}, the oldest version rlock is tested on: upgrade",
+                TESTED_FLOOR.0, TESTED_FLOOR.1
+            ),
+        )
+    } else {
+        (Verdict::Ok, format!("{name} {v}"))
+    }
+}
+
+/// SCRIPT LOAD and EVALSHA of a script that reads TIME, as the lock scripts do.
+fn scripts(session: &mut StandaloneSession) -> ((Verdict, String), (Verdict, String)) {
+    let not_tried = (Verdict::Unknown, "not tried: scripts do not run".to_owned());
+    let fail = |what: &str, err: &RedisError| {
+        (
+            Verdict::Fail,
+            format!(
+                "{what} refused: {}; rlock's locks are Lua scripts (see \"ACL users\" in the README)",
+                server_said(err)
+            ),
+        )
+    };
+    let sha = match session.ask(|con| {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script::CHECK_SCRIPT)
+            .query::<String>(con)
+    }) {
+        Ok(sha) => sha,
+        Err(err) => return (fail("SCRIPT LOAD", &err), not_tried),
+    };
+    let reply = session.ask(|con| {
+        redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(0)
+            .query::<Vec<redis::Value>>(con)
+    });
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(err) => return (fail("EVALSHA", &err), not_tried),
+    };
+    let ran = matches!(reply.first(), Some(redis::Value::Int(1)));
+    let clock = reply.get(1).cloned().unwrap_or(redis::Value::Nil);
+    let loaded = (
+        Verdict::Ok,
+        "a script loads (SCRIPT LOAD) and runs (EVALSHA)".to_owned(),
+    );
+    let time = if ran {
+        (
+            Verdict::Ok,
+            "a script may read the server's clock (TIME), which sets every lease's end".to_owned(),
+        )
+    } else {
+        let why = match clock {
+            redis::Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            redis::Value::SimpleString(text) => text,
+            other => format!("{other:?}"),
+        };
+        (
+            Verdict::Fail,
+            format!("TIME refused inside a script ({}): every lock script reads it; allow +time for this user", one_line(&why)),
+        )
+    };
+    (loaded, time)
+}
+
+/// `maxmemory` with an evicting policy may drop a held lock's keys.
+fn eviction(session: &mut StandaloneSession) -> (Verdict, String) {
+    let max = session.setting(&Setting::new("memory", "maxmemory", "maxmemory"));
+    let policy = session.setting(&Setting::new(
+        "memory",
+        "maxmemory_policy",
+        "maxmemory-policy",
+    ));
+    let (max, policy) = match (max, policy) {
+        (Ok(max), Ok(policy)) => (max, policy),
+        (Err(why), _) | (_, Err(why)) => return (Verdict::Unknown, why),
+    };
+    if max.trim() == "0" {
+        return (
+            Verdict::Ok,
+            format!("no maxmemory (maxmemory-policy {policy}): keys are never evicted"),
+        );
+    }
+    if policy == "noeviction" {
+        return (
+            Verdict::Ok,
+            format!("maxmemory {max} with maxmemory-policy noeviction: held locks are never evicted (writes fail when memory is full)"),
+        );
+    }
+    let which = if policy.starts_with("volatile") {
+        " (volatile-* evicts keys with an expiry: every held lock)"
+    } else {
+        ""
+    };
+    (
+        Verdict::Warn,
+        format!("maxmemory {max} with maxmemory-policy {policy}{which} may evict held locks under memory pressure: use noeviction (CONFIG SET maxmemory-policy noeviction, and in the server's configuration)"),
+    )
+}
+
+/// Without AOF, a restart brings back at best the last snapshot: holds taken
+/// since are gone while their holders run on.
+fn persistence(session: &mut StandaloneSession) -> (Verdict, String) {
+    match session.setting(&Setting::new("persistence", "aof_enabled", "appendonly")) {
+        Ok(on) if on == "1" || on == "yes" => (
+            Verdict::Ok,
+            "appendonly yes: a restart keeps the holds".into(),
+        ),
+        Ok(_) => (
+            Verdict::Warn,
+            "appendonly no: a restart loses every hold (and a second run can take a lock whose holder still runs): enable appendonly (CONFIG SET appendonly yes, and in the server's configuration)".into(),
+        ),
+        Err(why) => (Verdict::Unknown, why),
+    }
+}
+
+/// Replicas connected to the master (`INFO replication`).
+fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) {
+    let info = match session.info("replication") {
+        Ok(info) => info,
+        Err(err) => return (Verdict::Unknown, refused("INFO replication", &err)),
+    };
+    if field(&info, "role") == Some("slave") {
+        let master = match (field(&info, "master_host"), field(&info, "master_port")) {
+            (Some(host), Some(port)) => format!(" of {}", crate::url::host_port(host, port.parse().unwrap_or(0))),
+            _ => String::new(),
+        };
+        return (
+            Verdict::Fail,
+            format!("this server is a replica{master}: locks are written on the master; point rlock at the master (or at its sentinels)"),
+        );
+    }
+    let count: usize = field(&info, "connected_slaves")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let online = (0..count)
+        .filter(|i| {
+            field(&info, &format!("slave{i}")).is_some_and(|s| s.contains("state=online"))
+        })
+        .count();
+    match (count, reach) {
+        (0, Reach::Sentinel) => (
+            Verdict::Warn,
+            "no replica connected: the sentinels have nothing to fail over to".into(),
+        ),
+        (0, _) => (
+            Verdict::Ok,
+            "no replicas (none needed for one server; --min-replicas N needs N)".into(),
+        ),
+        (n, _) => (
+            Verdict::Ok,
+            format!("{n} replica(s) connected, {online} online (--min-replicas up to {online} can be met)"),
+        ),
+    }
+}
+
+/// The server refused `what`: an `unknown` finding's detail.
+pub(super) fn refused(what: &str, err: &RedisError) -> String {
+    format!("{what} refused: {}", server_said(err))
+}
+
+fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How long the BLPOP probe blocks.
+pub(super) const BLPOP_PROBE: Duration = Duration::from_millis(100);
