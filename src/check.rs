@@ -60,7 +60,8 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
                     specs.len(),
                     match verdict {
                         Verdict::Ok => String::new(),
-                        Verdict::Warn => " (the others' failures above cost the quorum its margin)".into(),
+                        Verdict::Warn =>
+                            " (the others' failures above cost the quorum its margin)".into(),
                         _ => format!("; a lock needs {quorum}: fix the failures above"),
                     }
                 ),
@@ -179,10 +180,16 @@ mod tests {
         let ok = [finding("a", Verdict::Ok), finding("b", Verdict::Unknown)];
         assert_eq!(verdict_of(&ok).0, Exit::Success);
         assert!(verdict_of(&ok).1.is_none());
-        let warn = [finding("a", Verdict::Ok), finding("persistence", Verdict::Warn)];
+        let warn = [
+            finding("a", Verdict::Ok),
+            finding("persistence", Verdict::Warn),
+        ];
         assert_eq!(verdict_of(&warn).0.code(), 1);
         assert!(verdict_of(&warn).1.unwrap().contains("persistence"));
-        let fail = [finding("a", Verdict::Warn), finding("reachable", Verdict::Fail)];
+        let fail = [
+            finding("a", Verdict::Warn),
+            finding("reachable", Verdict::Fail),
+        ];
         assert_eq!(verdict_of(&fail).0.code(), 69);
     }
 

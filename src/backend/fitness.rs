@@ -43,7 +43,12 @@ pub struct Finding {
 
 impl Finding {
     /// A finding about `server`.
-    pub fn new(name: &'static str, server: &str, verdict: Verdict, detail: impl Into<String>) -> Self {
+    pub fn new(
+        name: &'static str,
+        server: &str,
+        verdict: Verdict,
+        detail: impl Into<String>,
+    ) -> Self {
         Finding {
             name,
             server: server.to_owned(),

@@ -19,7 +19,12 @@ pub fn check_dir(dir: &Path) -> Vec<Finding> {
     let dir = match absolute_dir(dir) {
         Ok(dir) => dir,
         Err(err) => {
-            out.push(Finding::new("directory", &shown, Verdict::Fail, err.to_string()));
+            out.push(Finding::new(
+                "directory",
+                &shown,
+                Verdict::Fail,
+                err.to_string(),
+            ));
             return out;
         }
     };

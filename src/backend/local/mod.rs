@@ -40,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use admission::compatible;
-use files::{held_by_someone, open, Paths};
 pub use dir_check::check_dir;
+use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
 use records::{kind_code, read_live, Details, Held, Waiting};

@@ -148,10 +148,7 @@ impl StandaloneSession {
         let from_info = match self.info(setting.section) {
             Ok(info) => match field(&info, setting.info_field) {
                 Some(value) => return Ok(value.to_owned()),
-                None => format!(
-                    "INFO {} has no {}",
-                    setting.section, setting.info_field
-                ),
+                None => format!("INFO {} has no {}", setting.section, setting.info_field),
             },
             Err(err) => refused(&format!("INFO {}", setting.section), &err),
         };
@@ -163,7 +160,10 @@ impl StandaloneSession {
         });
         match reply {
             Ok(pair) if pair.len() == 2 => Ok(pair[1].clone()),
-            Ok(_) => Err(format!("{from_info}; CONFIG GET {} names nothing", setting.config)),
+            Ok(_) => Err(format!(
+                "{from_info}; CONFIG GET {} names nothing",
+                setting.config
+            )),
             Err(err) => Err(format!(
                 "{from_info}; {}",
                 refused(&format!("CONFIG GET {}", setting.config), &err)
@@ -176,7 +176,10 @@ impl StandaloneSession {
         let address = self.address();
         match (reach, &*self.source) {
             (Reach::Sentinel, Source::Sentinel(spec)) => {
-                let sentinel = spec.sentinel.as_ref().expect("a Sentinel source has sentinels");
+                let sentinel = spec
+                    .sentinel
+                    .as_ref()
+                    .expect("a Sentinel source has sentinels");
                 (
                     Verdict::Ok,
                     format!(
@@ -187,12 +190,11 @@ impl StandaloneSession {
                 )
             }
             (Reach::Cluster, _) => {
-                let info = match self.ask(|con| {
-                    redis::cmd("CLUSTER").arg("INFO").query::<String>(con)
-                }) {
-                    Ok(info) => info,
-                    Err(err) => return (Verdict::Unknown, refused("CLUSTER INFO", &err)),
-                };
+                let info =
+                    match self.ask(|con| redis::cmd("CLUSTER").arg("INFO").query::<String>(con)) {
+                        Ok(info) => info,
+                        Err(err) => return (Verdict::Unknown, refused("CLUSTER INFO", &err)),
+                    };
                 let state = field(&info, "cluster_state").unwrap_or("?").to_owned();
                 let nodes = field(&info, "cluster_known_nodes").unwrap_or("?");
                 let masters = field(&info, "cluster_size").unwrap_or("?");
@@ -242,7 +244,8 @@ impl StandaloneSession {
             std::thread::spawn(move || -> RedisResult<(u64, Option<u64>)> {
                 let mut reads = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let seen: Option<u64> = redis::cmd("HGET").arg(&key).arg("n").query(&mut reader)?;
+                    let seen: Option<u64> =
+                        redis::cmd("HGET").arg(&key).arg("n").query(&mut reader)?;
                     reads += 1;
                     if let Some(n) = seen.filter(|n| n % STEPS != 0) {
                         return Ok((reads, Some(n)));

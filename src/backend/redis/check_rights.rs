@@ -81,7 +81,11 @@ const PROBES: &[Probe] = &[
     creating("hset", &["HSET", "H", "f", "1"]),
     probe("pexpire", &["PEXPIRE", "H", "10000"]),
     probe("hget", &["HGET", "H", "f"]),
-    optional("hgetall", "a release takes a slower path", &["HGETALL", "H"]),
+    optional(
+        "hgetall",
+        "a release takes a slower path",
+        &["HGETALL", "H"],
+    ),
     probe("hkeys", &["HKEYS", "H"]),
     probe("hexists", &["HEXISTS", "H", "f"]),
     probe("hincrby", &["HINCRBY", "H", "f", "1"]),
@@ -98,14 +102,24 @@ const PROBES: &[Probe] = &[
     probe("multi", &["MULTI"]),
     probe("exec", &["EXEC"]),
     optional("wait", "--min-replicas", &["WAIT", "0", "0"]),
-    optional("scan", "list, and status without NAME", &["SCAN", "0", "MATCH", "M", "COUNT", "10"]),
+    optional(
+        "scan",
+        "list, and status without NAME",
+        &["SCAN", "0", "MATCH", "M", "COUNT", "10"],
+    ),
 ];
 
 impl StandaloneSession {
     /// The user's rights on the prefix, command by command.
     pub(super) fn rights(&mut self, prefix: &str, keys: &ProbeKeys) -> (Verdict, String) {
         let key = |tag: &str| format!("{}:{tag}", keys.base);
-        let (s, l, h, z, m) = (key("s"), key("l"), key("h"), key("z"), format!("{}*", keys.base));
+        let (s, l, h, z, m) = (
+            key("s"),
+            key("l"),
+            key("h"),
+            key("z"),
+            format!("{}*", keys.base),
+        );
         let mut refused: Vec<(&Probe, String)> = Vec::new();
         let mut no_cleanup = false;
         let mut after_multi_refused = false;
@@ -147,7 +161,9 @@ impl StandaloneSession {
             }
         }
         // The script commands, with a script as their argument.
-        let sha = redis::Script::new(script::CHECK_SCRIPT).get_hash().to_owned();
+        let sha = redis::Script::new(script::CHECK_SCRIPT)
+            .get_hash()
+            .to_owned();
         for (p, args) in [
             (&SCRIPT_LOAD, ["SCRIPT", "LOAD", script::CHECK_SCRIPT]),
             (&EVALSHA, ["EVALSHA", &sha, "0"]),
@@ -164,8 +180,10 @@ impl StandaloneSession {
             format!("keys under {prefix}:")
         };
         let count = PROBES.len() + 3;
-        let always: Vec<&(&Probe, String)> =
-            refused.iter().filter(|(p, _)| p.need == Need::Always).collect();
+        let always: Vec<&(&Probe, String)> = refused
+            .iter()
+            .filter(|(p, _)| p.need == Need::Always)
+            .collect();
         if let Some((_, first)) = always.first() {
             let rules: Vec<String> = always.iter().map(|(p, _)| format!("+{}", p.rule)).collect();
             let names: Vec<String> = always.iter().map(|(p, _)| p.rule.to_uppercase()).collect();
@@ -191,7 +209,10 @@ impl StandaloneSession {
                     Need::Always => p.rule.to_uppercase(),
                 })
                 .collect();
-            let rules: Vec<String> = refused.iter().map(|(p, _)| format!("+{}", p.rule)).collect();
+            let rules: Vec<String> = refused
+                .iter()
+                .map(|(p, _)| format!("+{}", p.rule))
+                .collect();
             return (
                 Verdict::Warn,
                 format!(

@@ -75,7 +75,11 @@ impl Standalone {
                 ),
             ),
             Err(err) => {
-                add("reachable", Verdict::Fail, format!("PING: {}", server_said(&err)));
+                add(
+                    "reachable",
+                    Verdict::Fail,
+                    format!("PING: {}", server_said(&err)),
+                );
                 return out;
             }
         }
@@ -289,7 +293,10 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
     };
     if field(&info, "role") == Some("slave") {
         let master = match (field(&info, "master_host"), field(&info, "master_port")) {
-            (Some(host), Some(port)) => format!(" of {}", crate::url::host_port(host, port.parse().unwrap_or(0))),
+            (Some(host), Some(port)) => format!(
+                " of {}",
+                crate::url::host_port(host, port.parse().unwrap_or(0))
+            ),
             _ => String::new(),
         };
         return (
@@ -301,9 +308,7 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let online = (0..count)
-        .filter(|i| {
-            field(&info, &format!("slave{i}")).is_some_and(|s| s.contains("state=online"))
-        })
+        .filter(|i| field(&info, &format!("slave{i}")).is_some_and(|s| s.contains("state=online")))
         .count();
     match (count, reach) {
         (0, Reach::Sentinel) => (
