@@ -160,3 +160,27 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     );
     assert!(nodes[to].cmd::<i64>(&["EXISTS", "rlock:{moving}:fence"]) == 1);
 }
+
+/// `rlock check` on a cluster (issue 23): the topology names its nodes, and
+/// the other checks run on the node of the probe key's slot.
+#[test]
+fn check_reports_the_cluster_and_checks_a_node() {
+    let nodes = cluster();
+    let out = output(bare().args(["--url", &url(&nodes), "check"]));
+    // The fixtures run without AOF: persistence warns.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("ok      topology") && l.contains("Cluster: state ok, 3 node(s)")
+        ),
+        "{text}"
+    );
+    for check in ["scripts", "atomic-scripts", "rights", "blpop-timeout"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok") && l.contains(check)),
+            "{check}: {text}"
+        );
+    }
+}

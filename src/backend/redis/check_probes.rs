@@ -10,12 +10,30 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, ErrorKind, RedisError, RedisResult};
 
-use super::checks::{refused, Reach, BLPOP_PROBE};
 use super::diagnose::server_said;
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::backend::fitness::Verdict;
 use crate::script;
+
+/// How the checked server is reached: it decides what replicas mean.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// A single server (or one of a Redlock quorum): replicas are optional.
+    Single,
+    /// The master the sentinels name: without a replica there is no failover.
+    Sentinel,
+    /// A Cluster node.
+    Cluster,
+}
+
+/// The server refused `what`: an `unknown` finding's detail.
+pub(super) fn refused(what: &str, err: &RedisError) -> String {
+    format!("{what} refused: {}", server_said(err))
+}
+
+/// How long the BLPOP probe blocks.
+pub(super) const BLPOP_PROBE: Duration = Duration::from_millis(100);
 
 /// Most MOVED redirections one probe follows.
 const MAX_REDIRECTS: usize = 5;

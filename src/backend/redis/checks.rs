@@ -5,11 +5,11 @@
 //! `unknown` with the server's own words, never an error: the other checks
 //! still run.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use redis::RedisError;
 
-use super::check_probes::{field, probe_keys, Setting};
+use super::check_probes::{field, probe_keys, refused, Reach, Setting};
 use super::diagnose::server_said;
 use super::topology::Source;
 use super::{Standalone, StandaloneSession};
@@ -19,17 +19,6 @@ use crate::script;
 
 /// The oldest Redis rlock's tests run on; older 6.x is expected to work.
 const TESTED_FLOOR: (u32, u32) = (6, 2);
-
-/// How the checked server is reached: it decides what replicas mean.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Reach {
-    /// A single server (or one of a Redlock quorum): replicas are optional.
-    Single,
-    /// The master the sentinels name: without a replica there is no failover.
-    Sentinel,
-    /// A Cluster node.
-    Cluster,
-}
 
 impl Standalone {
     /// Every check on this server (through its sentinels or cluster seeds),
@@ -246,7 +235,8 @@ fn eviction(session: &mut StandaloneSession) -> (Verdict, String) {
         (Ok(max), Ok(policy)) => (max, policy),
         (Err(why), _) | (_, Err(why)) => return (Verdict::Unknown, why),
     };
-    if max.trim() == "0" {
+    let max = bytes(&max);
+    if max == "0" {
         return (
             Verdict::Ok,
             format!("no maxmemory (maxmemory-policy {policy}): keys are never evicted"),
@@ -326,9 +316,15 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
     }
 }
 
-/// The server refused `what`: an `unknown` finding's detail.
-pub(super) fn refused(what: &str, err: &RedisError) -> String {
-    format!("{what} refused: {}", server_said(err))
+/// A byte count as INFO gives it, shown in MB or GB (e.g. `3mb` is `3 MB`).
+fn bytes(text: &str) -> String {
+    const MB: u64 = 1024 * 1024;
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1024 * MB && n % (1024 * MB) == 0 => format!("{} GB", n / (1024 * MB)),
+        Ok(n) if n >= MB && n % MB == 0 => format!("{} MB", n / MB),
+        Ok(n) if n >= MB => format!("{:.1} MB", n as f64 / MB as f64),
+        _ => text.trim().to_owned(),
+    }
 }
 
 fn one_line(text: &str) -> String {
@@ -339,5 +335,15 @@ fn one_line(text: &str) -> String {
         .join("; ")
 }
 
-/// How long the BLPOP probe blocks.
-pub(super) const BLPOP_PROBE: Duration = Duration::from_millis(100);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_read_as_configured() {
+        assert_eq!(bytes("3145728"), "3 MB");
+        assert_eq!(bytes("1073741824"), "1 GB");
+        assert_eq!(bytes("1000"), "1000");
+        assert_eq!(bytes("0"), "0");
+    }
+}
