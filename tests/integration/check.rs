@@ -15,16 +15,16 @@ use crate::support::scratch::Scratch;
 const CHECKS: &[&str] = &[
     "reachable",
     "user",
-    "version",
     "topology",
     "scripts",
     "script-time",
     "atomic-scripts",
     "blpop-timeout",
+    "rights",
+    "version",
     "eviction",
     "persistence",
     "replicas",
-    "rights",
 ];
 
 /// A server fit for locks: the contract's example.

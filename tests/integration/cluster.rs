@@ -161,8 +161,9 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     assert!(nodes[to].cmd::<i64>(&["EXISTS", "rlock:{moving}:fence"]) == 1);
 }
 
-/// `rlock check` on a cluster (issue 23): the topology names its nodes, and
-/// the other checks run on the node of the probe key's slot.
+/// `rlock check` on a cluster (issue 23): the topology names its nodes, the
+/// probes run on the node of the probe key's slot, and each master's
+/// settings are checked.
 #[test]
 fn check_reports_the_cluster_and_checks_a_node() {
     let nodes = cluster();
@@ -176,6 +177,15 @@ fn check_reports_the_cluster_and_checks_a_node() {
         ),
         "{text}"
     );
+    for node in &nodes {
+        let here = format!("127.0.0.1:{}: ", node.port);
+        for check in ["version", "eviction", "persistence", "replicas"] {
+            assert!(
+                text.lines().any(|l| l.contains(check) && l.contains(&here)),
+                "{check} of {here}: {text}"
+            );
+        }
+    }
     for check in ["scripts", "atomic-scripts", "rights", "blpop-timeout"] {
         assert!(
             text.lines()

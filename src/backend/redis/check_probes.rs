@@ -224,7 +224,7 @@ impl StandaloneSession {
                 (
                     verdict,
                     format!(
-                        "Cluster: state {state}, {nodes} node(s), {masters} master(s) serving slots; the checks below ran on {address} (the probe key's node): check each master with its own --url"
+                        "Cluster: state {state}, {nodes} node(s), {masters} master(s) serving slots; scripts, BLPOP and rights are checked on one master, the settings on each"
                     ),
                 )
             }

@@ -50,11 +50,12 @@ impl Standalone {
             Source::Cluster(_) => Reach::Cluster,
         };
         let mut out = Vec::new();
-        let mut add = |name, verdict, detail: String| {
+        let add = |out: &mut Vec<Finding>, name, verdict, detail: String| {
             out.push(Finding::new(name, &server, verdict, detail));
         };
         match session.ask(|con| redis::cmd("PING").query::<String>(con)) {
             Ok(_) => add(
+                &mut out,
                 "reachable",
                 Verdict::Ok,
                 format!(
@@ -65,6 +66,7 @@ impl Standalone {
             ),
             Err(err) => {
                 add(
+                    &mut out,
                     "reachable",
                     Verdict::Fail,
                     format!("PING: {}", server_said(&err)),
@@ -73,34 +75,80 @@ impl Standalone {
             }
         }
         let (verdict, detail) = user(&mut session);
-        add("user", verdict, detail);
-        let (verdict, detail) = version(&mut session);
-        add("version", verdict, detail);
+        add(&mut out, "user", verdict, detail);
         let (verdict, detail) = session.topology(reach);
-        add("topology", verdict, detail);
+        add(&mut out, "topology", verdict, detail);
+        // What each lock's keys meet: on the node of the probe key's slot.
         let keys = probe_keys(prefix);
         let (scripts, time) = scripts(&mut session);
         let scripts_run = scripts.0 == Verdict::Ok;
-        add("scripts", scripts.0, scripts.1);
-        add("script-time", time.0, time.1);
+        add(&mut out, "scripts", scripts.0, scripts.1);
+        add(&mut out, "script-time", time.0, time.1);
         let (verdict, detail) = if scripts_run {
             session.atomic(&keys.hash)
         } else {
             (Verdict::Unknown, "not tried: scripts do not run".to_owned())
         };
-        add("atomic-scripts", verdict, detail);
+        add(&mut out, "atomic-scripts", verdict, detail);
         let (verdict, detail) = session.blpop(&keys.list);
-        add("blpop-timeout", verdict, detail);
-        let (verdict, detail) = eviction(&mut session);
-        add("eviction", verdict, detail);
-        let (verdict, detail) = persistence(&mut session);
-        add("persistence", verdict, detail);
-        let (verdict, detail) = replicas(&mut session, reach);
-        add("replicas", verdict, detail);
+        add(&mut out, "blpop-timeout", verdict, detail);
         let (verdict, detail) = session.rights(prefix, &keys);
-        add("rights", verdict, detail);
+        add(&mut out, "rights", verdict, detail);
+        // The server's own settings: on a Cluster, of every master in turn
+        // (a lock lives on the master of its slot).
+        let masters = match reach {
+            Reach::Cluster => cluster_masters(&mut session),
+            _ => Ok(Vec::new()),
+        };
+        match masters {
+            Ok(masters) if !masters.is_empty() => {
+                for master in masters {
+                    session.node = Some(master.clone());
+                    session.con = None;
+                    for (name, verdict, detail) in settings(&mut session, reach) {
+                        out.push(Finding::new(
+                            name,
+                            &master,
+                            verdict,
+                            format!("{master}: {detail}"),
+                        ));
+                    }
+                }
+            }
+            Ok(_) => {
+                for (name, verdict, detail) in settings(&mut session, reach) {
+                    out.push(Finding::new(name, &server, verdict, detail));
+                }
+            }
+            Err(why) => out.push(Finding::new("settings", &server, Verdict::Unknown, why)),
+        }
         out
     }
+}
+
+/// The checks of one server's own settings.
+fn settings(session: &mut StandaloneSession, reach: Reach) -> Vec<(&'static str, Verdict, String)> {
+    let (v, d) = version(session);
+    let mut out = vec![("version", v, d)];
+    let (v, d) = eviction(session);
+    out.push(("eviction", v, d));
+    let (v, d) = persistence(session);
+    out.push(("persistence", v, d));
+    let (v, d) = replicas(session, reach);
+    out.push(("replicas", v, d));
+    out
+}
+
+/// A Cluster's masters (`CLUSTER SLOTS`), or why they are not known.
+fn cluster_masters(session: &mut StandaloneSession) -> Result<Vec<String>, String> {
+    session
+        .ask(|con| {
+            redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query::<Vec<redis::Value>>(con)
+        })
+        .map(|slots| super::list::masters_of(&slots))
+        .map_err(|err| refused("CLUSTER SLOTS", &err))
 }
 
 /// `ACL WHOAMI`: the user rlock is authenticated as.
@@ -305,7 +353,11 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
             Verdict::Warn,
             "no replica connected: the sentinels have nothing to fail over to".into(),
         ),
-        (0, _) => (
+        (0, Reach::Cluster) => (
+            Verdict::Ok,
+            "no replicas (if this master fails, the locks in its slots cannot be taken until it is back)".into(),
+        ),
+        (0, Reach::Single) => (
             Verdict::Ok,
             "no replicas (none needed for one server; --min-replicas N needs N)".into(),
         ),
