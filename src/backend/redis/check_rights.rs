@@ -141,6 +141,13 @@ impl StandaloneSession {
                 .collect();
             match self.ask(|con| run(con, &args)) {
                 Ok(()) => {}
+                // A replica refuses every write, whoever asks.
+                Err(err) if err.code() == Some("READONLY") => {
+                    return (
+                        Verdict::Unknown,
+                        format!("not tried: the server is read-only ({})", server_said(&err)),
+                    )
+                }
                 Err(err) if is_refusal(&err) => {
                     if matches!(p.rule, "pexpire" | "del") {
                         no_cleanup = true;
