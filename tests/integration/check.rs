@@ -325,3 +325,19 @@ fn file_urls_check_the_lock_directory() {
     assert_eq!(line(&all, "directory").0, "ok");
     assert_eq!(line(&all, "topology").0, "ok");
 }
+
+#[test]
+fn a_stalled_server_fails_within_the_connect_timeout_not_once_per_check() {
+    let redis = RedisServer::start();
+    redis.freeze();
+    let started = std::time::Instant::now();
+    let out = output(rlock(&redis.url()).args(["--connect-timeout", "1s", "check"]));
+    let took = started.elapsed();
+    redis.thaw();
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("no reply within 1s"), "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let all = lines(&out);
+    assert_eq!(all.len(), 1, "{}", show(&out));
+    assert_eq!((all[0].0.as_str(), all[0].1.as_str()), ("fail", "reachable"));
+}

@@ -14,6 +14,7 @@ use super::diagnose::server_said;
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::backend::fitness::Verdict;
+use crate::error::Cause;
 use crate::script;
 
 /// How the checked server is reached: it decides what replicas mean.
@@ -27,9 +28,18 @@ pub(super) enum Reach {
     Cluster,
 }
 
-/// The server refused `what`: an `unknown` finding's detail.
+/// Why a probe was not sent: an earlier one got no answer.
+const NOT_ASKED: &str = "not asked: the server stopped answering";
+
+/// The server refused `what`, or did not answer: an `unknown` finding's detail.
 pub(super) fn refused(what: &str, err: &RedisError) -> String {
-    format!("{what} refused: {}", server_said(err))
+    if err.to_string().contains(NOT_ASKED) {
+        NOT_ASKED.to_owned()
+    } else if is_refusal(err) {
+        format!("{what} refused: {}", server_said(err))
+    } else {
+        format!("{what}: no answer (see `answering`)")
+    }
 }
 
 /// How long the BLPOP probe blocks.
@@ -104,6 +114,9 @@ impl StandaloneSession {
         &mut self,
         op: impl Fn(&mut Connection) -> RedisResult<T>,
     ) -> RedisResult<T> {
+        if self.lost.is_some() {
+            return Err(RedisError::from((ErrorKind::Io, NOT_ASKED)));
+        }
         let limit = self.timeout();
         let mut redirects = 0;
         loop {
@@ -124,10 +137,20 @@ impl StandaloneSession {
                 Err(err) => {
                     if !matches!(err.kind(), ErrorKind::Server(_)) {
                         self.con = None;
+                        self.lost = Some(self.diagnosis(&err));
                     }
                     return Err(err);
                 }
             }
+        }
+    }
+
+    /// What went wrong on the way to the server, in the words of rlock's
+    /// other commands (`no reply within 2s`, `connection refused ...`).
+    pub(super) fn diagnosis(&self, err: &RedisError) -> String {
+        match self.unavailable(err, self.timeout()).cause() {
+            Cause::Unavailable { cause, .. } | Cause::Unreachable { cause, .. } => cause.clone(),
+            _ => server_said(err),
         }
     }
 
@@ -170,6 +193,9 @@ impl StandaloneSession {
             },
             Err(err) => refused(&format!("INFO {}", setting.section), &err),
         };
+        if self.lost.is_some() {
+            return Err(from_info);
+        }
         let reply = self.ask(|con| {
             redis::cmd("CONFIG")
                 .arg("GET")
@@ -201,7 +227,7 @@ impl StandaloneSession {
                 (
                     Verdict::Ok,
                     format!(
-                        "Sentinel: master {} at {address}, as the first of {} sentinel(s) that answered names it",
+                        "Sentinel: master {} at {address}, as the sentinels name it ({} listed)",
                         sentinel.master,
                         sentinel.sentinels.len()
                     ),

@@ -162,7 +162,7 @@ impl StandaloneSession {
                 Err(err) => {
                     return (
                         Verdict::Unknown,
-                        format!("{} failed: {}", args[0], server_said(&err)),
+                        super::check_probes::refused(args[0], &err),
                     )
                 }
             }

@@ -69,8 +69,9 @@ impl Standalone {
                     &mut out,
                     "reachable",
                     Verdict::Fail,
-                    format!("PING: {}", server_said(&err)),
+                    format!("{server}: PING: {}", session.diagnosis(&err)),
                 );
+                session.lost = None;
                 return out;
             }
         }
@@ -122,6 +123,15 @@ impl Standalone {
             }
             Err(why) => out.push(Finding::new("settings", &server, Verdict::Unknown, why)),
         }
+        // A server that stops answering cannot keep a lease renewed.
+        if let Some(cause) = session.lost.take() {
+            out.push(Finding::new(
+                "answering",
+                &server,
+                Verdict::Fail,
+                format!("stopped answering during the check: {cause}"),
+            ));
+        }
         out
     }
 }
@@ -162,7 +172,16 @@ fn user(session: &mut StandaloneSession) -> (Verdict, String) {
             Verdict::Ok,
             format!("authenticated as ACL user {name} (ACL WHOAMI)"),
         ),
-        Err(err) => (Verdict::Unknown, refused("ACL WHOAMI", &err)),
+        Err(err) => {
+            let named = match session.spec.info.redis_settings().username() {
+                Some(user) => format!("; the URL names user {user}"),
+                None => String::new(),
+            };
+            (
+                Verdict::Unknown,
+                format!("{}{named}", refused("ACL WHOAMI", &err)),
+            )
+        }
     }
 }
 
@@ -265,7 +284,10 @@ fn scripts(session: &mut StandaloneSession) -> ((Verdict, String), (Verdict, Str
         };
         (
             Verdict::Fail,
-            format!("TIME refused inside a script ({}): every lock script reads it; allow +time for this user", one_line(&why)),
+            format!(
+                "TIME refused inside a script ({}): every lock script reads it; allow +time for this user",
+                without_lua_position(&one_line(&why))
+            ),
         )
     };
     (loaded, time)
@@ -379,6 +401,18 @@ fn bytes(text: &str) -> String {
     }
 }
 
+/// A Lua error without its `@user_script: 8: ` position (Redis 6 adds it).
+fn without_lua_position(text: &str) -> &str {
+    match text.strip_prefix("@user_script:") {
+        Some(rest) => rest
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim_start_matches(':')
+            .trim_start(),
+        None => text,
+    }
+}
+
 fn one_line(text: &str) -> String {
     text.split(['\n', '\r'])
         .map(str::trim)
@@ -397,5 +431,16 @@ mod tests {
         assert_eq!(bytes("1073741824"), "1 GB");
         assert_eq!(bytes("1000"), "1000");
         assert_eq!(bytes("0"), "0");
+    }
+
+    #[test]
+    fn lua_positions_are_dropped() {
+        assert_eq!(
+            without_lua_position(
+                "@user_script: 8: The user executing the script can't run this command"
+            ),
+            "The user executing the script can't run this command"
+        );
+        assert_eq!(without_lua_position("ERR ACL failure"), "ERR ACL failure");
     }
 }

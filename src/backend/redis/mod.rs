@@ -92,6 +92,7 @@ impl Standalone {
             answered: false,
             master: None,
             master_checked: None,
+            lost: None,
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
@@ -123,6 +124,10 @@ struct StandaloneSession {
     /// and when the sentinels last named it.
     master: Option<String>,
     master_checked: Option<Instant>,
+    /// `check`: why the server stopped answering a probe (no reply in time,
+    /// connection lost); later probes are not sent, so a stalled server costs
+    /// one timeout, not one per probe.
+    lost: Option<String>,
 }
 
 impl StandaloneSession {
