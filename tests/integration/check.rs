@@ -339,5 +339,8 @@ fn a_stalled_server_fails_within_the_connect_timeout_not_once_per_check() {
     assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
     let all = lines(&out);
     assert_eq!(all.len(), 1, "{}", show(&out));
-    assert_eq!((all[0].0.as_str(), all[0].1.as_str()), ("fail", "reachable"));
+    assert_eq!(
+        (all[0].0.as_str(), all[0].1.as_str()),
+        ("fail", "reachable")
+    );
 }

@@ -352,14 +352,22 @@ impl StandaloneSession {
         });
         let took = started.elapsed();
         match reply {
-            Ok(None) if took >= BLPOP_PROBE / 2 && took < BLPOP_PROBE + Duration::from_secs(1) => (
+            Ok(None) if took >= BLPOP_PROBE / 2 => (
                 Verdict::Ok,
                 format!("BLPOP with a {secs} s timeout returned nil after {} ms", took.as_millis()),
             ),
             Ok(None) => (
                 Verdict::Warn,
-                format!("BLPOP with a {secs} s timeout returned after {} ms: waiting runs may wake late or spin", took.as_millis()),
+                format!("BLPOP with a {secs} s timeout returned after {} ms: waiting runs would poll the server instead of blocking", took.as_millis()),
             ),
+            // A server that reads the timeout as 0 blocks for ever.
+            Err(err) if err.is_timeout() && self.lost.is_some() => {
+                self.lost = None;
+                (
+                    Verdict::Fail,
+                    format!("BLPOP with a {secs} s timeout did not return within {} ms: the server may read it as 0 (block for ever); waiting runs block this way", (limit + BLPOP_PROBE).as_millis()),
+                )
+            }
             Ok(Some(_)) => (
                 Verdict::Unknown,
                 "BLPOP found the probe list filled by someone else".into(),
