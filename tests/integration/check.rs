@@ -344,3 +344,43 @@ fn a_stalled_server_fails_within_the_connect_timeout_not_once_per_check() {
         ("fail", "reachable")
     );
 }
+
+/// A server that runs a script's commands one by one (here a proxy in front
+/// of Redis that does so for the probe's script) fails the atomicity check:
+/// rlock cannot exclude anything there.
+#[test]
+fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
+    use std::io::BufRead;
+    let redis = RedisServer::start_with(FIT);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut child = std::process::Command::new("python3")
+        .arg(format!(
+            "{root}/tests/integration/support/non_atomic_proxy.py"
+        ))
+        .arg(redis.port.to_string())
+        .arg(format!("{root}/src/lua/check_atomic.lua"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let stdout_pipe = child.stdout.take().unwrap();
+    let _proxy = crate::support::process::Proc::new(child);
+    let mut port = String::new();
+    std::io::BufReader::new(stdout_pipe)
+        .read_line(&mut port)
+        .unwrap();
+    let port = port.trim();
+    assert!(!port.is_empty(), "the proxy did not start");
+    let out = check(&format!("redis://127.0.0.1:{port}"), &[]);
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("atomic"), "{err}");
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "atomic-scripts");
+    assert_eq!(result, "fail", "{}", show(&out));
+    assert!(detail.contains("half done"), "{detail}");
+    // Everything else about the server behind the proxy is fine.
+    for (result, name, detail) in &all {
+        if name != "atomic-scripts" {
+            assert_eq!(result, "ok", "{name}: {detail}");
+        }
+    }
+}

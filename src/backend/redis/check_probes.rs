@@ -319,7 +319,7 @@ impl StandaloneSession {
             Ok(Ok((reads, Some(seen)))) => (
                 Verdict::Fail,
                 format!(
-                    "another connection saw a script half done ({seen} of its steps after {reads} read(s)): the server does not run scripts atomically, so no lock excludes anything; use Redis or Valkey (or the server's transaction mode)"
+                    "another connection read the counter at {seen} while each script adds {STEPS} (read {reads}): it saw a script half done, so the server does not run scripts atomically and no lock excludes anything there; use Redis or Valkey (or the server's transaction mode)"
                 ),
             ),
             Ok(Ok((reads, None))) if total == ROUNDS * STEPS => (
