@@ -60,8 +60,10 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
                     specs.len(),
                     match verdict {
                         Verdict::Ok => String::new(),
-                        Verdict::Warn =>
-                            " (the others' failures above cost the quorum its margin)".into(),
+                        Verdict::Warn => format!(
+                            "; {} failed above: every lock now needs {quorum} of the {fit} left",
+                            specs.len() - fit
+                        ),
                         _ => format!("; a lock needs {quorum}: fix the failures above"),
                     }
                 ),
@@ -130,7 +132,7 @@ fn warnings(findings: &[Finding]) -> (Exit, Option<String>) {
 fn lines(findings: &[Finding], several: bool) -> String {
     let mut out = String::new();
     for f in findings {
-        let server = if several && f.name != "quorum" {
+        let server = if several && f.name != "quorum" && !f.detail.starts_with(&f.server) {
             format!("{}: ", f.server)
         } else {
             String::new()

@@ -281,8 +281,14 @@ fn each_server_of_a_quorum_is_checked_and_the_quorum_decides_the_exit() {
     let all = lines(&out);
     assert_eq!(all.len(), 3 * CHECKS.len() + 1, "{}", show(&out));
     for server in &servers {
-        let here = format!("127.0.0.1:{}:", server.port);
-        let count = all.iter().filter(|(_, _, d)| d.starts_with(&here)).count();
+        let here = format!("127.0.0.1:{}", server.port);
+        let count = all
+            .iter()
+            .filter(|(_, _, d)| {
+                d.strip_prefix(&here)
+                    .is_some_and(|rest| rest.starts_with([':', ' ']))
+            })
+            .count();
         assert_eq!(count, CHECKS.len(), "{here} {}", show(&out));
     }
     let (result, _, detail) = line(&all, "quorum");
