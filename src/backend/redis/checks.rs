@@ -24,116 +24,123 @@ impl Standalone {
     /// Every check on this server (through its sentinels or cluster seeds),
     /// keys probed under `prefix`. An unreachable server is one failed finding.
     pub fn check(&self, prefix: &str) -> Vec<Finding> {
-        let server = self.spec.display.clone();
-        let limit = self.spec.timeout;
-        let started = Instant::now();
-        let mut session = match self.open(limit) {
-            Ok(session) => session,
-            Err(err) => {
-                let cause = match err.cause() {
-                    Cause::Unavailable { cause, .. } | Cause::Unreachable { cause, .. } => {
-                        cause.clone()
-                    }
-                    _ => err.to_string(),
-                };
-                return vec![Finding::new(
-                    "reachable",
-                    &server,
-                    Verdict::Fail,
-                    format!("{server}: {cause}"),
-                )];
-            }
+        let server = self.spec.display.as_str();
+        let (mut session, reachable) = match self.reach() {
+            Ok(reached) => reached,
+            Err(detail) => return vec![Finding::new("reachable", server, Verdict::Fail, detail)],
         };
         let reach = match &*session.source {
             Source::Fixed(_) => Reach::Single,
             Source::Sentinel(_) => Reach::Sentinel,
             Source::Cluster(_) => Reach::Cluster,
         };
-        let mut out = Vec::new();
-        let add = |out: &mut Vec<Finding>, name, verdict, detail: String| {
-            out.push(Finding::new(name, &server, verdict, detail));
-        };
-        match session.ask(|con| redis::cmd("PING").query::<String>(con)) {
-            Ok(_) => add(
-                &mut out,
-                "reachable",
-                Verdict::Ok,
-                format!(
-                    "{} answered PING (connected in {} ms)",
-                    session.address(),
-                    started.elapsed().as_millis()
-                ),
-            ),
-            Err(err) => {
-                add(
-                    &mut out,
-                    "reachable",
-                    Verdict::Fail,
-                    format!("{server}: PING: {}", session.diagnosis(&err)),
-                );
-                session.lost = None;
-                return out;
-            }
-        }
-        let (verdict, detail) = user(&mut session);
-        add(&mut out, "user", verdict, detail);
-        let (verdict, detail) = session.topology(reach);
-        add(&mut out, "topology", verdict, detail);
-        // What each lock's keys meet: on the node of the probe key's slot.
-        let keys = probe_keys(prefix);
-        let (scripts, time) = scripts(&mut session);
-        let scripts_run = scripts.0 == Verdict::Ok;
-        add(&mut out, "scripts", scripts.0, scripts.1);
-        add(&mut out, "script-time", time.0, time.1);
-        let (verdict, detail) = if scripts_run {
-            session.atomic(&keys.hash)
-        } else {
-            (Verdict::Unknown, "not tried: scripts do not run".to_owned())
-        };
-        add(&mut out, "atomic-scripts", verdict, detail);
-        let (verdict, detail) = session.blpop(&keys.list);
-        add(&mut out, "blpop-timeout", verdict, detail);
-        let (verdict, detail) = session.rights(prefix, &keys);
-        add(&mut out, "rights", verdict, detail);
-        // The server's own settings: on a Cluster, of every master in turn
-        // (a lock lives on the master of its slot).
-        let masters = match reach {
-            Reach::Cluster => cluster_masters(&mut session),
-            _ => Ok(Vec::new()),
-        };
-        match masters {
-            Ok(masters) if !masters.is_empty() => {
-                for master in masters {
-                    session.node = Some(master.clone());
-                    session.con = None;
-                    for (name, verdict, detail) in settings(&mut session, reach) {
-                        out.push(Finding::new(
-                            name,
-                            &master,
-                            verdict,
-                            format!("{master}: {detail}"),
-                        ));
-                    }
-                }
-            }
-            Ok(_) => {
-                for (name, verdict, detail) in settings(&mut session, reach) {
-                    out.push(Finding::new(name, &server, verdict, detail));
-                }
-            }
-            Err(why) => out.push(Finding::new("settings", &server, Verdict::Unknown, why)),
-        }
+        let mut found = vec![("reachable", Verdict::Ok, reachable)];
+        found.extend(probes(&mut session, prefix, reach));
+        let mut out: Vec<Finding> = found
+            .into_iter()
+            .map(|(name, verdict, detail)| Finding::new(name, server, verdict, detail))
+            .collect();
+        out.extend(settings_of_each(&mut session, reach, server));
         // A server that stops answering cannot keep a lease renewed.
         if let Some(cause) = session.lost.take() {
             out.push(Finding::new(
                 "answering",
-                &server,
+                server,
                 Verdict::Fail,
                 format!("stopped answering during the check: {cause}"),
             ));
         }
         out
     }
+
+    /// A session whose server answered PING, and what `reachable` says of
+    /// it; or why it could not be reached.
+    fn reach(&self) -> Result<(StandaloneSession, String), String> {
+        let server = &self.spec.display;
+        let started = Instant::now();
+        let mut session = self.open(self.spec.timeout).map_err(|err| {
+            let cause = match err.cause() {
+                Cause::Unavailable { cause, .. } | Cause::Unreachable { cause, .. } => {
+                    cause.clone()
+                }
+                _ => err.to_string(),
+            };
+            format!("{server}: {cause}")
+        })?;
+        match session.ask(|con| redis::cmd("PING").query::<String>(con)) {
+            Ok(_) => {
+                let detail = format!(
+                    "{} answered PING (connected in {} ms)",
+                    session.address(),
+                    started.elapsed().as_millis()
+                );
+                Ok((session, detail))
+            }
+            Err(err) => Err(format!("{server}: PING: {}", session.diagnosis(&err))),
+        }
+    }
+}
+
+/// What each lock meets: the user, the topology, and the probes, on the node
+/// of the probe key's slot.
+fn probes(
+    session: &mut StandaloneSession,
+    prefix: &str,
+    reach: Reach,
+) -> Vec<(&'static str, Verdict, String)> {
+    let mut out = Vec::new();
+    let (v, d) = user(session);
+    out.push(("user", v, d));
+    let (v, d) = session.topology(reach);
+    out.push(("topology", v, d));
+    let keys = probe_keys(prefix);
+    let (scripts, time) = scripts(session);
+    let scripts_run = scripts.0 == Verdict::Ok;
+    out.push(("scripts", scripts.0, scripts.1));
+    out.push(("script-time", time.0, time.1));
+    let (v, d) = if scripts_run {
+        session.atomic(&keys.hash)
+    } else {
+        (Verdict::Unknown, "not tried: scripts do not run".to_owned())
+    };
+    out.push(("atomic-scripts", v, d));
+    let (v, d) = session.blpop(&keys.list);
+    out.push(("blpop-timeout", v, d));
+    let (v, d) = session.rights(prefix, &keys);
+    out.push(("rights", v, d));
+    out
+}
+
+/// The server's own settings: on a Cluster, of every master in turn (a lock
+/// lives on the master of its slot), each line naming it.
+fn settings_of_each(session: &mut StandaloneSession, reach: Reach, server: &str) -> Vec<Finding> {
+    let masters = match reach {
+        Reach::Cluster => match cluster_masters(session) {
+            Ok(masters) => masters,
+            Err(why) => return vec![Finding::new("settings", server, Verdict::Unknown, why)],
+        },
+        _ => Vec::new(),
+    };
+    if masters.is_empty() {
+        return settings(session, reach)
+            .into_iter()
+            .map(|(name, verdict, detail)| Finding::new(name, server, verdict, detail))
+            .collect();
+    }
+    let mut out = Vec::new();
+    for master in masters {
+        session.node = Some(master.clone());
+        session.con = None;
+        for (name, verdict, detail) in settings(session, reach) {
+            out.push(Finding::new(
+                name,
+                &master,
+                verdict,
+                format!("{master}: {detail}"),
+            ));
+        }
+    }
+    out
 }
 
 /// The checks of one server's own settings.
