@@ -154,7 +154,7 @@ pub enum Command {
     },
     /// Check that the server(s) can keep rlock's promises: one line per check.
     ///
-    /// Asks each configured server (a Sentinel's master, a Cluster node, each
+    /// Asks each configured server (a Sentinel's master, a Cluster's masters, each
     /// server of a Redlock quorum) what rlock's guarantees rest on: reachable
     /// and as which user; name and version; scripts load and run, may read
     /// TIME, and run atomically; sub-second BLPOP; no eviction of held locks
