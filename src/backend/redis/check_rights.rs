@@ -155,6 +155,10 @@ impl StandaloneSession {
                     if p.rule == "multi" {
                         after_multi_refused = true;
                     }
+                    // Still inside MULTI: every later command would be queued.
+                    if p.rule == "exec" {
+                        self.con = None;
+                    }
                     if !refused.iter().any(|(r, _)| r.rule == p.rule) {
                         refused.push((p, server_said(&err)));
                     }
@@ -186,7 +190,10 @@ impl StandaloneSession {
         } else {
             format!("keys under {prefix}:")
         };
-        let count = PROBES.len() + 3;
+        let mut rules: Vec<&str> = PROBES.iter().map(|p| p.rule).collect();
+        rules.sort_unstable();
+        rules.dedup();
+        let count = rules.len() + 3;
         let always: Vec<&(&Probe, String)> = refused
             .iter()
             .filter(|(p, _)| p.need == Need::Always)
