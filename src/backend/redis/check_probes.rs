@@ -180,13 +180,13 @@ impl StandaloneSession {
     }
 
     /// One INFO section.
-    pub(super) fn info(&mut self, section: &str) -> RedisResult<String> {
+    pub(super) fn info_section(&mut self, section: &str) -> RedisResult<String> {
         self.ask(|con| redis::cmd("INFO").arg(section).query::<String>(con))
     }
 
     /// A setting's value, or why it could not be read (for an `unknown`).
     pub(super) fn setting(&mut self, setting: &Setting<'_>) -> Result<String, String> {
-        let from_info = match self.info(setting.section) {
+        let from_info = match self.info_section(setting.section) {
             Ok(info) => match field(&info, setting.info_field) {
                 Some(value) => return Ok(value.to_owned()),
                 None => format!("INFO {} has no {}", setting.section, setting.info_field),

@@ -30,9 +30,9 @@ impl Standalone {
             Err(detail) => return vec![Finding::new("reachable", server, Verdict::Fail, detail)],
         };
         let reach = match &*session.source {
-            Source::Fixed(_) => Reach::Single,
             Source::Sentinel(_) => Reach::Sentinel,
             Source::Cluster(_) => Reach::Cluster,
+            _ => Reach::Single,
         };
         let mut found = vec![("reachable", Verdict::Ok, reachable)];
         found.extend(probes(&mut session, prefix, reach));
@@ -195,7 +195,7 @@ fn user(session: &mut StandaloneSession) -> (Verdict, String) {
 /// The server's name and version (`INFO server`): Redis before 6.0 cannot
 /// block for less than a second; before the tested floor it is untested.
 fn version(session: &mut StandaloneSession) -> (Verdict, String) {
-    let info = match session.info("server") {
+    let info = match session.info_section("server") {
         Ok(info) => info,
         Err(err) => return (Verdict::Unknown, refused("INFO server", &err)),
     };
@@ -354,7 +354,7 @@ fn persistence(session: &mut StandaloneSession) -> (Verdict, String) {
 
 /// Replicas connected to the master (`INFO replication`).
 fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) {
-    let info = match session.info("replication") {
+    let info = match session.info_section("replication") {
         Ok(info) => info,
         Err(err) => return (Verdict::Unknown, refused("INFO replication", &err)),
     };
