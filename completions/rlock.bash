@@ -19,6 +19,9 @@ _rlock() {
             rlock,acquire)
                 cmd="rlock__subcmd__acquire"
                 ;;
+            rlock,check)
+                cmd="rlock__subcmd__check"
+                ;;
             rlock,completions)
                 cmd="rlock__subcmd__completions"
                 ;;
@@ -42,6 +45,9 @@ _rlock() {
                 ;;
             rlock__subcmd__help,acquire)
                 cmd="rlock__subcmd__help__subcmd__acquire"
+                ;;
+            rlock__subcmd__help,check)
+                cmd="rlock__subcmd__help__subcmd__check"
                 ;;
             rlock__subcmd__help,completions)
                 cmd="rlock__subcmd__help__subcmd__completions"
@@ -71,7 +77,7 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version run acquire renew release status list completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version run acquire renew release status list check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -206,6 +212,52 @@ _rlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rlock__subcmd__check)
+            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rlock__subcmd__completions)
             opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -253,7 +305,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help)
-            opts="run acquire renew release status list completions help"
+            opts="run acquire renew release status list check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +319,20 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help__subcmd__acquire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__help__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

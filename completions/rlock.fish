@@ -42,6 +42,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -f -a "renew" -d 'Extend a hol
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl), waiting count and fence. Never owner tokens'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "check" -d 'Check that the server(s) can keep rlock\'s promises: one line per check'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
@@ -147,6 +148,18 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Lo
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l json -d 'One JSON object: {"server": ..., "checks": [{"name", "server", "result", "detail"}]}'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'Log acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
@@ -158,14 +171,15 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl), waiting count and fence. Never owner tokens'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl), waiting count and fence. Never owner tokens'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "check" -d 'Check that the server(s) can keep rlock\'s promises: one line per check'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # After `--`: a command, then that command's own arguments (as flock's completion).
 function __fish_rlock_after_dashes

@@ -12,6 +12,7 @@
 //! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
 
 pub(crate) mod backend;
+pub(crate) mod check;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod clock;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
             status::status(&config(None)?, names, *json, *check)
         }
         Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
+        Command::Check { json } => check::check(&config(None)?, *json),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -47,6 +47,14 @@ pub static REDISSON_RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RED
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
 pub static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_LUA));
 
+/// `rlock check`: a script that reads the server's clock (TIME), as every
+/// lock script does; loaded with SCRIPT LOAD and run with EVALSHA, the path
+/// the lock scripts take.
+pub const CHECK_SCRIPT: &str = include_str!("lua/check_script.lua");
+/// `rlock check`: whether another connection can see a script half done.
+pub static CHECK_ATOMIC: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/check_atomic.lua")));
+
 /// Line `line` (from 1) of the script whose SHA1 is `sha`: Redis 6.2 and 7
 /// name only the script and the line when they refuse a command inside it.
 pub fn line(sha: &str, line: usize) -> Option<&'static str> {

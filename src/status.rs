@@ -205,7 +205,7 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
 }
 
 /// A JSON string literal: quotes, backslashes and control characters escaped.
-fn json_string(text: &str) -> String {
+pub fn json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

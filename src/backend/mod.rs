@@ -5,6 +5,7 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
+pub mod fitness;
 mod local;
 mod quorum_status;
 mod redis;
@@ -13,7 +14,7 @@ mod redlock;
 use std::time::Duration;
 
 pub use self::redis::Standalone;
-pub use local::{keep_while, Local};
+pub use local::{check_dir, keep_while, Local};
 pub use redlock::Redlock;
 
 use crate::error::Result;

@@ -162,6 +162,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check that the server(s) can keep rlock's promises: one line per check.
+    ///
+    /// Asks each configured server (a Sentinel's master, a Cluster's masters, each
+    /// server of a Redlock quorum) what rlock's guarantees rest on: reachable
+    /// and as which user; name and version; scripts load and run, may read
+    /// TIME, and run atomically; sub-second BLPOP; no eviction of held locks
+    /// (maxmemory with an evicting maxmemory-policy warns: use noeviction);
+    /// persistence (without appendonly a restart loses every hold); replicas;
+    /// the user's rights on the prefix, command by command; the topology.
+    /// Each line reads ok, warn, fail or unknown (the server would not say:
+    /// CONFIG or an INFO section refused), what was checked and the fix.
+    ///
+    /// Exits 0 when nothing warns or fails, 1 when a check warns, 69 when rlock
+    /// cannot work there (a check failed or the server is unreachable; with
+    /// several --url, fewer servers without a failure than a quorum).
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check {
+        /// One JSON object: {"server": ..., "checks": [{"name", "server",
+        /// "result", "detail"}]}.
+        #[arg(long)]
+        json: bool,
+    },
     /// The background watchdog of `acquire --while-pid` (internal: parsed
     /// apart, so it is in no help, completion or man page).
     #[command(skip)]
@@ -173,6 +195,14 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 }
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  rlock --url redis://redis.internal:6379 check
+  RLOCK_URL=redis://a:6379,redis://b:6379,redis://c:6379 rlock check --json
+
+Probe keys live under PREFIX:{check ...}, expire within 10 s and are deleted.
+With file:DIR, check tests the directory only.";
 
 const RUN_EXAMPLES: &str = "\
 Examples:

@@ -276,3 +276,37 @@ fn redisson_and_rlock_wake_each_other_on_a_cluster_by_sharded_pub_sub() {
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
 }
+
+/// `rlock check` on a cluster (issue 23): the topology names its nodes, the
+/// probes run on the node of the probe key's slot, and each master's
+/// settings are checked.
+#[test]
+fn check_reports_the_cluster_and_checks_a_node() {
+    let nodes = cluster();
+    let out = output(bare().args(["--url", &url(&nodes), "check"]));
+    // The fixtures run without AOF: persistence warns.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("ok      topology") && l.contains("Cluster: state ok, 3 node(s)")
+        ),
+        "{text}"
+    );
+    for node in &nodes {
+        let here = format!("127.0.0.1:{}: ", node.port);
+        for check in ["version", "eviction", "persistence", "replicas"] {
+            assert!(
+                text.lines().any(|l| l.contains(check) && l.contains(&here)),
+                "{check} of {here}: {text}"
+            );
+        }
+    }
+    for check in ["scripts", "atomic-scripts", "rights", "blpop-timeout"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok") && l.contains(check)),
+            "{check}: {text}"
+        );
+    }
+}

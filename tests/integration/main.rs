@@ -12,6 +12,7 @@
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `acl`: ACL users: the documented rules, and what a user lacking one sees
+//! - `check`: `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `sweep`: the table of every bad input: status, one line, a bound, no write
 //! - `sentinel`: a primary, a replica and three sentinels; a failover
@@ -35,6 +36,7 @@ mod support;
 mod acl;
 mod bad_input;
 mod chaos;
+mod check;
 mod cluster;
 mod faults;
 mod fences;

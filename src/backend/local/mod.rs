@@ -20,9 +20,11 @@
 //! it: `lock_dir` (DIR from the URL), `files` (file names, kernel locks,
 //! record text), `records` (holder and waiter records), `admission` (who may
 //! take the lock now), `fence` (the fencing counter), `wait` (waiting with
-//! no queue) and `keeper` (the `--while-pid` keeper and releasing through it).
+//! no queue), `keeper` (the `--while-pid` keeper and releasing through it)
+//! and `dir_check` (`rlock check` on DIR).
 
 mod admission;
+mod dir_check;
 mod fence;
 mod files;
 mod keeper;
@@ -38,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use admission::compatible;
+pub use dir_check::check_dir;
 use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;

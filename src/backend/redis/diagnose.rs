@@ -167,6 +167,15 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     }
 }
 
+/// What the server said (or what went wrong on the way), on one line, without
+/// a script's SHA and Lua line: for `check`, which shows a refusal as is.
+pub fn server_said(err: &RedisError) -> String {
+    match (err.code(), err.detail()) {
+        (Some(code), Some(detail)) => without_script_location(code, detail),
+        _ => one_line(&err.to_string()),
+    }
+}
+
 /// rustls and the kernel word TLS failures in these terms.
 fn is_tls_failure(text: &str) -> bool {
     [

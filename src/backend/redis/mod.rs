@@ -7,10 +7,14 @@
 //! `topology` (where a connection goes: Sentinel, Cluster), `call` (one call
 //! with its retries, redirects and failover window), `reply` (decoding the
 //! scripts' replies), `redisson_wait` (waiting on Redisson's unlock channel),
-//! `list` (SCAN for lock names) and `diagnose` (an error as one line a user
-//! can act on).
+//! `list` (SCAN for lock names), `diagnose` (an error as one line a user
+//! can act on) and `checks` (`rlock check`: is this server fit for locks?,
+//! with its probes in `check_probes` and `check_rights`).
 
 mod call;
+mod check_probes;
+mod check_rights;
+mod checks;
 mod diagnose;
 mod keys;
 mod list;
@@ -77,6 +81,11 @@ impl Standalone {
     /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
     /// by what is left of a renewal's deadline).
     pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.open(limit)?))
+    }
+
+    /// A session with its connection open (within `limit`).
+    fn open(&self, limit: Duration) -> Result<StandaloneSession> {
         let mut session = StandaloneSession {
             source: Arc::clone(&self.source),
             spec: self.spec.clone(),
@@ -87,11 +96,12 @@ impl Standalone {
             master: None,
             master_checked: None,
             evicted_before: None,
+            lost: None,
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
         }
-        Ok(Box::new(session))
+        Ok(session)
     }
 }
 
@@ -121,6 +131,10 @@ struct StandaloneSession {
     /// The server's `evicted_keys` after this session's first confirmed
     /// renewal: a hold found gone later was evicted if the count grew.
     evicted_before: Option<u64>,
+    /// `check`: why the server stopped answering a probe (no reply in time,
+    /// connection lost); later probes are not sent, so a stalled server costs
+    /// one timeout, not one per probe.
+    lost: Option<String>,
 }
 
 impl StandaloneSession {
