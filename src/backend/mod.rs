@@ -83,6 +83,8 @@ pub struct LockStatus {
     pub waiting: u64,
     /// Live holders.
     pub holders: Vec<HolderStatus>,
+    /// Live waiters, first come first (at most a few dozen: `waiting` counts all).
+    pub waiters: Vec<WaiterStatus>,
     /// Redlock: how the servers' views compare (None for one server).
     pub servers: Option<Agreement>,
 }
@@ -115,6 +117,19 @@ pub struct HolderStatus {
     /// Lease left, in ms; None for a hold with no lease (file: locks, kept
     /// by the kernel while the holder lives).
     pub lease_ms: Option<u64>,
+}
+
+/// One waiter, as `status` shows it (never its token).
+#[derive(Debug, Clone)]
+pub struct WaiterStatus {
+    /// Host name the waiter reported (empty when unknown).
+    pub host: String,
+    /// Its pid, as it reported it (empty when unknown).
+    pub pid: String,
+    /// Its note (`--note`, a CI job's URL), or empty.
+    pub note: String,
+    /// How long it has waited, in ms (None when unknown).
+    pub waiting_ms: Option<u64>,
 }
 
 /// One acquisition attempt.

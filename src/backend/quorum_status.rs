@@ -69,6 +69,12 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
         limit,
         fence: views.iter().map(|v| v.fence).max().unwrap_or(0),
         waiting: views.iter().map(|v| v.waiting).max().unwrap_or(0),
+        // Each server registers the waiters it saw: the fullest view.
+        waiters: views
+            .iter()
+            .max_by_key(|v| v.waiters.len())
+            .map(|v| v.waiters.clone())
+            .unwrap_or_default(),
         holders,
         servers: Some(Agreement {
             total,
@@ -105,6 +111,7 @@ mod tests {
             fence,
             waiting: 0,
             holders,
+            waiters: Vec::new(),
             servers: None,
         }
     }

@@ -102,6 +102,12 @@ pub struct Global {
     /// Print no diagnostics on stderr (usage errors excepted).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Whether the URL list came from `--url` (true) or RLOCK_URL (false);
+    /// set by [`parse`] from clap's value source, for `-v` to say where the
+    /// server came from.
+    #[arg(skip)]
+    pub urls_from_option: bool,
 }
 
 /// The subcommands.

@@ -56,7 +56,12 @@ where
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
             let overridden = env::overridden(&matches)?;
-            Cli::from_arg_matches(&matches).map(|cli| (cli, overridden))
+            let from_option =
+                matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
+            Cli::from_arg_matches(&matches).map(|mut cli| {
+                cli.global.urls_from_option = from_option;
+                (cli, overridden)
+            })
         })
         .map(|(mut cli, overridden)| {
             env::drop_overridden(&mut cli.command, &overridden);

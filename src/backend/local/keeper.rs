@@ -43,7 +43,7 @@ pub fn keep_while(
             })
         })
         .collect::<Result<_>>()?;
-    let paths = Paths::new(absolute_dir(dir)?);
+    let paths = Paths::new(absolute_dir(dir, true)?);
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);

@@ -66,8 +66,8 @@ pub struct Local {
 
 impl Local {
     /// The backend for `file:DIR`; creates DIR (mode 0700) when missing.
-    pub fn new(dir: &Path, inherited: Vec<Token>) -> Result<Self> {
-        let dir = absolute_dir(dir)?;
+    pub fn new(dir: &Path, inherited: Vec<Token>, create: bool) -> Result<Self> {
+        let dir = absolute_dir(dir, create)?;
         let display = format!("this host only ({})", dir.display());
         Ok(Local {
             paths: Paths::new(dir),
@@ -112,6 +112,23 @@ impl LocalSession {
 
     fn record(&self, name: &str, tag: &str, token: &Token) -> PathBuf {
         self.path(name, &format!("{tag}.{}", token.as_str()))
+    }
+
+    /// Whether this user can see the lock `name`'s records: a record it
+    /// cannot open would otherwise read as no holder at all.
+    fn readable(&self, name: &str) -> Result<()> {
+        let dir = self.paths.dir();
+        fs::read_dir(dir).map_err(|e| lock_dir::unreadable(dir, &e).in_lock(name))?;
+        for tag in ["h", "w"] {
+            for (path, _) in self.paths.tagged(name, tag) {
+                if let Err(e) = fs::File::open(&path) {
+                    if e.kind() == io::ErrorKind::PermissionDenied {
+                        return Err(lock_dir::unreadable(dir, &e).in_lock(name));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn fail(&self, name: &str, err: io::Error) -> Error {
@@ -327,6 +344,7 @@ impl Session for LocalSession {
     }
 
     fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+        self.readable(&keys.name)?;
         let holders = self.holders(&keys.name);
         let limit = holders
             .iter()
@@ -341,6 +359,7 @@ impl Session for LocalSession {
             limit,
             fence: self.fence(&keys.name),
             waiting: self.live(&keys.name, "w").len() as u64,
+            waiters: self.waiters(&keys.name),
             holders: holders
                 .iter()
                 .map(|d| HolderStatus {
@@ -357,7 +376,8 @@ impl Session for LocalSession {
     }
 
     fn list(&mut self, _prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let entries = fs::read_dir(self.paths.dir()).map_err(|e| self.fail("*", e))?;
+        let entries = fs::read_dir(self.paths.dir())
+            .map_err(|e| lock_dir::unreadable(self.paths.dir(), &e))?;
         let mut names = Vec::new();
         for entry in entries.flatten() {
             let Ok(file) = entry.file_name().into_string() else {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::files::{field, held_by_someone, open, try_flock, Record};
 use super::LocalSession;
-use crate::backend::{HolderInfo, Kind};
+use crate::backend::{HolderInfo, Kind, WaiterStatus};
 use crate::clock;
 use crate::token::Token;
 
@@ -189,6 +189,29 @@ impl LocalSession {
             .iter()
             .filter_map(|(_, text)| Details::parse(text))
             .collect()
+    }
+
+    /// The live waiters of `name`, first come first, as `status` shows them
+    /// (a waiter record has its pid and when it asked; the host is this one).
+    pub(super) fn waiters(&self, name: &str) -> Vec<WaiterStatus> {
+        let now = now_ns();
+        let mut found: Vec<(u128, WaiterStatus)> = self
+            .live(name, "w")
+            .iter()
+            .map(|(_, text)| {
+                let since = field(text, "since", "kind").and_then(|s| s.parse::<u128>().ok());
+                let status = WaiterStatus {
+                    host: crate::holder::hostname(),
+                    pid: field(text, "pid", "kind").unwrap_or_default(),
+                    note: String::new(),
+                    waiting_ms: since
+                        .map(|ns| u64::try_from(now.saturating_sub(ns) / 1_000_000).unwrap_or(0)),
+                };
+                (since.unwrap_or(u128::MAX), status)
+            })
+            .collect();
+        found.sort_by_key(|(since, _)| *since);
+        found.into_iter().map(|(_, w)| w).collect()
     }
 
     /// Whether the waiter `token`'s record has not been marked for
