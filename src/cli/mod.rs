@@ -345,13 +345,17 @@ pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
     ///
     /// A bare number is seconds, as flock's -w takes it (-w 5, -w 0.5); or give a
-    /// unit (500ms, 10m, 1h 30m), as for every DUR.
+    /// unit (500ms, 10m, 1h 30m), as for every DUR. --timeout is flock's
+    /// spelling of it.
     #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
-          help_heading = WAITING)]
+          visible_alias = "timeout", help_heading = WAITING)]
     pub wait: Option<Duration>,
 
     /// Give up at once if the lock is taken (same as --wait 0).
-    #[arg(short, long, env = "RLOCK_NO_WAIT", value_parser = clap::builder::FalseyValueParser::new(), help_heading = WAITING)]
+    ///
+    /// --nonblock and --nb are flock's spellings of it.
+    #[arg(short, long, env = "RLOCK_NO_WAIT", value_parser = clap::builder::FalseyValueParser::new(),
+          visible_aliases = ["nonblock", "nb"], help_heading = WAITING)]
     pub no_wait: bool,
 
     /// What this holder is, shown by status and to waiting runs (default: the
@@ -383,6 +387,10 @@ pub struct LockOptions {
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
           env = "RLOCK_TTL", help_heading = LEASE)]
     pub ttl: Duration,
+
+    /// Exclusive lock: one holder at a time (the default; flock's -x).
+    #[arg(short = 'x', long, help_heading = KINDS)]
+    pub exclusive: bool,
 
     /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
     ///

@@ -152,3 +152,55 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
         "{err}"
     );
 }
+
+/// Issue 25: a duration's unit written apart from its number (`--wait 10 m`)
+/// is refused with the spelling meant, not taken for a second lock; a
+/// misspelt option does not make its value the lock's name; a bare lease
+/// of 1000 or more (a PX habit: 8h 20m for 30000) is refused with a hint.
+#[test]
+fn a_stray_unit_is_no_lock_and_a_bare_lease_of_1000_is_refused() {
+    let redis = RedisServer::start();
+    for (args, hint) in [
+        (
+            &["run", "--wait", "10", "m", "demo", "--", "true"][..],
+            "did you mean --wait '10m'?",
+        ),
+        (
+            &["run", "--timeout=10", "min", "demo", "--", "true"],
+            "did you mean --timeout '10min'?",
+        ),
+        (
+            &["run", "--ttl", "30", "s", "demo", "--", "true"],
+            "did you mean --ttl '30s'?",
+        ),
+        (
+            &["acquire", "-w", "5", "s", "demo"],
+            "did you mean -w '5s'?",
+        ),
+        (
+            &["run", "--ttl", "30000", "demo", "--", "true"],
+            "did you mean 30000ms?",
+        ),
+        (
+            &["acquire", "--ttl", "1000", "demo"],
+            "did you mean 1000ms?",
+        ),
+    ] {
+        let err = assert_fails(&output(rlock(&redis.url()).args(args)), 2);
+        assert!(err.contains(hint), "{args:?}: {err}");
+        assert!(
+            redis.keys().is_empty(),
+            "{args:?} locked: {:?}",
+            redis.keys()
+        );
+    }
+    let out = output(rlock(&redis.url()).args(["run", "--ttl", "999", "demo", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // The misspelt option's value is not named as the lock.
+    let err = assert_fails(
+        &output(rlock(&redis.url()).args(["run", "--wiat", "10m", "demo", "--", "true"])),
+        2,
+    );
+    assert!(!err.starts_with("rlock: 10m:"), "{err}");
+    assert!(err.contains("'--wait'"), "{err}");
+}
