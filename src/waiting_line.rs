@@ -180,6 +180,17 @@ impl ProgressLog {
         ));
     }
 
+    /// The wait ended with the lock(s) held: says so, with how long it took
+    /// (a log that showed the wait shows its end).
+    pub fn acquired(&self, locks: &str) {
+        let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        report::error(&format!(
+            "{at} acquired {} after {:.1}s",
+            report::sanitize(locks),
+            self.started.elapsed().as_secs_f64()
+        ));
+    }
+
     /// How long until the next line is due.
     pub fn until_due(&self) -> Duration {
         self.next.saturating_duration_since(Instant::now())

@@ -116,12 +116,14 @@ fn acquire_on(
             Round::Retry => {}
             Round::Held(holds) => {
                 if let Some(done) = waiter.finish(holds, turn.round)? {
+                    waiter.log_acquired();
                     return Ok(done);
                 }
             }
             Round::Taken(taken) => {
                 waiter.stand_in_line(&turn, &taken)?;
                 if let Some(done) = waiter.block(&turn, &taken)? {
+                    waiter.log_acquired();
                     return Ok(done);
                 }
             }

@@ -94,6 +94,15 @@ impl<'a, 'w> Waiter<'a, 'w> {
         }
     }
 
+    /// Off a terminal, a wait that was logged ends with a line saying the
+    /// lock was acquired and after how long.
+    pub(super) fn log_acquired(&self) {
+        if let Some(progress) = &self.progress {
+            let names: Vec<&str> = self.wanted.locks.iter().map(|k| k.name.as_str()).collect();
+            progress.acquired(&names.join(", "));
+        }
+    }
+
     /// `err`, after leaving every queue this caller joined.
     fn fail(&mut self, err: Error) -> Error {
         self.registered
