@@ -113,13 +113,17 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -505,13 +509,17 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -43,7 +43,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who ho
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -l timeout -d 'Give up after waiting this long for the lock (default: wait forever)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l note -d 'What this holder is, shown by status and to waiting runs (default: the CI job\'s URL under GitHub Actions, GitLab CI, Jenkins or Buildkite)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited); 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
@@ -60,7 +60,8 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA c
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -l nonblock -l nb -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s x -l exclusive -d 'Exclusive lock: one holder at a time (the default; flock\'s -x)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l fair -d 'First come, first served among waiters, across kinds'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
@@ -68,7 +69,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s v -l verbose -d 'Log
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s w -l wait -d 'Give up after waiting this long for the lock (default: wait forever)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s w -l wait -l timeout -d 'Give up after waiting this long for the lock (default: wait forever)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l note -d 'What this holder is, shown by status and to waiting runs (default: the CI job\'s URL under GitHub Actions, GitLab CI, Jenkins or Buildkite)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited); 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
@@ -83,7 +84,8 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: 
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -l nonblock -l nb -d 'Give up at once if the lock is taken (same as --wait 0)'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s x -l exclusive -d 'Exclusive lock: one holder at a time (the default; flock\'s -x)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l fair -d 'First come, first served among waiters, across kinds'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
