@@ -95,7 +95,9 @@ pub struct Global {
           env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
-    /// Log acquisition, each renewal and the release, with timings, on stderr.
+    /// Log the server(s) used and where that came from (--url, RLOCK_URL,
+    /// REDIS_URL, default), acquisition, each renewal and the release, with
+    /// timings, on stderr.
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
@@ -136,7 +138,13 @@ pub enum Command {
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
     /// Show who holds each lock: holders (host, pid, command, note, held for,
-    /// ttl), waiting count and fence. Never owner tokens.
+    /// ttl) and waiters. Never owner tokens.
+    ///
+    /// The first line names the server(s) asked. A lock nobody holds reads
+    /// `free`; a semaphore shows holders/limit; the fence is shown with -v and
+    /// in --json. Exits 69, never reporting "free", when it cannot see the
+    /// locks (server unreachable, a file: lock directory it may not read or
+    /// that does not exist).
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
         #[arg(value_name = "NAME", value_hint = NAME_HINT)]
@@ -144,12 +152,15 @@ pub enum Command {
         /// One JSON object per lock, one per line.
         #[arg(long, conflicts_with = "check")]
         json: bool,
-        /// Print nothing; exit 0 when every NAME is held, 1 when one is free
-        /// (for monitoring scripts).
+        /// Print nothing; exit 0 when every NAME is held, 1 when one is free,
+        /// 69 when it cannot tell (for monitoring scripts).
         #[arg(long, requires = "names")]
         check: bool,
     },
     /// List the locks that are held or waited for (SCAN, never KEYS).
+    ///
+    /// The first line names the server(s) asked; exits 69 when it cannot see
+    /// the locks, as status does.
     List {
         /// Glob over lock names (default: every lock).
         #[arg(value_name = "PATTERN", default_value = "*", value_hint = NAME_HINT)]
@@ -330,7 +341,8 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "TOKEN", conflicts_with = "force")]
     pub token: Option<String>,
 
-    /// Remove every holder's hold, whatever holds the lock (operator break-glass).
+    /// Remove every holder's hold, whatever holds the lock (operator
+    /// break-glass); says on stderr whom it removed (-q: nothing).
     #[arg(long)]
     pub force: bool,
 
@@ -364,7 +376,8 @@ pub struct LockOptions {
     pub note: Option<String>,
 
     /// Off a terminal: print a timestamped line when waiting starts and then
-    /// this often (who holds the lock, how long we have waited); 0: never.
+    /// this often (who holds the lock, how long we have waited), and one
+    /// when the lock is acquired; 0: never.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,
           env = "RLOCK_PROGRESS_INTERVAL", help_heading = WAITING)]
     pub progress_interval: Duration,
@@ -384,6 +397,9 @@ pub struct LockOptions {
     pub conflict_exit_code: u8,
 
     /// Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs.
+    ///
+    /// A bare number of 1000 or more is refused ("did you mean 30000ms?"):
+    /// write a unit.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
           env = "RLOCK_TTL", help_heading = LEASE)]
     pub ttl: Duration,
