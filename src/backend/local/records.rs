@@ -201,7 +201,7 @@ impl LocalSession {
             .map(|(_, text)| {
                 let since = field(text, "since", "kind").and_then(|s| s.parse::<u128>().ok());
                 let status = WaiterStatus {
-                    host: crate::holder::hostname(),
+                    host: crate::sys::process::host_name(),
                     pid: field(text, "pid", "kind").unwrap_or_default(),
                     note: String::new(),
                     waiting_ms: since
