@@ -70,7 +70,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let locking = |note: Option<&str>| {
         let config = config(note)?;
         if config.url_source == config::UrlSource::Default && !sys::terminal::stderr_is_terminal() {
-            report::error(&format!(
+            report::defer_note(format!(
                 "note: no --url, RLOCK_URL or REDIS_URL: locking on the default {}",
                 config.server_label()
             ));

@@ -29,6 +29,25 @@ pub fn error(msg: &str) {
     }
 }
 
+/// A note held back until the command first reaches for the server (see
+/// [`defer_note`]): a usage error found before that stays the only line.
+static DEFERRED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Keeps `msg` to be printed by [`flush_note`], once.
+pub fn defer_note(msg: String) {
+    if let Ok(mut note) = DEFERRED.lock() {
+        *note = Some(msg);
+    }
+}
+
+/// Prints the note [`defer_note`] kept, if any (once), as [`error`] does.
+pub fn flush_note() {
+    let note = DEFERRED.lock().ok().and_then(|mut n| n.take());
+    if let Some(msg) = note {
+        error(&msg);
+    }
+}
+
 /// Prints `rlock: <msg>` only with `-v`.
 pub fn verbose(msg: impl FnOnce() -> String) {
     if verbose_enabled() {

@@ -84,6 +84,7 @@ pub fn acquire(
     shared: &Shared,
 ) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
     let mut outage = Outage::new(wanted.patience);
+    report::flush_note();
     report::verbose(|| format!("{lock}: using {}", backend.server()));
     let mut session = loop {
         match backend.connect() {
