@@ -21,11 +21,46 @@ pub fn verbose_enabled() -> bool {
     VERBOSITY.load(Ordering::Relaxed) > 0
 }
 
+/// Whether the terminal's self-updating waiting line is drawn: every other
+/// line erases it first (it is redrawn at its next tick), so no message is
+/// ever glued to it.
+static STATUS_LINE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Erases the waiting line: it never wraps (see `waiting_line`), so one row.
+const ERASE: &str = "\r\x1b[2K";
+
+/// Writes `rlock: <msg>` on its own line, after erasing the waiting line.
+fn line(msg: &str) {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut err = std::io::stderr().lock();
+    if *shown {
+        let _ = write!(err, "{ERASE}");
+        *shown = false;
+    }
+    let _ = writeln!(err, "rlock: {msg}");
+}
+
+/// Draws the terminal's waiting line (one row, no newline) over the last one.
+pub fn status_line(text: &str) {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = write!(std::io::stderr().lock(), "{ERASE}{text}");
+    *shown = true;
+}
+
+/// Erases the waiting line, if drawn.
+pub fn clear_status_line() {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    if *shown {
+        let _ = write!(std::io::stderr().lock(), "{ERASE}");
+        *shown = false;
+    }
+}
+
 /// Prints `rlock: <msg>` unless `-q` was given. Write errors are ignored: a closed
 /// stderr must not turn into a panic.
 pub fn error(msg: &str) {
     if VERBOSITY.load(Ordering::Relaxed) >= 0 {
-        let _ = writeln!(std::io::stderr().lock(), "rlock: {msg}");
+        line(msg);
     }
 }
 
@@ -51,7 +86,7 @@ pub fn flush_note() {
 /// Prints `rlock: <msg>` only with `-v`.
 pub fn verbose(msg: impl FnOnce() -> String) {
     if verbose_enabled() {
-        let _ = writeln!(std::io::stderr().lock(), "rlock: {}", msg());
+        line(&msg());
     }
 }
 

@@ -208,6 +208,11 @@ impl<'a, 'w> Waiter<'a, 'w> {
                     } else {
                         release_all(self.session, wanted, &holds);
                     }
+                    if err.is_transient() {
+                        if let Some(line) = &self.line {
+                            line.unreachable(&keys.name);
+                        }
+                    }
                     return match self.outage.ride_out(err, &keys.name, self.shared) {
                         Ok(()) => Ok(Round::Retry),
                         Err(err) => Err(self.fail(err)),
@@ -391,6 +396,11 @@ impl<'a, 'w> Waiter<'a, 'w> {
             Ok(_) => Ok(None),
             Err(err) => {
                 let err = or_signal(err, keys, self.shared);
+                if err.is_transient() {
+                    if let Some(line) = &self.line {
+                        line.unreachable(&keys.name);
+                    }
+                }
                 match self.outage.ride_out(err, &keys.name, self.shared) {
                     Ok(()) => Ok(None),
                     Err(err) => Err(self.fail(err)),
