@@ -52,7 +52,7 @@ pub(super) fn absolute_dir(dir: &Path, create: bool) -> Result<PathBuf> {
             .map_err(|e| {
                 Error::from(Cause::Unavailable {
                     server: format!("this host only ({})", dir.display()),
-                    cause: format!("cannot create the lock directory: {e}"),
+                    cause: refused(&dir, "creating it", &e),
                 })
             })?;
     }
@@ -76,4 +76,30 @@ pub(super) fn unreadable(dir: &Path, err: &std::io::Error) -> Error {
         server: format!("file:{shown}"),
         cause,
     })
+}
+
+/// What the filesystem refusing `op` in lock directory `dir` means, with the
+/// fix: `lock directory /x is on a read-only filesystem (recording the
+/// holder: Read-only file system (os error 30)): choose a writable DIR`.
+pub(super) fn refused(dir: &Path, op: &str, err: &std::io::Error) -> String {
+    let (what, fix) = match err.raw_os_error() {
+        Some(libc::EROFS) => ("is on a read-only filesystem", "choose a writable DIR"),
+        Some(libc::EACCES | libc::EPERM) => (
+            "is not writable by this user",
+            "run as the user the directory belongs to, or choose another DIR",
+        ),
+        Some(libc::ENOSPC | libc::EDQUOT) => (
+            "is on a full filesystem (or over quota)",
+            "free some space, or choose another DIR",
+        ),
+        Some(libc::ENOENT) => (
+            "lost a file, or was removed, while in use",
+            "leave a lock directory in use alone",
+        ),
+        _ => ("failed", "check the directory and its filesystem"),
+    };
+    format!(
+        "lock directory {} {what} ({op}: {err}): {fix}",
+        dir.display()
+    )
 }

@@ -131,10 +131,12 @@ impl LocalSession {
         Ok(())
     }
 
-    fn fail(&self, name: &str, err: io::Error) -> Error {
+    /// The filesystem refused `op` in the lock directory: unavailable (69),
+    /// saying which directory, what was being done, and what to do.
+    fn fail_to(&self, name: &str, op: &str, err: io::Error) -> Error {
         Error::from(Cause::Unavailable {
             server: self.display.clone(),
-            cause: err.to_string(),
+            cause: lock_dir::refused(self.paths.dir(), op, &err),
         })
         .in_lock(name)
     }
@@ -159,14 +161,15 @@ impl Session for LocalSession {
         // nor hold semaphores to the smallest limit).
         let gate = open(&self.path(name, "gate"))
             .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
-            .map_err(|e| self.fail(name, e))?;
+            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
         self.paths.remember(name);
         let holders = self.holders(name);
         let fits = gate.is_some() && compatible(&holders, req.kind);
         let queued = fits && !self.queue_allows(name, req.kind, req.token);
         let admitted = fits && !queued;
         let taken = if admitted {
-            self.take(name, req.kind).map_err(|e| self.fail(name, e))?
+            self.take(name, req.kind)
+                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
         } else {
             None
         };
@@ -175,7 +178,7 @@ impl Session for LocalSession {
                 self.watch();
                 if gate.is_some() {
                     self.register(name, req.token, req.kind)
-                        .map_err(|e| self.fail(name, e))?;
+                        .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
                 }
                 if let Some(waiting) = self.waiting.get_mut(name) {
                     waiting.queued = queued;
@@ -189,7 +192,9 @@ impl Session for LocalSession {
                 place: None,
             });
         };
-        let fence = self.next_fence(name).map_err(|e| self.fail(name, e))?;
+        let fence = self
+            .next_fence(name)
+            .map_err(|e| self.fail_to(name, "writing the fence counter", e))?;
         // Records half made by a process that died: only a holder of the gate
         // makes records, so under it an unlocked one is certainly stale.
         for (path, _) in self.paths.tagged(name, "n") {
@@ -209,7 +214,7 @@ impl Session for LocalSession {
         };
         let record = self
             .create_locked(name, "h", req.token, &details.render())
-            .map_err(|e| self.fail(name, e))?;
+            .map_err(|e| self.fail_to(name, "recording the holder", e))?;
         files.push(record);
         drop(gate);
         for file in &files {
@@ -236,7 +241,8 @@ impl Session for LocalSession {
     }
 
     fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        fs::write(self.record(&keys.name, "i", token), "").map_err(|e| self.fail(&keys.name, e))
+        fs::write(self.record(&keys.name, "i", token), "")
+            .map_err(|e| self.fail_to(&keys.name, "writing an interrupt marker", e))
     }
 
     fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
