@@ -371,7 +371,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__list)
-            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -611,7 +611,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__status)
-            opts="-u -v -q -h -V --json --check --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --check --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

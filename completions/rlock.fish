@@ -127,6 +127,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: clie
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l json -d 'One JSON object per lock, one per line'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l check -d 'Print nothing; exit 0 when every NAME is held, 1 when one is free, 69 when it cannot tell (for monitoring scripts)'
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l redisson -d 'The locks are stored as Redisson\'s getLock(NAME) stores them (key NAME, no prefix): held by rlock --redisson or a Redisson client. Redisson records no holder details: the thread id, hold count and lease left are shown'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -138,6 +139,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: clien
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l json -d 'A JSON array of status objects'
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l redisson -d 'List the locks stored in Redisson\'s layout (keys matching PATTERN, no prefix) instead of rlock\'s'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -83,10 +83,17 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Renew(args) => commands::renew(&config(None)?, args),
         Command::Release(args) => commands::release(&config(None)?, args),
         Command::WhilePid(args) => while_pid::keep(&config(None)?, args),
-        Command::Status { names, json, check } => {
-            status::status(&config(None)?, names, *json, *check)
-        }
-        Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
+        Command::Status {
+            names,
+            json,
+            check,
+            redisson,
+        } => status::status(&config(None)?, names, *json, *check, *redisson),
+        Command::List {
+            pattern,
+            json,
+            redisson,
+        } => status::list(&config(None)?, pattern, *json, *redisson),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

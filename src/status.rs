@@ -10,25 +10,33 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::name::{self, LockId};
+use crate::name;
 use crate::report;
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
 /// server unreachable, a lock directory it may not read) is an error (69),
 /// never "free".
-pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Result<Exit> {
+pub fn status(
+    config: &Config,
+    names: &[String],
+    json: bool,
+    check: bool,
+    redisson: bool,
+) -> Result<Exit> {
     for name in names {
         name::validate(name)?;
     }
+    refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading()?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match names {
-        [] => session.list(&config.prefix, "*")?,
-        given => given.to_vec(),
+    let names = match (names, redisson) {
+        ([], false) => session.list(&config.prefix, "*")?,
+        ([], true) => session.list_redisson("*")?,
+        (given, _) => given.to_vec(),
     };
-    let states = read_all(session.as_mut(), &config.prefix, &names)?;
+    let states = read_all(session.as_mut(), config, redisson, &names)?;
     if check {
         let held = states.iter().all(|(_, s)| !s.holders.is_empty());
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
@@ -48,11 +56,15 @@ pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Res
 }
 
 /// `rlock list [PATTERN] [--json]`.
-pub fn list(config: &Config, pattern: &str, json: bool) -> Result<Exit> {
+pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
+    refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading()?;
     let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
-    let names = session.list(&config.prefix, pattern)?;
-    let states = read_all(session.as_mut(), &config.prefix, &names)?;
+    let names = match redisson {
+        true => session.list_redisson(pattern)?,
+        false => session.list(&config.prefix, pattern)?,
+    };
+    let states = read_all(session.as_mut(), config, redisson, &names)?;
     let out = if json {
         let server = config.server_json();
         let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s, &server)).collect();
@@ -64,19 +76,38 @@ pub fn list(config: &Config, pattern: &str, json: bool) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
+/// `--redisson` reads one Redis server, as Redisson keeps its locks.
+fn refuse_redisson(config: &Config, redisson: bool) -> Result<()> {
+    if redisson && (config.is_local() || config.is_quorum()) {
+        return Err(crate::error::Error::usage(
+            "--redisson locks live on one Redis server: not with file: or several --url",
+        ));
+    }
+    Ok(())
+}
+
 fn read_all(
     session: &mut dyn Session,
-    prefix: &str,
+    config: &Config,
+    redisson: bool,
     names: &[String],
 ) -> Result<Vec<(String, LockStatus)>> {
     names
         .iter()
-        .map(|name| Ok((name.clone(), session.status(&LockId::new(prefix, name))?)))
+        .map(|name| {
+            Ok((
+                name.clone(),
+                session.status(&config.lock_id(redisson, name))?,
+            ))
+        })
         .collect()
 }
 
-fn kind_word(kind: Option<Kind>) -> &'static str {
-    match kind {
+fn kind_word(s: &LockStatus) -> &'static str {
+    if s.redisson {
+        return "redisson";
+    }
+    match s.kind {
         Some(Kind::Shared) => "shared",
         Some(Kind::Semaphore(_)) => "semaphore",
         _ => "exclusive",
@@ -115,14 +146,25 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
         let (state, holders) = match (s.holders.len(), s.kind) {
             (0, _) => ("free", "0".to_owned()),
             (n, Some(Kind::Semaphore(_))) => ("semaphore", format!("{n}/{}", s.limit)),
-            (n, kind) => (kind_word(kind), n.to_string()),
+            (n, _) => (kind_word(s), n.to_string()),
         };
         let _ = writeln!(
             out,
             "{name:<width$} {state:<10} {holders:>7} {:>7}",
             s.waiting
         );
-        for h in &s.holders {
+        for h in s.holders.iter().filter(|_| s.redisson) {
+            let lease = h.lease_ms.map_or_else(
+                || "no lease".to_owned(),
+                |ms| format!("lease left {}", seconds(ms)),
+            );
+            let _ = writeln!(
+                out,
+                "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
+                report::sanitize(&h.command)
+            );
+        }
+        for h in s.holders.iter().filter(|_| !s.redisson) {
             let held = match h.since_ms {
                 0 => "an unknown time".to_owned(),
                 ms => seconds(now.saturating_sub(ms)),
@@ -204,7 +246,10 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
             };
             format!(
                 "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{}}}",
-                json_string(&h.host),
+                match h.host.as_str() {
+                    "" => "null".to_owned(),
+                    host => json_string(host),
+                },
                 pid,
                 json_string(&h.command),
                 since,
@@ -213,10 +258,10 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
             )
         })
         .collect();
-    let kind = if s.holders.is_empty() {
+    let kind = if s.holders.is_empty() && !s.redisson {
         "exclusive"
     } else {
-        kind_word(s.kind)
+        kind_word(s)
     };
     // Redlock only: how the servers' views compare.
     let servers = match &s.servers {
@@ -317,6 +362,7 @@ mod tests {
                 waiting_ms: Some(2000),
             }],
             servers: None,
+            redisson: false,
         };
         assert_eq!(
             to_json("deploy", &s, "127.0.0.1:6379"),

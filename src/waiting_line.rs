@@ -27,6 +27,7 @@ enum Update {
         lock: String,
         holder: Option<HolderInfo>,
         place: Option<u32>,
+        unknown: &'static str,
         at: Instant,
     },
     /// The server cannot be reached (since the first such update).
@@ -42,6 +43,8 @@ struct Shown {
     lock: String,
     holder: Option<HolderInfo>,
     place: Option<u32>,
+    /// What stands in the way when no holder is known.
+    unknown: &'static str,
     seen_at: Instant,
     /// Since when the server has not answered (None: it answers).
     down_since: Option<Instant>,
@@ -72,12 +75,14 @@ impl WaitLine {
                             lock,
                             holder,
                             place,
+                            unknown,
                             at,
                         }) => {
                             shown = Some(Shown {
                                 lock,
                                 holder,
                                 place,
+                                unknown,
                                 seen_at: at,
                                 down_since: None,
                             })
@@ -91,6 +96,7 @@ impl WaitLine {
                                     lock,
                                     holder: None,
                                     place: None,
+                                    unknown: "",
                                     seen_at: at,
                                     down_since: Some(at),
                                 })
@@ -114,12 +120,20 @@ impl WaitLine {
         })
     }
 
-    /// What the last attempt found.
-    pub fn waiting(&self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
+    /// What the last attempt found; `unknown` says what stands in the way
+    /// when no holder is known (`queued behind other waiters`).
+    pub fn waiting(
+        &self,
+        lock: &str,
+        holder: Option<&HolderInfo>,
+        place: Option<u32>,
+        unknown: &'static str,
+    ) {
         let _ = self.tx.send(Update::Waiting {
             lock: lock.to_owned(),
             holder: holder.cloned(),
             place,
+            unknown,
             at: Instant::now(),
         });
     }
@@ -173,7 +187,7 @@ fn line(s: &Shown, waited: Duration, columns: usize) -> String {
     let mut candidates: Vec<String> = Vec::new();
     let least = match (&s.holder, s.down_since) {
         (_, Some(down)) => format!("server unreachable for {}", seconds(down.elapsed())),
-        (None, None) => "queued behind other waiters".to_owned(),
+        (None, None) => s.unknown.to_owned(),
         (Some(h), None) => {
             let held_for = h.held_for + s.seen_at.elapsed();
             let held = seconds(held_for);
@@ -259,7 +273,13 @@ impl ProgressLog {
     }
 
     /// Prints the line if one is due: what the last attempt found.
-    pub fn tick(&mut self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
+    pub fn tick(
+        &mut self,
+        lock: &str,
+        holder: Option<&HolderInfo>,
+        place: Option<u32>,
+        unknown: &'static str,
+    ) {
         let now = Instant::now();
         if now < self.next {
             return;
@@ -267,7 +287,7 @@ impl ProgressLog {
         self.next = now + self.every;
         let who = match holder {
             Some(h) => format!("held by {}", holder_for(h, h.held_for)),
-            None => "queued behind other waiters".into(),
+            None => unknown.into(),
         };
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         report::error(&format!(
@@ -312,6 +332,7 @@ mod tests {
                 detached: false,
             }),
             place: Some(1),
+            unknown: "",
             seen_at: Instant::now(),
             down_since: None,
         };

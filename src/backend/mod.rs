@@ -87,6 +87,9 @@ pub struct LockStatus {
     pub waiters: Vec<WaiterStatus>,
     /// Redlock: how the servers' views compare (None for one server).
     pub servers: Option<Agreement>,
+    /// Read in Redisson's layout (`--redisson`): one exclusive hold whose
+    /// holder details Redisson does not record.
+    pub redisson: bool,
 }
 
 /// Redlock: how many servers answered `status`, and where they disagree.
@@ -245,6 +248,13 @@ pub trait Session: Send {
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
+    /// Names of the locks stored in Redisson's layout (`--redisson`) whose
+    /// key matches the glob `pattern` (SCAN, never KEYS).
+    fn list_redisson(&mut self, _pattern: &str) -> Result<Vec<String>> {
+        Err(crate::error::Error::usage(
+            "--redisson locks live on one Redis server: not with file: or several --url",
+        ))
+    }
     /// Descriptors another process must keep open for this session's hold on
     /// the lock to last (`file:` locks live in open files; none for Redis).
     fn handover(&self, _keys: &LockId) -> Vec<std::os::fd::RawFd> {

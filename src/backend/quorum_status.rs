@@ -81,6 +81,7 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
             answered: views.len(),
             disagreement: (!notes.is_empty()).then(|| notes.join("; ")),
         }),
+        redisson: false,
     }
 }
 
@@ -113,6 +114,7 @@ mod tests {
             holders,
             waiters: Vec::new(),
             servers: None,
+            redisson: false,
         }
     }
 

@@ -156,6 +156,12 @@ pub enum Command {
         /// 69 when it cannot tell (for monitoring scripts).
         #[arg(long, requires = "names")]
         check: bool,
+        /// The locks are stored as Redisson's getLock(NAME) stores them (key
+        /// NAME, no prefix): held by rlock --redisson or a Redisson client.
+        /// Redisson records no holder details: the thread id, hold count and
+        /// lease left are shown.
+        #[arg(long)]
+        redisson: bool,
     },
     /// List the locks that are held or waited for (SCAN, never KEYS).
     ///
@@ -168,6 +174,10 @@ pub enum Command {
         /// A JSON array of status objects.
         #[arg(long)]
         json: bool,
+        /// List the locks stored in Redisson's layout (keys matching PATTERN,
+        /// no prefix) instead of rlock's.
+        #[arg(long)]
+        redisson: bool,
     },
     /// The background watchdog of `acquire --while-pid` (internal: parsed
     /// apart, so it is in no help, completion or man page).

@@ -304,11 +304,18 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 self.progress = crate::waiting_line::ProgressLog::start(wanted.progress_interval);
             }
         }
+        // No holder known: a Redisson lock (its layout records none), else
+        // the queue is what stands in the way.
+        let unknown = if keys.redisson {
+            "held by a Redisson client (Redisson's layout records no holder details)"
+        } else {
+            "queued behind other waiters"
+        };
         if let Some(line) = &self.line {
-            line.waiting(&keys.name, holder, taken.place);
+            line.waiting(&keys.name, holder, taken.place, unknown);
         }
         if let Some(progress) = &mut self.progress {
-            progress.tick(&keys.name, holder, taken.place);
+            progress.tick(&keys.name, holder, taken.place, unknown);
         }
         if !self.announced {
             self.announced = true;

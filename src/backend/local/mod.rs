@@ -378,6 +378,7 @@ impl Session for LocalSession {
                 })
                 .collect(),
             servers: None,
+            redisson: false,
         })
     }
 

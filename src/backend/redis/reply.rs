@@ -130,6 +130,7 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
         holders,
         waiters,
         servers: None,
+        redisson: false,
     })
 }
 
