@@ -75,7 +75,7 @@ impl UrlSource {
             UrlSource::Option => "--url",
             UrlSource::RlockUrl => "RLOCK_URL",
             UrlSource::RedisUrl => "REDIS_URL",
-            UrlSource::Default => "the default (no --url, RLOCK_URL or REDIS_URL)",
+            UrlSource::Default => "default",
         }
     }
 }

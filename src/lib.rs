@@ -54,12 +54,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
     });
     let config = |note: Option<&str>| {
         let config = config::Config::resolve(&cli.global, note)?;
-        report::verbose(|| {
-            format!(
-                "{} (from {})",
-                config.server_label(),
-                config.url_source.describe()
-            )
+        report::verbose(|| match config.url_source {
+            config::UrlSource::Default => format!(
+                "{} (default: no --url, RLOCK_URL or REDIS_URL)",
+                config.server_label()
+            ),
+            source => format!("{} (from {})", config.server_label(), source.describe()),
         });
         Ok::<_, Error>(config)
     };
