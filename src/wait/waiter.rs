@@ -252,7 +252,15 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 return Ok(None);
             }
             Err(err) => {
-                release_all(self.session, wanted, &holds);
+                if err.reply_timed_out() {
+                    // The server answers, slowly: give the holds back
+                    // quietly (best effort); the error says why.
+                    for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
+                        let _ = self.session.release(keys, &hold.token);
+                    }
+                } else {
+                    release_all(self.session, wanted, &holds);
+                }
                 return Err(self.fail(err));
             }
         };
