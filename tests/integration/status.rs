@@ -520,3 +520,41 @@ fn every_command_can_say_which_server_it_asks_and_why() {
     let out = output(rlock::bare().args(["-q", "run", "-n", "default-note", "--", "true"]));
     assert!(!rlock::stderr(&out).contains("default"), "{}", show(&out));
 }
+
+/// Issue 25: `file:` waiters are listed too (this host, pid, note, waiting
+/// for), first come first.
+#[test]
+fn file_waiters_are_listed_with_their_note() {
+    let dir = Scratch::new();
+    let url = format!("file:{}", dir.file("locks"));
+    let go = dir.file("go");
+    let _holder = spawn_quiet(
+        rlock(&url)
+            .args(["run", "f", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.02; done"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        code(&output(rlock(&url).args(["status", "--check", "f"]))) == 0
+    });
+    let waiter = spawn_quiet(rlock(&url).args(["run", "--note", "local wait", "f", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter", || {
+        stdout(&output(rlock(&url).args(["status", "--json", "f"]))).contains("\"waiting\":1")
+    });
+    let json = stdout(&output(rlock(&url).args(["status", "--json", "f"])));
+    assert!(
+        json.contains(&format!(
+            "\"waiters\":[{{\"host\":\"{}\",\"pid\":{},\"note\":\"local wait\",\"waiting_ms\":",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .unwrap()
+                .trim(),
+            waiter.pid
+        )),
+        "{json}"
+    );
+    let text = stdout(&output(rlock(&url).args(["status", "f"])));
+    assert!(
+        text.contains(&format!("  waiting: pid {} on ", waiter.pid)),
+        "{text}"
+    );
+    std::fs::write(&go, "").unwrap();
+}

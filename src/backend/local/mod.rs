@@ -177,7 +177,7 @@ impl Session for LocalSession {
             if req.register.is_some() {
                 self.watch();
                 if gate.is_some() {
-                    self.register(name, req.token, req.kind)
+                    self.register(name, req.token, req.kind, &req.holder.note)
                         .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
                 }
                 if let Some(waiting) = self.waiting.get_mut(name) {
