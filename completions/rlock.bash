@@ -123,13 +123,17 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -445,7 +449,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__list)
-            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -595,13 +599,17 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -697,7 +705,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__status)
-            opts="-u -v -q -h -V --json --check --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --check --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

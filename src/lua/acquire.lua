@@ -207,7 +207,14 @@ if register > 0 then
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
     redis.call('ZADD', K_WEXP, digits(NOW + register), token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
-    if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
+    -- A waiter that may be handed the lock registers its lease and metadata;
+    -- any other registers who it is (host, pid, note) for `status`, with an
+    -- empty lease, which admit() reads as "wake it, do not hand it over".
+    if ARGV[11] == '1' then
+        spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info)
+    else
+        spec = spec .. '||' .. cjson.encode({host = info.host, pid = info.pid, note = info.note})
+    end
     redis.call('HSET', K_WKIND, token, spec)
     -- Its place: one after every waiter that arrived before it (arrivals are
     -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow

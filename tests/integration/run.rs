@@ -585,3 +585,37 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
         assert!(text.contains(&format!("env: {var}")), "{var} in --help");
     }
 }
+
+/// Issue 25: flock's spellings: -x/--exclusive (the default; not with
+/// --shared), --timeout (= --wait), --nonblock and --nb (= --no-wait), on
+/// run and acquire; --nb is not "corrected" to another option.
+#[test]
+fn flock_spellings_are_accepted() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    for args in [&["-x"][..], &["--exclusive"]] {
+        let out = output(
+            rlock(&redis.url())
+                .arg("run")
+                .args(args)
+                .args(["free", "--", "true"]),
+        );
+        assert_eq!(code(&out), 0, "{args:?}: {}", show(&out));
+    }
+    let out = output(rlock(&redis.url()).args(["run", "-x", "--shared", "free", "--", "true"]));
+    rlock::assert_fails(&out, 2);
+    let _held = hold(&redis, &dir, "taken");
+    for args in [
+        &["run", "--nb", "taken", "--", "true"][..],
+        &["run", "--nonblock", "taken", "--", "true"],
+        &["run", "--timeout", "0.2", "taken", "--", "true"],
+        &["run", "--timeout=200ms", "-x", "taken", "--", "true"],
+        &["acquire", "--nb", "taken"],
+        &["acquire", "--exclusive", "--nonblock", "taken"],
+        &["acquire", "--timeout", "0.2", "taken"],
+    ] {
+        let out = output(rlock(&redis.url()).args(args));
+        let err = rlock::assert_fails(&out, 75);
+        assert!(!err.contains("unreachable-wait"), "{args:?}: {err}");
+    }
+}

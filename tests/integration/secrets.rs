@@ -310,3 +310,48 @@ fn no_owner_token_is_readable_in_redis() {
         "the waiter's token is stored"
     );
 }
+
+/// Issue 25: names ending in KEY, CREDENTIAL(S) or SECRET, `--api-key X`,
+/// `-pX` and `Authorization: Bearer X` (also inside an `sh -c` string) are
+/// masked in the stored command line too.
+#[test]
+fn keys_credentials_api_keys_glued_passwords_and_bearer_tokens_are_not_stored() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let mut holder = spawn_quiet(rlock(&url).args([
+        "run",
+        "masked",
+        "--",
+        "sh",
+        "-c",
+        "sleep 5; curl -H 'Authorization: Bearer b3arer' https://x",
+        "AWS_SECRET_ACCESS_KEY=k3y",
+        "GOOGLE_CREDENTIALS=cr3d",
+        "--api-key",
+        "ap1",
+        "-pmysq1",
+    ]));
+    expect_within(rlock::LIMIT, "the hold", || {
+        !redis.lock_keys("masked").is_empty()
+    });
+    let status = rlock::output(rlock(&url).args(["status", "masked"]));
+    assert_eq!(code(&status), 0, "{}", show(&status));
+    let shown = stdout(&status);
+    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{masked}:holders"]);
+    let stored = stored.join(" ");
+    for text in [&shown, &stored] {
+        for secret in ["b3arer", "k3y", "cr3d", "ap1", "mysq1"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        for hidden in [
+            "Bearer ***",
+            "AWS_SECRET_ACCESS_KEY=***",
+            "GOOGLE_CREDENTIALS=***",
+            "--api-key ***",
+            "-p***",
+        ] {
+            assert!(text.contains(hidden), "{hidden} not in {text}");
+        }
+    }
+    holder.kill();
+}

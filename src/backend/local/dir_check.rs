@@ -16,7 +16,7 @@ pub fn check_dir(dir: &Path) -> Vec<Finding> {
         Verdict::Ok,
         "file: locks, kept by the kernel on this host only: no server, no eviction, no replicas",
     )];
-    let dir = match absolute_dir(dir) {
+    let dir = match absolute_dir(dir, true) {
         Ok(dir) => dir,
         Err(err) => {
             out.push(Finding::new(

@@ -176,6 +176,10 @@ impl StandaloneSession {
             tls: self.spec.is_tls(),
             first_contact: !self.answered,
             db: self.spec.info.redis_settings().db(),
+            user_without_password: {
+                let settings = self.spec.info.redis_settings();
+                settings.username().is_some() && settings.password().is_none()
+            },
         };
         diagnose::unavailable(err, limit, &contact)
     }

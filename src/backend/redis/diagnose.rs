@@ -32,6 +32,9 @@ pub struct Contact<'a> {
     pub first_contact: bool,
     /// The database number asked for in the URL.
     pub db: i64,
+    /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
+    /// password written where the user goes (`redis://PASSWORD@host`).
+    pub user_without_password: bool,
 }
 
 /// The error for `err` met within `limit`: a usage error (2) when the URL asks
@@ -104,8 +107,18 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     if err.code() == Some("NOAUTH")
         || (err.code() == Some("ERR") && detail.contains("unauthenticated"))
     {
+        if contact.user_without_password {
+            // (The user name is not repeated: it may be the password.)
+            return "the server needs a password, and the URL has a user name but no password: a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH or --password-file".into();
+        }
         return "the server needs a password: put it in the URL, REDISCLI_AUTH or --password-file"
             .into();
+    }
+    if contact.user_without_password
+        && (matches!(err.kind(), ErrorKind::AuthenticationFailed)
+            || err.code() == Some("WRONGPASS"))
+    {
+        return "authentication failed: the URL has a user name but no password; a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH".into();
     }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
         return "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
@@ -148,6 +161,17 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
         } else {
             "connection closed by the server".into()
         };
+    }
+    // rustls reads the system's trust store at connection time; a minimal
+    // image without ca-certificates has none.
+    if contact.tls
+        && (text.contains("opening directory")
+            || text.contains("native root CA certificates")
+            || text.contains("no CA certificates"))
+    {
+        return one_line(&format!(
+            "no system CA certificates ({text}): install ca-certificates, or pass --cacert FILE"
+        ));
     }
     if contact.tls && text.contains("certificate") {
         return one_line(&format!(

@@ -7,6 +7,7 @@
 //! `topology` (where a connection goes: Sentinel, Cluster), `call` (one call
 //! with its retries, redirects and failover window), `reply` (decoding the
 //! scripts' replies), `redisson_wait` (waiting on Redisson's unlock channel),
+//! `redisson_status` (status and list of locks in Redisson's layout),
 //! `list` (SCAN for lock names), `diagnose` (an error as one line a user
 //! can act on) and `checks` (`rlock check`: is this server fit for locks?,
 //! with its probes in `check_probes` and `check_rights`).
@@ -19,6 +20,7 @@ mod diagnose;
 mod keys;
 mod list;
 mod loss;
+mod redisson_status;
 mod redisson_wait;
 mod reply;
 mod topology;
@@ -439,6 +441,9 @@ impl Session for StandaloneSession {
     }
 
     fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+        if keys.redisson {
+            return self.redisson_status(keys);
+        }
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
             with_keys(&script::STATUS, &Keys::of(keys), &nobody).invoke(con)
@@ -448,6 +453,10 @@ impl Session for StandaloneSession {
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
         self.list_locks(prefix, pattern)
+    }
+
+    fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
+        StandaloneSession::list_redisson(self, pattern)
     }
 
     fn why_gone(&mut self, keys: &LockId, held_for: Option<Duration>) -> Option<String> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus};
+use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus, WaiterStatus};
 use crate::error::{Error, Result};
 use crate::token::{Fence, Token};
 
@@ -80,7 +80,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
     }
 }
 
-/// status.lua's reply: `{kind, limit, fence, waiting, holders}`.
+/// status.lua's reply: `{kind, limit, fence, waiting, holders, waiters}`.
 fn parse_status(reply: Value) -> Option<LockStatus> {
     let Value::Array(items) = reply else {
         return None;
@@ -103,6 +103,21 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
             .collect(),
         _ => Vec::new(),
     };
+    let waiters = match items.get(5) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(|w| match w {
+                Value::Array(f) if f.len() >= 4 => Some(WaiterStatus {
+                    host: as_string(&f[0])?,
+                    pid: as_string(&f[1])?,
+                    note: as_string(&f[2])?,
+                    waiting_ms: number(&f[3]),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let limit = number(items.get(1)?).unwrap_or(1);
     Some(LockStatus {
         kind: Kind::from_code(
@@ -113,7 +128,9 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
         fence: number(items.get(2)?).unwrap_or(0),
         waiting: number(items.get(3)?).unwrap_or(0),
         holders,
+        waiters,
         servers: None,
+        redisson: false,
     })
 }
 

@@ -7,6 +7,7 @@ pub mod process;
 pub mod redis_server;
 pub mod rlock;
 pub mod scratch;
+pub mod terminal;
 
 use std::time::{Duration, Instant};
 
