@@ -46,7 +46,7 @@ impl Sentinels {
                 ),
             )
             .unwrap();
-            let child = Command::new("redis-server")
+            let child = Command::new(crate::support::redis_server::server_bin())
                 .arg(&conf)
                 .arg("--sentinel")
                 .stdin(Stdio::null())

@@ -342,7 +342,7 @@ fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
     )
     .unwrap();
     let _sentinel = crate::support::process::Proc::new(
-        Command::new("redis-server")
+        Command::new(crate::support::redis_server::server_bin())
             .arg(&conf)
             .arg("--sentinel")
             .stdout(std::process::Stdio::null())

@@ -268,7 +268,9 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
                 command.to_uppercase()
             ));
         }
-        if detail.contains("keys") {
+        // Redis 7.0 says "... one of the keys used as arguments", Redis 7.2+ and
+        // Valkey "No permissions to access a key" (and likewise for channels).
+        if detail.contains(" key") {
             let keys = Keys::of(keys);
             let pattern = match &keys.redisson {
                 Some(channel) => format!("~{} and ~{channel}", keys.lock),
@@ -278,7 +280,7 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
                 "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
             ));
         }
-        if detail.contains("channels") {
+        if detail.contains(" channel") {
             return Some(format!(
                 "the Redis user may not use this lock's pub/sub channels: it needs \
                  &redisson_lock__channel:* and &{{*}}:rlock-int:* {acl}"
@@ -390,6 +392,34 @@ mod tests {
             "ERR Script attempted to access nonexistent global variable 'x'"
         );
         assert_eq!(without_script_location("ERR", "plain"), "ERR plain");
+    }
+
+    fn noperm(detail: &str) -> RedisError {
+        let kind = ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+        RedisError::from((kind, "", detail.to_owned()))
+    }
+
+    #[test]
+    fn key_and_channel_refusals_are_named_in_every_servers_words() {
+        let id = LockId::new("rlock", "x");
+        for detail in [
+            "this user has no permissions to access one of the keys used as arguments",
+            "No permissions to access a key",
+        ] {
+            let said = acl_denial(&noperm(detail), &id).unwrap();
+            assert!(said.contains("key pattern ~rlock:*"), "{detail}: {said}");
+        }
+        let id = LockId::redisson("jobs:a");
+        for detail in [
+            "this user has no permissions to access one of the channels used as arguments",
+            "No permissions to access a channel",
+        ] {
+            let said = acl_denial(&noperm(detail), &id).unwrap();
+            assert!(
+                said.contains("&redisson_lock__channel:*"),
+                "{detail}: {said}"
+            );
+        }
     }
 
     #[test]
