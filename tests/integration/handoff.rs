@@ -33,8 +33,15 @@ fn holds(redis: &RedisServer, who: &str) -> bool {
     redis.cmd::<i64>(&["HEXISTS", &format!("rlock:{{{NAME}}}"), who]) == 1
 }
 
+/// The messages on `who`'s list; a handoff's as "g<fence>", without the
+/// waiters first in line it names after it.
 fn list(redis: &RedisServer, who: &str) -> Vec<String> {
-    redis.cmd(&["LRANGE", &format!("rlock:{{{NAME}}}:w:{who}"), "0", "-1"])
+    let messages: Vec<String> =
+        redis.cmd(&["LRANGE", &format!("rlock:{{{NAME}}}:w:{who}"), "0", "-1"]);
+    messages
+        .into_iter()
+        .map(|m| m.split(',').next().unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn fence(redis: &RedisServer) -> i64 {
