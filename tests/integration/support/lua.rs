@@ -14,6 +14,32 @@ pub fn script(
     token: &str,
     args: &[&str],
 ) -> redis::Value {
+    let mut parts = undelivered(redis, file, name, token, args);
+    let outbox: Vec<String> = redis::FromRedisValue::from_redis_value(parts[1].clone()).unwrap();
+    deliver(redis, name, token, &outbox);
+    parts.swap_remove(0)
+}
+
+/// Runs wake.lua, as the client does, with `outbox` (digest, message, ...)
+/// and the lists it names among the KEYS. The number of messages delivered.
+pub fn deliver(redis: &RedisServer, name: &str, token: &str, outbox: &[String]) -> i64 {
+    if outbox.is_empty() {
+        return 0;
+    }
+    let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
+    let wake = include_str!("../../../src/lua/wake.lua");
+    redis::FromRedisValue::from_redis_value(eval(redis, wake, name, token, &lists, outbox)).unwrap()
+}
+
+/// [`script`] without delivering the outbox (a client that died between its
+/// two calls): the whole reply, {reply, outbox, next}.
+pub fn undelivered(
+    redis: &RedisServer,
+    file: &str,
+    name: &str,
+    token: &str,
+    args: &[&str],
+) -> Vec<redis::Value> {
     let body = match file {
         "acquire" => include_str!("../../../src/lua/acquire.lua"),
         "release" => include_str!("../../../src/lua/release.lua"),
@@ -25,17 +51,11 @@ pub fn script(
     let mut argv = vec![token.to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let reply = eval(redis, body, name, token, &[], &argv);
-    let redis::Value::Array(mut parts) = reply else {
+    let redis::Value::Array(parts) = reply else {
         panic!("{file}: not a reply of common.lua's done(): {reply:?}")
     };
     assert_eq!(parts.len(), 3, "{file}: {parts:?}");
-    let outbox: Vec<String> = redis::FromRedisValue::from_redis_value(parts[1].clone()).unwrap();
-    if !outbox.is_empty() {
-        let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-        let wake = include_str!("../../../src/lua/wake.lua");
-        eval(redis, wake, name, token, &lists, &outbox);
-    }
-    parts.swap_remove(0)
+    parts
 }
 
 /// The keys a script of lock `name` gets: common.lua's nine, with `token`'s
