@@ -218,7 +218,8 @@ impl Session for StandaloneSession {
                 .arg(&req.holder.note)
                 .invoke(con)
         })?;
-        let (reply, next) = self.outcome(keys, &stored, req.token, reply, "acquire")?;
+        let (reply, next) =
+            self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
         // The hold is named by a digest: back to the token it stands for.
         match decode(reply, &keys.name, "acquire")? {
             Attempt::Acquired(mut hold) => {
@@ -337,7 +338,8 @@ impl Session for StandaloneSession {
                 .invoke(con)
         })?;
         self.next_up.remove(&stored.lock);
-        self.outcome(keys, &stored, token, reply, "leave").map(drop)
+        self.outcome(keys, &stored, token, reply, "leave", self.timeout())
+            .map(drop)
     }
 
     fn renew(
@@ -350,6 +352,7 @@ impl Session for StandaloneSession {
         let limit = limit.min(self.timeout());
         let start = Instant::now();
         self.follow_master(limit);
+        let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
         if keys.redisson {
             let field = token.redisson_field();
@@ -371,7 +374,9 @@ impl Session for StandaloneSession {
                 .arg(millis(ttl))
                 .invoke(con)
         })?;
-        let (reply, next) = self.outcome(keys, &stored, token, reply, "renew")?;
+        // Any delivery within what is left of the renewal's bound.
+        let left = deadline.saturating_sub(start.elapsed());
+        let (reply, next) = self.outcome(keys, &stored, token, reply, "renew", left)?;
         let held: i64 = decode(reply, &keys.name, "renew")?;
         if held == 1 {
             self.next_up.insert(stored.lock.clone(), next);
@@ -408,7 +413,7 @@ impl Session for StandaloneSession {
                 .arg(token.digest().as_str())
                 .invoke(con)
         })?;
-        let (reply, _) = self.outcome(keys, &stored, token, reply, "release")?;
+        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
         let left: i64 = decode(reply, &keys.name, "release")?;
         if left == 0 {
             self.next_up.remove(&stored.lock);
@@ -473,7 +478,14 @@ impl Session for StandaloneSession {
                 let reply: Value = self.call(keys, self.timeout(), false, |con| {
                     with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
                 })?;
-                let (reply, _) = self.outcome(keys, &stored, &nobody, reply, "release --force")?;
+                let (reply, _) = self.outcome(
+                    keys,
+                    &stored,
+                    &nobody,
+                    reply,
+                    "release --force",
+                    self.timeout(),
+                )?;
                 decode(reply, &keys.name, "release --force")?
             }
         };
@@ -514,7 +526,8 @@ impl StandaloneSession {
     /// delivered by wake.lua, which is given them. That second call is best
     /// effort: a message it fails to deliver (the connection lost, this
     /// process killed) costs its waiter only latency, as the waiter looks
-    /// again when its block times out (half its ttl at most).
+    /// again when its block times out (half its ttl at most). `limit` bounds
+    /// that call (none is made when it is zero).
     fn outcome(
         &mut self,
         keys: &LockId,
@@ -522,6 +535,7 @@ impl StandaloneSession {
         token: &Token,
         reply: Value,
         what: &str,
+        limit: Duration,
     ) -> Result<(Value, Vec<String>)> {
         let Some((reply, outbox, next)) = reply::split(reply) else {
             return Err(crate::error::Error::internal(format!(
@@ -529,9 +543,9 @@ impl StandaloneSession {
                 keys.name
             )));
         };
-        if outbox.len() >= 2 {
+        if outbox.len() >= 2 && !limit.is_zero() {
             let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-            let delivered = self.call(keys, self.timeout(), false, |con| {
+            let delivered = self.call_within(keys, limit, limit, false, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
                     .arg(&outbox)
                     .invoke::<i64>(con)
