@@ -296,7 +296,8 @@ fn every_kind_and_a_queue_of_mixed_kinds_touch_only_their_keys() {
 }
 
 /// Waiters that leave: on `--wait` running out, and on SIGINT; each stood
-/// ahead of readers its departure lets in.
+/// ahead of readers its departure lets in. A holder killed, pruned when its
+/// lease has run out.
 #[test]
 fn waiters_leaving_on_timeout_and_on_interrupt_touch_only_their_keys() {
     let redis = RedisServer::start();
@@ -326,6 +327,21 @@ fn waiters_leaving_on_timeout_and_on_interrupt_touch_only_their_keys() {
     succeeds(behind, "the reader let in when the writer was interrupted");
     holder::release(&dir, "s");
     succeeds(reader, "the first reader");
+
+    // A holder killed: its lease runs out, and a waiter's look prunes it and
+    // lets in the head of the queue (maybe another waiter).
+    let mut killed = holder(&redis, &dir, &["--ttl", "1s"], "killed", "k");
+    let waiters: Vec<Proc> = (0..3)
+        .map(|i| {
+            let run = run_true(&redis, &["--ttl", "1s", "killed"]);
+            waiting(&redis, "killed", i + 1);
+            run
+        })
+        .collect();
+    killed.kill();
+    for run in waiters {
+        succeeds(run, "a waiter behind a killed holder");
+    }
 
     assert_declared(&monitor, &redis, 8);
 }
