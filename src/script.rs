@@ -19,6 +19,7 @@ const RELEASE_LUA: &str = with_common!("lua/release.lua");
 const LEAVE_LUA: &str = with_common!("lua/leave.lua");
 const STATUS_LUA: &str = with_common!("lua/status.lua");
 const FORCE_LUA: &str = with_common!("lua/force.lua");
+const WAKE_LUA: &str = with_common!("lua/wake.lua");
 const REDISSON_ACQUIRE_LUA: &str = include_str!("lua/redisson_acquire.lua");
 const REDISSON_RENEW_LUA: &str = include_str!("lua/redisson_renew.lua");
 const REDISSON_RELEASE_LUA: &str = include_str!("lua/redisson_release.lua");
@@ -36,6 +37,9 @@ pub static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(LEAVE_LUA));
 pub static STATUS: LazyLock<Script> = LazyLock::new(|| Script::new(STATUS_LUA));
 /// End every hold (`release --force`) and wake the waiters.
 pub static FORCE: LazyLock<Script> = LazyLock::new(|| Script::new(FORCE_LUA));
+/// Deliver the wake-ups and handoffs another script returned in its outbox
+/// (they were for lists it was not given).
+pub static WAKE: LazyLock<Script> = LazyLock::new(|| Script::new(WAKE_LUA));
 
 /// `--redisson`: take or re-enter a lock in Redisson's own layout.
 pub static REDISSON_ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(REDISSON_ACQUIRE_LUA));
@@ -58,13 +62,14 @@ pub static CHECK_ATOMIC: LazyLock<Script> =
 /// Line `line` (from 1) of the script whose SHA1 is `sha`: Redis 6.2 and 7
 /// name only the script and the line when they refuse a command inside it.
 pub fn line(sha: &str, line: usize) -> Option<&'static str> {
-    let scripts: [(&LazyLock<Script>, &'static str); 10] = [
+    let scripts: [(&LazyLock<Script>, &'static str); 11] = [
         (&ACQUIRE, ACQUIRE_LUA),
         (&RENEW, RENEW_LUA),
         (&RELEASE, RELEASE_LUA),
         (&LEAVE, LEAVE_LUA),
         (&STATUS, STATUS_LUA),
         (&FORCE, FORCE_LUA),
+        (&WAKE, WAKE_LUA),
         (&REDISSON_ACQUIRE, REDISSON_ACQUIRE_LUA),
         (&REDISSON_RENEW, REDISSON_RENEW_LUA),
         (&REDISSON_RELEASE, REDISSON_RELEASE_LUA),

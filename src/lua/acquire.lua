@@ -11,7 +11,8 @@
 --          makes it the holder and pushes "g<fence>" to its list)
 -- ARGV[12] the holder's note (--note, a CI job's URL), or ""
 --
--- Returns {1, token, fence, count} when held: token is the owner that now holds
+-- Returns (as common.lua's done(), with the outbox and the next waiters)
+-- {1, token, fence, count} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call;
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
@@ -49,7 +50,7 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,
                   limit = limit, since = NOW, fence = fence_text(fence)}
     if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-    redis.call('SET', K_FENCE, info.fence)
+    redis.call('SET', K_FENCE, info.fence, 'PX', FENCE_IDLE)
     redis.call('HSET', K_LOCK, token, '1')
     redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
     redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
@@ -59,7 +60,7 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     redis.call('PEXPIRE', K_LOCK, ms)
     redis.call('PEXPIRE', K_HOLDERS, ms)
     redis.call('PEXPIRE', K_LEASES, ms)
-    return {1, token, fence, 1}
+    return done({1, token, fence, 1})
 end
 
 clock()
@@ -140,7 +141,7 @@ if own then
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
     H.settle()
-    return {1, token, fence_of(token), tonumber(own)}
+    return done({1, token, fence_of(token), tonumber(own)}, H.next_waiters())
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
@@ -148,12 +149,12 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, inherited) or '')
         local held = (ok and type(h) == 'table' and h.kind) or 'x'
         if held ~= 'x' and held ~= kind then
-            return {2, held}
+            return done({2, held})
         end
         local count = redis.call('HINCRBY', K_LOCK, inherited, '1')
         lengthen(inherited)
         H.settle()
-        return {1, inherited, fence_of(inherited), count}
+        return done({1, inherited, fence_of(inherited), count}, H.next_waiters())
     end
 end
 
@@ -185,7 +186,7 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
     if was_waiting and kind == 'm' then H.wake() end
     H.settle()
-    return {1, token, fence, 1}
+    return done({1, token, fence, 1}, H.next_waiters())
 end
 
 local holder = false
@@ -238,4 +239,4 @@ for i = 1, #soonest, 2 do
         break
     end
 end
-return {0, wait or -1, holder, place}
+return done({0, wait or -1, holder, place})

@@ -97,7 +97,10 @@ fn a_server_with_aof_and_noeviction_passes_with_0() {
     }
     assert!(out.stderr.is_empty(), "{}", show(&out));
     let version = &line(&all, "version").2;
-    assert!(version.contains("Redis") || version.contains("Valkey"), "{version}");
+    assert!(
+        version.contains("Redis") || version.contains("Valkey"),
+        "{version}"
+    );
     assert!(line(&all, "user").2.contains("default"));
 }
 

@@ -19,6 +19,7 @@
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
+//! - `declared_keys`: under MONITOR, every key a script touches is one of its KEYS
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
@@ -38,6 +39,7 @@ mod bad_input;
 mod chaos;
 mod check;
 mod cluster;
+mod declared_keys;
 mod faults;
 mod fences;
 mod generated;

@@ -14,7 +14,8 @@ pub struct Keys {
     pub lock: String,
     /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
     pub holders: String,
-    /// Fencing counter, incremented on every new hold; never expires.
+    /// Fencing counter, raised on every new hold; expires 30 days after the
+    /// last fence handed out.
     pub fence: String,
     /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
     pub leases: String,
@@ -84,10 +85,18 @@ impl Keys {
         }
     }
 
-    /// Every key a script gets, in the order of `src/lua/common.lua`, with
-    /// `token`'s wake-up list last.
-    pub fn script_keys(&self, token: &Token) -> [String; 9] {
-        [
+    /// The wake-up list of the waiter whose token has digest `digest`
+    /// (rlock's own layout).
+    pub fn wake_list_of(&self, digest: &str) -> String {
+        format!("{}:w:{digest}", self.lock)
+    }
+
+    /// Every key a script gets, in the order of `src/lua/common.lua`:
+    /// `token`'s wake-up list ninth, then the lists of the waiters whose
+    /// digests are `others` (those the script may write to).
+    pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
+        let mut keys = Vec::with_capacity(9 + others.len());
+        keys.extend([
             self.lock.clone(),
             self.holders.clone(),
             self.fence.clone(),
@@ -97,7 +106,9 @@ impl Keys {
             self.wexp.clone(),
             self.wkind.clone(),
             self.wake_list(token),
-        ]
+        ]);
+        keys.extend(others.iter().map(|d| self.wake_list_of(d)));
+        keys
     }
 }
 
@@ -110,7 +121,7 @@ mod tests {
         let keys = Keys::new("rlock", "deploy");
         assert_eq!(keys.lock, "rlock:{deploy}");
         let token = Token::parse(&"0".repeat(32)).unwrap();
-        for key in keys.script_keys(&token).iter().skip(1) {
+        for key in keys.script_keys(&token, &["ab".into()]).iter().skip(1) {
             assert!(key.starts_with("rlock:{deploy}:"), "{key}");
         }
         assert_eq!(Keys::new("", "x").lock, "{x}");

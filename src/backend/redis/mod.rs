@@ -99,6 +99,7 @@ impl Standalone {
             master_checked: None,
             evicted_before: None,
             lost: None,
+            next_up: std::collections::HashMap::new(),
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
@@ -137,6 +138,10 @@ struct StandaloneSession {
     /// connection lost); later probes are not sent, so a stalled server costs
     /// one timeout, not one per probe.
     lost: Option<String>,
+    /// Per lock held (its key): the digests of the waiters first in line when
+    /// a script last said so. Their wake-up lists go with this session's
+    /// scripts on that lock, so a release can hand over in its own call.
+    next_up: std::collections::HashMap<String, Vec<String>>,
 }
 
 impl StandaloneSession {
@@ -146,14 +151,16 @@ impl StandaloneSession {
     }
 }
 
-/// A script invocation with every key of `keys` (see `src/lua/common.lua`).
+/// A script invocation with every key of `keys` (see `src/lua/common.lua`),
+/// and the wake-up lists of the waiters whose digests are `others`.
 fn with_keys<'a>(
     script: &'a redis::Script,
     keys: &Keys,
     token: &Token,
+    others: &[String],
 ) -> redis::ScriptInvocation<'a> {
     let mut invocation = script.prepare_invoke();
-    for key in keys.script_keys(token) {
+    for key in keys.script_keys(token, others) {
         invocation.key(key);
     }
     invocation
@@ -196,8 +203,9 @@ impl Session for StandaloneSession {
         };
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
+        let others = self.others(&stored);
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::ACQUIRE, &stored, req.token)
+            with_keys(&script::ACQUIRE, &stored, req.token, &others)
                 .arg(digest.as_str())
                 .arg(&listed)
                 .arg(millis(req.ttl))
@@ -212,9 +220,12 @@ impl Session for StandaloneSession {
                 .arg(&req.holder.note)
                 .invoke(con)
         })?;
+        let (reply, next) =
+            self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
         // The hold is named by a digest: back to the token it stands for.
         match decode(reply, &keys.name, "acquire")? {
             Attempt::Acquired(mut hold) => {
+                self.next_up.insert(stored.lock.clone(), next);
                 hold.token = if hold.token == digest {
                     req.token.clone()
                 } else {
@@ -251,10 +262,20 @@ impl Session for StandaloneSession {
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
             Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
-            Ok(Some((_, value))) => Ok(match value.strip_prefix('g').map(str::parse) {
-                Some(Ok(fence)) => Wake::Granted(Fence(fence)),
-                _ => Wake::Released,
-            }),
+            // "g<fence>,<digest>,...": handed the lock, and who stands first
+            // in line now.
+            Ok(Some((_, value))) => {
+                let mut parts = value.split(',');
+                let granted = parts.next().and_then(|g| g.strip_prefix('g'));
+                Ok(match granted.map(str::parse) {
+                    Some(Ok(fence)) => {
+                        let next = parts.map(str::to_owned).collect();
+                        self.next_up.insert(Keys::of(keys).lock, next);
+                        Wake::Granted(Fence(fence))
+                    }
+                    _ => Wake::Released,
+                })
+            }
             // Stopped and continued: a spurious wake-up; the caller looks again.
             Err(err) if interrupted(&err) => {
                 self.con = None;
@@ -311,12 +332,16 @@ impl Session for StandaloneSession {
             self.sub = None;
             return Ok(());
         }
-        self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::LEAVE, &Keys::of(keys), token)
+        let stored = Keys::of(keys);
+        let others = self.others(&stored);
+        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+            with_keys(&script::LEAVE, &stored, token, &others)
                 .arg(token.digest().as_str())
-                .invoke::<i64>(con)
-                .map(drop)
-        })
+                .invoke(con)
+        })?;
+        self.next_up.remove(&stored.lock);
+        self.outcome(keys, &stored, token, reply, "leave", self.timeout())
+            .map(drop)
     }
 
     fn renew(
@@ -329,6 +354,7 @@ impl Session for StandaloneSession {
         let limit = limit.min(self.timeout());
         let start = Instant::now();
         self.follow_master(limit);
+        let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
         if keys.redisson {
             let field = token.redisson_field();
@@ -342,12 +368,23 @@ impl Session for StandaloneSession {
             })?;
             return Ok(held == 1);
         }
-        let held: i64 = self.call_within(keys, limit, limit, true, |con| {
-            with_keys(&script::RENEW, &Keys::of(keys), token)
+        let stored = Keys::of(keys);
+        let others = self.others(&stored);
+        let reply: Value = self.call_within(keys, limit, limit, true, |con| {
+            with_keys(&script::RENEW, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .arg(millis(ttl))
                 .invoke(con)
         })?;
+        // Any delivery within what is left of the renewal's bound.
+        let left = deadline.saturating_sub(start.elapsed());
+        let (reply, next) = self.outcome(keys, &stored, token, reply, "renew", left)?;
+        let held: i64 = decode(reply, &keys.name, "renew")?;
+        if held == 1 {
+            self.next_up.insert(stored.lock.clone(), next);
+        } else {
+            self.next_up.remove(&stored.lock);
+        }
         if held == 1 && self.evicted_before.is_none() {
             self.evicted_before = self
                 .info(keys, "stats")
@@ -372,11 +409,17 @@ impl Session for StandaloneSession {
             })?;
             return Ok(u64::try_from(left).ok());
         }
-        let left: i64 = self.call(keys, self.timeout(), false, |con| {
-            with_keys(&script::RELEASE, &stored, token)
+        let others = self.others(&stored);
+        let reply: Value = self.call(keys, self.timeout(), false, |con| {
+            with_keys(&script::RELEASE, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .invoke(con)
         })?;
+        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &keys.name, "release")?;
+        if left == 0 {
+            self.next_up.remove(&stored.lock);
+        }
         Ok(u64::try_from(left).ok())
     }
 
@@ -433,9 +476,20 @@ impl Session for StandaloneSession {
                 }
                 Ok(count)
             })?,
-            None => self.call(keys, self.timeout(), false, |con| {
-                with_keys(&script::FORCE, &stored, &nobody).invoke(con)
-            })?,
+            None => {
+                let reply: Value = self.call(keys, self.timeout(), false, |con| {
+                    with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
+                })?;
+                let (reply, _) = self.outcome(
+                    keys,
+                    &stored,
+                    &nobody,
+                    reply,
+                    "release --force",
+                    self.timeout(),
+                )?;
+                decode(reply, &keys.name, "release --force")?
+            }
         };
         Ok(u64::try_from(removed).unwrap_or(0))
     }
@@ -446,7 +500,7 @@ impl Session for StandaloneSession {
         }
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::STATUS, &Keys::of(keys), &nobody).invoke(con)
+            with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).invoke(con)
         })?;
         decode(reply, &keys.name, "status")
     }
@@ -470,6 +524,50 @@ impl Session for StandaloneSession {
 }
 
 impl StandaloneSession {
+    /// The digests of the waiters this session last heard stand first in
+    /// line for lock `stored`: their lists go with its next script there.
+    fn others(&self, stored: &Keys) -> Vec<String> {
+        self.next_up.get(&stored.lock).cloned().unwrap_or_default()
+    }
+
+    /// A lock script's own reply and the waiters first in line, once the
+    /// messages it could not deliver (for lists it was not given) are
+    /// delivered by wake.lua, which is given them. That second call is best
+    /// effort: a message it fails to deliver (the connection lost, this
+    /// process killed) costs its waiter only latency, as the waiter looks
+    /// again when its block times out (half its ttl at most). `limit` bounds
+    /// that call (none is made when it is zero).
+    fn outcome(
+        &mut self,
+        keys: &LockId,
+        stored: &Keys,
+        token: &Token,
+        reply: Value,
+        what: &str,
+        limit: Duration,
+    ) -> Result<(Value, Vec<String>)> {
+        let Some((reply, outbox, next)) = reply::split(reply) else {
+            return Err(crate::error::Error::internal(format!(
+                "{}: unexpected reply to {what}",
+                keys.name
+            )));
+        };
+        if outbox.len() >= 2 && !limit.is_zero() {
+            let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
+            let delivered = self.call_within(keys, limit, limit, false, |con| {
+                with_keys(&script::WAKE, stored, token, &lists)
+                    .arg(&outbox)
+                    .invoke::<i64>(con)
+            });
+            if let Err(err) = delivered {
+                crate::report::verbose(|| {
+                    format!("{}: waking the waiters after {what}: {err}", keys.name)
+                });
+            }
+        }
+        Ok((reply, next))
+    }
+
     /// Whether locks live on a Redis Cluster.
     fn is_cluster(&self) -> bool {
         matches!(*self.source, Source::Cluster(_))

@@ -34,6 +34,27 @@ impl FromRedisValue for LockStatus {
     }
 }
 
+/// The parts of a reply of rlock's own lock scripts (common.lua's `done()`):
+/// the script's own reply, its outbox (digest, message, ...) and the digests
+/// of the waiters first in line; None for a reply of another shape.
+pub(super) fn split(reply: Value) -> Option<(Value, Vec<String>, Vec<String>)> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let mut items = items.into_iter();
+    let own = items.next()?;
+    let strings = |v: Option<Value>| -> Option<Vec<String>> {
+        match v {
+            Some(Value::Array(list)) => list.iter().map(as_string).collect(),
+            None | Some(Value::Nil) => Some(Vec::new()),
+            _ => None,
+        }
+    };
+    let outbox = strings(items.next())?;
+    let next = strings(items.next())?;
+    Some((own, outbox, next))
+}
+
 /// acquire.lua's (and redisson_acquire.lua's) reply: `{1, owner, fence, count}`
 /// (held), `{2, held}` (an enclosing hold of a weaker kind), or `{0, pttl,
 /// holder, place}` (taken).
