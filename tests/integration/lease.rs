@@ -395,7 +395,8 @@ fn a_hold_evicted_under_memory_pressure_is_named() {
     assert!(err.contains("use noeviction"), "{err}");
 }
 
-/// Writes 2 KB values with an expiry until lock `name`'s keys are gone.
+/// Writes 2 KB values with an expiry until lock `name`'s keys are gone, then
+/// empties the server.
 fn fill_until_evicted(redis: &RedisServer, name: &str) {
     let mut con = redis.con();
     let value = "v".repeat(2048);
@@ -411,6 +412,8 @@ fn fill_until_evicted(redis: &RedisServer, name: &str) {
         }
         let () = pipe.query(&mut con).unwrap();
         if redis.lock_keys(name).is_empty() {
+            // Room again, so that the next holder is not evicted in turn.
+            let () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
             return;
         }
     }
