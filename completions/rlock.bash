@@ -505,7 +505,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --max-hold --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -552,6 +552,10 @@ _rlock() {
                     return 0
                     ;;
                 --lease)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-hold)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

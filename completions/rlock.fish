@@ -52,6 +52,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it ends and is killed just before it ends (exit 70)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l max-hold -d 'Stop COMMAND this long after it started, as timeout(1) does: SIGTERM to its process group, SIGKILL --kill-after later; the lock is released and rlock exits 124' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r

@@ -199,6 +199,9 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_LEASE\fR
 \fB--lease\fR: fixed lease without renewal (\fBrun\fR).
 .TP
+\fBRLOCK_MAX_HOLD\fR
+\fB--max-hold\fR: stop COMMAND this long after it started, exit 124 (\fBrun\fR).
+.TP
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP
@@ -262,6 +265,9 @@ The lock was lost or the lease ended while COMMAND ran; COMMAND was stopped.
 75
 The lock was not acquired (taken, or \fB--wait\fR elapsed); changed by \fB-E\fR.
 .TP
+124
+COMMAND ran past \fB--max-hold\fR and was stopped (SIGTERM, then SIGKILL after \fB--kill-after\fR); the lock was released.
+.TP
 125
 Any other failure of rlock itself.
 .TP
@@ -311,6 +317,7 @@ mod tests {
         for needle in [
             "--no-wait",
             "--kill-after",
+            "--max-hold",
             "--shared",
             "--limit",
             "--fair",

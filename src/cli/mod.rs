@@ -31,8 +31,8 @@ const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
 /// rlock takes a lease lock in Redis (Redisson's re-entrant lock design), runs
 /// COMMAND while a watchdog renews the lease, and releases the lock when COMMAND
 /// ends. It exits with COMMAND's status, or with 75 when the lock was not
-/// acquired, 70 when the lock was lost and COMMAND stopped, 69 when the server is
-/// unavailable, and 2 for usage errors.
+/// acquired, 70 when the lock was lost and COMMAND stopped, 124 when COMMAND ran
+/// past --max-hold, 69 when the server is unavailable, and 2 for usage errors.
 ///
 /// A duration (DUR) is a bare number of seconds, as flock's -w takes it (5, 0.5),
 /// or a number with a unit (500ms, 30s, 10m, 1h 30m).
@@ -111,7 +111,8 @@ pub enum Command {
     ///
     /// Exits with COMMAND's status (128+N if it died by signal N); 75 (or -E) if
     /// the lock was not acquired; 70 if the lock was lost and COMMAND was stopped;
-    /// 69 if the server is unavailable; 126/127 if COMMAND cannot be run.
+    /// 124 if COMMAND ran past --max-hold and was stopped; 69 if the server is
+    /// unavailable; 126/127 if COMMAND cannot be run.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Take a lock for a shell script and print its owner token on stdout.
@@ -193,6 +194,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = lease_duration, env = "RLOCK_LEASE",
           help_heading = LEASE)]
     pub lease: Option<Duration>,
+
+    /// Stop COMMAND this long after it started, as timeout(1) does: SIGTERM
+    /// to its process group, SIGKILL --kill-after later; the lock is released
+    /// and rlock exits 124.
+    ///
+    /// The lease stays --ttl and renewed meanwhile, so a holder that crashes
+    /// still frees the lock within its ttl (unlike a long --lease).
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, env = "RLOCK_MAX_HOLD",
+          help_heading = LEASE)]
+    pub max_hold: Option<Duration>,
 
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
     /// [default: 10s, at most a third of the lease].

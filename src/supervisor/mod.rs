@@ -13,6 +13,7 @@
 //! still runs.
 
 mod command_env;
+mod max_hold;
 mod release;
 
 use std::path::PathBuf;
@@ -79,6 +80,8 @@ pub struct Running<'a> {
     held: Vec<(LockId, Token)>,
     acquired_at: Stamp,
     deadlines: Deadlines,
+    /// The `--max-hold` timer, when asked for.
+    max_hold: Option<max_hold::MaxHold>,
 }
 
 /// COMMAND and its process group are gone.
@@ -97,6 +100,8 @@ pub struct Finished<'a> {
     emptied: bool,
     /// The watchdog could not be started, and COMMAND was killed.
     watchdog_failed: bool,
+    /// COMMAND was stopped for running past `--max-hold`.
+    max_held: bool,
 }
 
 impl<'a> Prepared<'a> {
@@ -246,15 +251,21 @@ impl<'a> Held<'a> {
             &run.shared,
         );
         match spawned {
-            Ok(command) => Ok(Running {
-                run,
-                command,
-                foreground,
-                session,
-                held,
-                acquired_at,
-                deadlines,
-            }),
+            Ok(command) => {
+                let max_hold = run.args.max_hold.and_then(|limit| {
+                    max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
+                });
+                Ok(Running {
+                    run,
+                    command,
+                    foreground,
+                    session,
+                    held,
+                    acquired_at,
+                    deadlines,
+                    max_hold,
+                })
+            }
             Err(err) => {
                 if foreground {
                     child::reclaim_terminal();
@@ -292,6 +303,7 @@ impl<'a> Running<'a> {
             held,
             acquired_at,
             deadlines,
+            max_hold,
         } = self;
         let pgid = command.pid();
         let renewal = watchdog::Config {
@@ -315,6 +327,7 @@ impl<'a> Running<'a> {
             Keeper::start(session, renewal.clone(), &run.shared, pgid)
         };
         let status = child::wait(command, &run.shared, foreground);
+        let max_held = max_hold.is_some_and(max_hold::MaxHold::finish);
         if let Keeper::Idle(session) = keeper {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
@@ -324,7 +337,7 @@ impl<'a> Running<'a> {
                 Keeper::Idle(session)
             };
         }
-        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared);
+        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared, max_held);
         // Closed at once: the guardian must not act on a group that is gone
         // (its number could be reused) while the watchdog finishes a renewal.
         let held_in_time = deadlines.close(Stamp::now());
@@ -350,6 +363,7 @@ impl<'a> Running<'a> {
             held_in_time,
             emptied,
             watchdog_failed,
+            max_held,
         }
     }
 }
@@ -367,6 +381,7 @@ impl Finished<'_> {
             held_in_time,
             emptied,
             watchdog_failed,
+            max_held,
         } = self;
         let ttl = run.lease.ttl();
         if watchdog_failed {
@@ -414,6 +429,18 @@ impl Finished<'_> {
             };
             report::error(&format!("{which}: {lost}"));
             return Ok(Exit::LockLost);
+        }
+        if max_held {
+            if let Some(limit) = run.args.max_hold {
+                report::error(&format!(
+                    "{}: COMMAND ran past --max-hold {} and was stopped (SIGTERM, then SIGKILL \
+                     after {} if still running); the lock was released",
+                    run.display,
+                    humantime::format_duration(limit),
+                    humantime::format_duration(run.grace)
+                ));
+            }
+            return Ok(Exit::TimedOut);
         }
         match status {
             Ok(status) => Ok(Exit::Child(child::status_code(status))),

@@ -22,6 +22,7 @@
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
 //! - `outage`: waiting runs wait out a restarting server, within bounds
+//! - `max_hold`: run --max-hold (exit 124, the group killed, the lock free at once)
 //! - `output`: output that cannot be written is an error
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions, man page and --help are up to date; completions tried in bash, zsh and fish
@@ -44,6 +45,7 @@ mod kinds;
 mod lease;
 mod local;
 mod local_scripts;
+mod max_hold;
 mod model;
 mod outage;
 mod output;
