@@ -28,6 +28,9 @@ _rlock() {
             rlock,list)
                 cmd="rlock__subcmd__list"
                 ;;
+            rlock,metrics)
+                cmd="rlock__subcmd__metrics"
+                ;;
             rlock,release)
                 cmd="rlock__subcmd__release"
                 ;;
@@ -52,6 +55,9 @@ _rlock() {
             rlock__subcmd__help,list)
                 cmd="rlock__subcmd__help__subcmd__list"
                 ;;
+            rlock__subcmd__help,metrics)
+                cmd="rlock__subcmd__help__subcmd__metrics"
+                ;;
             rlock__subcmd__help,release)
                 cmd="rlock__subcmd__help__subcmd__release"
                 ;;
@@ -71,7 +77,7 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list metrics completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,7 +247,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help)
-            opts="run acquire renew release status list completions help"
+            opts="run acquire renew release status list metrics completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -297,6 +303,20 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__help__subcmd__metrics)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -368,6 +388,48 @@ _rlock() {
             ;;
         rlock__subcmd__list)
             opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__metrics)
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,7 +567,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --max-hold --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --max-hold --metrics-file --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -557,6 +619,21 @@ _rlock() {
                     ;;
                 --max-hold)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --kill-after)

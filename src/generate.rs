@@ -202,6 +202,9 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_MAX_HOLD\fR
 \fB--max-hold\fR: stop COMMAND this long after it started, exit 124 (\fBrun\fR).
 .TP
+\fBRLOCK_METRICS_FILE\fR
+\fB--metrics-file\fR: where \fBrun\fR writes its outcome in Prometheus' text format.
+.TP
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP
@@ -301,6 +304,12 @@ Who holds the lock (pid, host, command and note), since when, who waits.
 .TP
 \fBrlock status --check deploy || alert 'deploy is not running'\fR
 Monitoring: exits 1 when the lock is free.
+.TP
+\fBrlock run --metrics-file /var/lib/node_exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
+What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status); a hung backup is stopped after 3 hours (exit 124).
+.TP
+\fBrlock metrics 'deploy-*'\fR
+The locks now, in Prometheus' text format.
 .TP
 \fBrlock release deploy --force\fR
 Break any hold (operators); the evicted run stops its COMMAND and exits 70.

@@ -21,10 +21,12 @@ pub mod error;
 pub mod exit;
 pub mod generate;
 pub(crate) mod holder;
+pub(crate) mod metrics;
 pub(crate) mod name;
 pub(crate) mod note;
 pub(crate) mod outage;
 pub(crate) mod output;
+pub(crate) mod prometheus;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -63,6 +65,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
             status::status(&config(None)?, names, *json, *check)
         }
         Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
+        Command::Metrics { patterns } => metrics::metrics(&config(None)?, patterns),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -20,6 +20,7 @@ const CONNECTION: &str = "Connection";
 const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
 const KINDS: &str = "Lock kinds";
+const RECORDS: &str = "Records";
 
 /// Lock names are not files: completions offer nothing for NAME (and PATTERN)
 /// positions (zsh shows the help text instead; src/generate.rs sees to bash
@@ -153,6 +154,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the locks' state in Prometheus' text format (for node_exporter's
+    /// textfile collector or a scrape wrapper).
+    ///
+    /// For each matching lock: rlock_held, rlock_holders, rlock_limit,
+    /// rlock_waiters, rlock_hold_age_seconds and rlock_fence, labelled by lock.
+    Metrics {
+        /// Globs over lock names (default: every held or waited-for lock); a
+        /// plain NAME is shown even when the lock is free.
+        #[arg(value_name = "PATTERN", value_hint = NAME_HINT)]
+        patterns: Vec<String>,
+    },
     /// The background watchdog of `acquire --while-pid` (internal: parsed
     /// apart, so it is in no help, completion or man page).
     #[command(skip)]
@@ -204,6 +216,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = positive_duration, env = "RLOCK_MAX_HOLD",
           help_heading = LEASE)]
     pub max_hold: Option<Duration>,
+
+    /// When the run ends, write its outcome to FILE in Prometheus' text format
+    /// (for node_exporter's textfile collector), keeping other locks' series.
+    ///
+    /// rlock_last_run_timestamp_seconds, rlock_last_success_timestamp_seconds,
+    /// rlock_wait_seconds, rlock_hold_seconds and rlock_exit_status, labelled by
+    /// lock (and result). Written atomically (a temporary file in the same
+    /// directory, renamed); a failed write is a -v note, never a failed run.
+    #[arg(long, value_name = "FILE", env = "RLOCK_METRICS_FILE",
+          value_hint = clap::ValueHint::FilePath, help_heading = RECORDS)]
+    pub metrics_file: Option<std::path::PathBuf>,
 
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
     /// [default: 10s, at most a third of the lease].

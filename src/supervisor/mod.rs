@@ -16,10 +16,11 @@ mod command_env;
 mod max_hold;
 mod release;
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Hold, Session};
 use crate::child;
@@ -36,9 +37,26 @@ use crate::token::Token;
 use crate::wait::{self, Wanted};
 use crate::watchdog::{self, why_lapsed, Lease, Lost, Watchdog};
 
+/// What a run did, for its metrics file and its history: filled in as it
+/// goes, read by the caller whatever the run's end.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// When the run started waiting for the lock(s).
+    pub waiting_since: Cell<Option<Instant>>,
+    /// How long it waited, once acquired.
+    pub waited: Cell<Option<Duration>>,
+    /// When the lock(s) were acquired.
+    pub acquired: Cell<Option<Instant>>,
+    /// How long they were held: until COMMAND's group was gone.
+    pub held: Cell<Option<Duration>>,
+    /// Each lock's fence (by name), once acquired.
+    pub fences: RefCell<Vec<(String, u64)>>,
+}
+
 /// What every state of one run carries.
 struct Run<'a> {
     args: &'a RunArgs,
+    outcome: &'a Outcome,
     config: &'a Config,
     /// The names as given, duplicates dropped: they name things in messages
     /// and COMMAND's environment.
@@ -107,7 +125,7 @@ pub struct Finished<'a> {
 impl<'a> Prepared<'a> {
     /// Checks the names and options, finds COMMAND, forks the guardian and
     /// starts catching signals. Nothing is acquired yet.
-    pub fn new(config: &'a Config, args: &'a RunArgs) -> Result<Self> {
+    pub fn new(config: &'a Config, args: &'a RunArgs, outcome: &'a Outcome) -> Result<Self> {
         for name in &args.names {
             crate::name::validate(name)?;
         }
@@ -147,6 +165,7 @@ impl<'a> Prepared<'a> {
         Ok(Prepared {
             run: Run {
                 args,
+                outcome,
                 config,
                 names,
                 display,
@@ -166,6 +185,7 @@ impl<'a> Prepared<'a> {
     pub fn acquire(self) -> Result<Held<'a>> {
         let Prepared { run, program } = self;
         run.shared.set(Phase::Acquiring);
+        run.outcome.waiting_since.set(Some(Instant::now()));
         let token = Token::generate()?;
         let holder = crate::holder::holder_info(&run.args.command, &run.config.note);
         let handoff = matches!(run.lease, Lease::Renewed(_));
@@ -181,6 +201,20 @@ impl<'a> Prepared<'a> {
         wanted.replica_timeout = run.config.connect_timeout;
         let (session, holds, acquired_at) =
             wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
+        let now = Instant::now();
+        run.outcome.acquired.set(Some(now));
+        run.outcome.waited.set(
+            run.outcome
+                .waiting_since
+                .get()
+                .map(|since| now.duration_since(since)),
+        );
+        *run.outcome.fences.borrow_mut() = run
+            .locks
+            .iter()
+            .zip(&holds)
+            .map(|(lock, hold)| (lock.name.clone(), hold.fence.0))
+            .collect();
         // A file: lock has no deadlines: the kernel holds it while rlock's
         // files are open.
         let deadlines = run.guardian.deadlines();
@@ -341,6 +375,9 @@ impl<'a> Running<'a> {
         // Closed at once: the guardian must not act on a group that is gone
         // (its number could be reused) while the watchdog finishes a renewal.
         let held_in_time = deadlines.close(Stamp::now());
+        run.outcome
+            .held
+            .set(run.outcome.acquired.get().map(|at| at.elapsed()));
         run.shared.set(Phase::Finished);
         if foreground {
             child::reclaim_terminal();

@@ -23,6 +23,7 @@
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
 //! - `outage`: waiting runs wait out a restarting server, within bounds
 //! - `max_hold`: run --max-hold (exit 124, the group killed, the lock free at once)
+//! - `metrics`: run --metrics-file and rlock metrics, read by prometheus_client's parser
 //! - `output`: output that cannot be written is an error
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions, man page and --help are up to date; completions tried in bash, zsh and fish
@@ -46,6 +47,7 @@ mod lease;
 mod local;
 mod local_scripts;
 mod max_hold;
+mod metrics;
 mod model;
 mod outage;
 mod output;
