@@ -18,8 +18,10 @@ pub(crate) mod clock;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub mod error;
+pub(crate) mod event;
 pub mod exit;
 pub mod generate;
+pub(crate) mod history;
 pub(crate) mod holder;
 pub(crate) mod metrics;
 pub(crate) mod name;
@@ -65,6 +67,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
             status::status(&config(None)?, names, *json, *check)
         }
         Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
+        Command::History {
+            name,
+            limit,
+            json,
+            redisson,
+        } => history::history(&config(None)?, name, *limit, *json, *redisson),
         Command::Metrics { patterns } => metrics::metrics(&config(None)?, patterns),
         Command::Completions { shell } => {
             use std::io::Write;

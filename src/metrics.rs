@@ -13,6 +13,7 @@ use crate::backend::LockStatus;
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
+use crate::event::Event;
 use crate::exit::Exit;
 use crate::name::{self, LockId};
 use crate::prometheus::{self, Family};
@@ -216,13 +217,56 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
     }
     names.sort();
     let mut states = Vec::new();
+    let mut histories = Vec::new();
     for name in &names {
         let id = LockId::new(&config.prefix, name);
         let state = session.status(&id).map_err(|e| e.in_lock(name))?;
         states.push((name.clone(), state));
+        // The history is an extra: a server that refuses it (an ACL without
+        // XREVRANGE) leaves the state as it is.
+        match session.history(&id, HISTORY_READ) {
+            Ok(events) => histories.push((name.clone(), events)),
+            Err(err) => crate::report::verbose(|| format!("{name}: no history: {err}")),
+        }
     }
-    crate::output::report(&prometheus::encode(&now_families(&states)))?;
+    let mut families = now_families(&states);
+    families.extend(history_families(&histories));
+    crate::output::report(&prometheus::encode(&families))?;
     Ok(Exit::Success)
+}
+
+/// Most events read per lock: more than any history keeps by default.
+const HISTORY_READ: usize = 1000;
+
+fn history_families(histories: &[(String, Vec<Event>)]) -> Vec<Family> {
+    // Not rlock_last_success_timestamp_seconds: a collector reading this
+    // beside a --metrics-file would see one series twice.
+    let mut success = Family::new(
+        "rlock_history_last_success_timestamp_seconds",
+        "gauge",
+        "When the last run of the lock whose COMMAND exited 0 released it (Unix time), from its history.",
+    );
+    let mut counts = Family::new(
+        "rlock_history_events",
+        "gauge",
+        "Events of each kind among those the lock's history keeps (--history).",
+    );
+    for (name, events) in histories {
+        let last = events
+            .iter()
+            .find(|e| e.event == "released" && e.exit == Some(0));
+        if let Some(e) = last {
+            success.push(vec![("lock", name.clone())], e.time_ms as f64 / 1000.0);
+        }
+        for kind in crate::event::KINDS {
+            let n = events.iter().filter(|e| e.event == kind).count();
+            counts.push(
+                vec![("lock", name.clone()), ("event", kind.to_owned())],
+                n as f64,
+            );
+        }
+    }
+    vec![success, counts]
 }
 
 fn is_glob(pattern: &str) -> bool {

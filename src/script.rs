@@ -36,6 +36,9 @@ pub static REDISSON_RENEW: LazyLock<Script> =
 pub static REDISSON_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/redisson_release.lua")));
 
+/// Add one event to a lock's history (events known only after their script).
+pub static RECORD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/record.lua")));
+
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
 pub static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/raise_fence.lua")));

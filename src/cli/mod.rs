@@ -154,6 +154,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the lock's last events, newest first: acquired, released, lost,
+    /// busy, forced, max-hold, interrupted, with host, pid, command, fence and
+    /// how long it waited or held.
+    History {
+        /// Lock name.
+        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
+        name: String,
+        /// Show at most N events.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// A JSON array of events, newest first.
+        #[arg(long)]
+        json: bool,
+        /// The lock is a Redisson lock (as taken with --redisson).
+        #[arg(long)]
+        redisson: bool,
+    },
     /// Print the locks' state in Prometheus' text format (for node_exporter's
     /// textfile collector or a scrape wrapper).
     ///
@@ -318,6 +335,9 @@ pub struct WhilePidArgs {
     /// The lock is a Redisson lock.
     #[arg(long)]
     pub redisson: bool,
+    /// Events the lock's history keeps (the release is recorded).
+    #[arg(long, default_value_t = crate::event::DEFAULT_CAP)]
+    pub history: u32,
 }
 
 /// Options of `rlock renew`.
@@ -361,6 +381,12 @@ pub struct ReleaseArgs {
     /// Remove every holder's hold, whatever holds the lock (operator break-glass).
     #[arg(long)]
     pub force: bool,
+
+    /// Keep the lock's last N events for `rlock history` (the release, or
+    /// with --force whose hold was removed); 0 records nothing.
+    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+          env = "RLOCK_HISTORY")]
+    pub history: u32,
 
     /// The lock is a Redisson lock (as taken with --redisson).
     #[arg(long)]
@@ -438,6 +464,12 @@ pub struct LockOptions {
     #[arg(long, value_name = "N", default_value_t = 0, env = "RLOCK_MIN_REPLICAS",
           help_heading = KINDS)]
     pub min_replicas: u32,
+
+    /// Keep the lock's last N events for `rlock history` (acquired, released,
+    /// busy, lost, ...); 0 records nothing. A failed write is a -v note.
+    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+          env = "RLOCK_HISTORY", help_heading = RECORDS)]
+    pub history: u32,
 
     /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
     ///

@@ -10,9 +10,12 @@
 -- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
 --          makes it the holder and pushes "g<fence>" to its list)
 -- ARGV[12] the holder's note (--note, a CI job's URL), or ""
+-- ARGV[13] history cap (with KEYS[10]), ARGV[14]... the `acquired` event's
+--          fields, recorded with the fence when a new hold is made (see add_event)
 --
--- Returns {1, token, fence, count} when held: token is the owner that now holds
--- (an inherited one on re-entry), count its hold count after this call;
+-- Returns {1, token, fence, count, recorded} when held: token is the owner that
+-- now holds (an inherited one on re-entry), count its hold count after this
+-- call, recorded 1 when the event was passed on to the history;
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms, note} of a current holder or false, place
@@ -59,7 +62,8 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     redis.call('PEXPIRE', K_LOCK, ms)
     redis.call('PEXPIRE', K_HOLDERS, ms)
     redis.call('PEXPIRE', K_LEASES, ms)
-    return {1, token, fence, 1}
+    add_event(13, fence)
+    return {1, token, fence, 1, 1}
 end
 
 clock()
@@ -185,7 +189,8 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
     if was_waiting and kind == 'm' then H.wake() end
     H.settle()
-    return {1, token, fence, 1}
+    add_event(13, fence)
+    return {1, token, fence, 1, 1}
 end
 
 local holder = false

@@ -12,6 +12,9 @@
 --                        then "|<lease ms>|<holder JSON>" when the lock may be
 --                        handed to the waiter directly (see admit)
 -- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..token)
+-- KEYS[10] history stream the lock's last events (rlock history); passed only
+--                        to acquire and release, and only when an event is
+--                        to be recorded (see add_event)
 --
 -- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
 -- the server's clock (TIME) only. Other waiters' wake-up lists are named from
@@ -32,6 +35,29 @@ local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE = KEYS[5], KEYS[6], KEYS[7], K
 -- only 14 digits): every number the scripts send is text first.
 local function digits(n)
     return string.format('%d', n)
+end
+
+-- The lock's history: when the caller passed KEYS[10] and a cap in ARGV[at]
+-- (not 0), the event's field/value pairs in ARGV[at + 1] on (and the fence,
+-- when given) are appended to a stream capped near that many entries, which
+-- lives 30 days past its last event. With redis.pcall: a refused or failed
+-- write (a user without XADD, a key of another type) costs the event, never
+-- the hold, and the expiry is set only on a stream this script just wrote.
+-- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
+local HISTORY_CAP
+local function add_event(at, fence)
+    local cap = KEYS[10] and ARGV[at]
+    if not cap or cap == '0' then return end
+    HISTORY_CAP = cap
+    local args = {'XADD', KEYS[10], 'MAXLEN', '~', cap, '*'}
+    for i = at + 1, #ARGV do args[#args + 1] = ARGV[i] end
+    if fence then
+        args[#args + 1] = 'fence'
+        args[#args + 1] = string.format('%d', fence)
+    end
+    if type(redis.pcall(unpack(args))) == 'string' then
+        redis.pcall('PEXPIRE', KEYS[10], '2592000000')
+    end
 end
 
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
@@ -329,6 +355,29 @@ local function helpers()
         end
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
+        -- The waiter's `acquired` event, when the release records history: the
+        -- waiter starts COMMAND without another round trip, so it is written here.
+        if HISTORY_CAP and KEYS[10] then
+            local h = info
+            if type(h) ~= 'table' then
+                local ok, decoded = pcall(cjson.decode, h)
+                h = ok and type(decoded) == 'table' and decoded or {}
+            end
+            local arrived = tonumber(redis.call('ZSCORE', K_WAITERS, token) or NOW_US)
+            local args = {'XADD', KEYS[10], 'MAXLEN', '~', HISTORY_CAP, '*',
+                'event', 'acquired', 'host', tostring(h.host or ''),
+                'pid', digits(tonumber(h.pid) or 0), 'fence', fence_text(fence),
+                'waited_ms', digits(math.max(0, math.floor((NOW_US - arrived) / 1000)))}
+            if type(h.note) == 'string' and h.note ~= '' then
+                args[#args + 1] = 'note'
+                args[#args + 1] = h.note
+            end
+            args[#args + 1] = 'command'
+            args[#args + 1] = tostring(h.command or '')
+            if type(redis.pcall(unpack(args))) == 'string' then
+                redis.pcall('PEXPIRE', KEYS[10], '2592000000')
+            end
+        end
         hold(token, lease, info, fence)
         drop_waiter(token)
         -- The message lives no longer than the hold it announces: a hold that

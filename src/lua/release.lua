@@ -2,6 +2,8 @@
 -- ends and the waiters that can now acquire are woken. KEYS: see common.lua.
 --
 -- ARGV[1] owner token
+-- ARGV[2] history cap (with KEYS[10]), ARGV[3]... the event's fields, recorded
+--         when the hold ends (see add_event)
 --
 -- Returns -1 when ARGV[1] does not hold the lock (nothing changed), otherwise
 -- the owner's hold count left (0 = its hold ended).
@@ -30,6 +32,7 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
                 ', which this lock needs; nothing was written')
         end
         if type(done) == 'table' then return done end
+        add_event(2)
         return 0
     end
 end
@@ -48,6 +51,8 @@ if held > 1 then
 end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
+-- First the release, then the holds it hands over.
+add_event(2)
 H.wake()
 H.settle()
 return 0

@@ -22,12 +22,13 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Hold, Session};
+use crate::backend::{Backend, Hold, HolderInfo, Session};
 use crate::child;
 use crate::cli::RunArgs;
 use crate::clock::Stamp;
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::exit::Exit;
 use crate::name::LockId;
 use crate::report;
@@ -51,6 +52,10 @@ pub struct Outcome {
     pub held: Cell<Option<Duration>>,
     /// Each lock's fence (by name), once acquired.
     pub fences: RefCell<Vec<(String, u64)>>,
+    /// This process as the holder it asked to be (for the history).
+    pub holder: RefCell<Option<HolderInfo>>,
+    /// Why the hold was lost, when it was (exit 70).
+    pub lost: RefCell<Option<String>>,
 }
 
 /// What every state of one run carries.
@@ -87,6 +92,8 @@ pub struct Held<'a> {
     holds: Vec<Hold>,
     acquired_at: Stamp,
     deadlines: Deadlines,
+    /// `acquired` events still to record.
+    unrecorded: Vec<(LockId, Event)>,
 }
 
 /// COMMAND runs.
@@ -199,6 +206,12 @@ impl<'a> Prepared<'a> {
             handoff,
         );
         wanted.replica_timeout = run.config.connect_timeout;
+        let cap = run.args.lock.history;
+        let acquired = crate::holder::event("acquired", &holder);
+        if cap > 0 {
+            wanted.record = Some((cap, acquired.clone()));
+        }
+        *run.outcome.holder.borrow_mut() = Some(holder.clone());
         let (session, holds, acquired_at) =
             wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
         let now = Instant::now();
@@ -215,6 +228,30 @@ impl<'a> Prepared<'a> {
             .zip(&holds)
             .map(|(lock, hold)| (lock.name.clone(), hold.fence.0))
             .collect();
+        // The holds the acquiring script did not record (handed over by a
+        // release, several locks, Redlock): recorded once COMMAND runs.
+        let waited = run
+            .outcome
+            .waited
+            .get()
+            .map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+        let unrecorded: Vec<(LockId, Event)> = if cap == 0 {
+            Vec::new()
+        } else {
+            run.locks
+                .iter()
+                .zip(&holds)
+                .filter(|(_, hold)| !hold.recorded)
+                .map(|(lock, hold)| {
+                    let event = Event {
+                        fence: Some(hold.fence.0),
+                        waited_ms: waited,
+                        ..acquired.clone()
+                    };
+                    (lock.clone(), event)
+                })
+                .collect()
+        };
         // A file: lock has no deadlines: the kernel holds it while rlock's
         // files are open.
         let deadlines = run.guardian.deadlines();
@@ -230,6 +267,7 @@ impl<'a> Prepared<'a> {
             holds,
             acquired_at,
             deadlines,
+            unrecorded,
         })
     }
 }
@@ -252,10 +290,11 @@ impl<'a> Held<'a> {
         let Held {
             run,
             program,
-            session,
+            mut session,
             holds,
             acquired_at,
             deadlines,
+            unrecorded,
         } = self;
         // The guardian looks at the deadlines again after each record, so
         // COMMAND's announcement (after this) is enough for it to act on a
@@ -268,6 +307,7 @@ impl<'a> Held<'a> {
                 &held,
                 run.lease.ttl(),
                 true,
+                None,
             );
             return Err(Error::internal(format!(
                 "{}: the guardian process is gone; COMMAND was not started",
@@ -286,6 +326,12 @@ impl<'a> Held<'a> {
         );
         match spawned {
             Ok(command) => {
+                // Off the path to COMMAND, which runs already.
+                for (lock, event) in &unrecorded {
+                    if let Err(err) = session.record(lock, run.args.lock.history, event) {
+                        report::verbose(|| format!("{}: history not written: {err}", lock.name));
+                    }
+                }
                 let max_hold = run.args.max_hold.and_then(|limit| {
                     max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
                 });
@@ -312,6 +358,7 @@ impl<'a> Held<'a> {
                     &held,
                     run.lease.ttl(),
                     true,
+                    None,
                 );
                 // Said of every lock of the run, not of the one it was met on.
                 Err(match err.cause() {
@@ -422,7 +469,7 @@ impl Finished<'_> {
         } = self;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), None, &held, ttl, true);
+            release::release(run.backend.as_ref(), None, &held, ttl, true, None);
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -449,12 +496,37 @@ impl Finished<'_> {
                 .collect(),
             _ => held,
         };
+        // A normal end is recorded by the releasing script; a lost hold by
+        // the caller, which knows the whole story.
+        let ended = match (&lost, &status) {
+            (Some(_), _) => None,
+            (None, _) if max_held => Some(("max-hold", Some(124))),
+            (None, Ok(status)) => Some(("released", Some(i64::from(child::status_code(*status))))),
+            (None, Err(_)) => Some(("released", None)),
+        };
+        let holder = run.outcome.holder.borrow().clone();
+        let fences = run.outcome.fences.borrow().clone();
+        let event = match (ended, holder) {
+            (Some((kind, exit)), Some(holder)) if run.args.lock.history > 0 => Some(Event {
+                held_ms: run
+                    .outcome
+                    .held
+                    .get()
+                    .map(|h| u64::try_from(h.as_millis()).unwrap_or(u64::MAX)),
+                exit,
+                ..crate::holder::event(kind, &holder)
+            }),
+            _ => None,
+        };
         let gone = release::release(
             run.backend.as_ref(),
             session,
             &to_release,
             ttl,
             lost.is_some(),
+            event
+                .as_ref()
+                .map(|e| (run.args.lock.history, e, fences.as_slice())),
         );
         if lost.is_none() {
             lost = gone.map(Lost::GoneAtRelease);
@@ -465,6 +537,7 @@ impl Finished<'_> {
                 _ => run.display.clone(),
             };
             report::error(&format!("{which}: {lost}"));
+            *run.outcome.lost.borrow_mut() = Some(lost.to_string());
             return Ok(Exit::LockLost);
         }
         if max_held {

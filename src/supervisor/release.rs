@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Session};
 use crate::error::Error;
+use crate::event::Event;
 use crate::name::LockId;
 use crate::report;
 use crate::token::Token;
@@ -16,12 +17,17 @@ use crate::token::Token;
 /// lease expires by itself), once a fresh connection has shown the hold is
 /// still ours. With `quiet` (the run ends in a line of its own: lost, or
 /// failed), a failed release is said with -v only.
+/// The history's cap, the event that ends the holds, and each lock's fence
+/// (by name) to record it with.
+pub(super) type Record<'a> = (u32, &'a Event, &'a [(String, u64)]);
+
 pub(super) fn release(
     backend: &dyn Backend,
     session: Option<Box<dyn Session>>,
     held: &[(LockId, Token)],
     ttl: Duration,
     quiet: bool,
+    record: Option<Record<'_>>,
 ) -> Option<String> {
     let start = Instant::now();
     let mut session = match session {
@@ -30,8 +36,22 @@ pub(super) fn release(
     };
     let mut gone = None;
     for (keys, token) in held.iter().rev() {
+        // The event, with this lock's fence, recorded by the releasing script.
+        let event = record.map(|(cap, event, fences)| {
+            let fence = fences
+                .iter()
+                .find(|(n, _)| n == &keys.name)
+                .map(|(_, f)| *f);
+            (
+                cap,
+                Event {
+                    fence,
+                    ..event.clone()
+                },
+            )
+        });
         let outcome = match &mut session {
-            Ok(s) => s.release(keys, token),
+            Ok(s) => s.release_recorded(keys, token, event.as_ref().map(|(c, e)| (*c, e))),
             Err(err) => Err(Error::internal(err.to_string())),
         };
         match outcome {

@@ -79,8 +79,8 @@ impl LocalSession {
     /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
     /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
     pub(super) fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
-        let record = self.record(name, "h", token);
-        let marker = self.record(name, "r", token);
+        let record = self.record_path(name, "h", token);
+        let marker = self.record_path(name, "r", token);
         let stuck = || {
             Error::from(Cause::Unavailable {
                 server: self.display.clone(),
@@ -91,7 +91,7 @@ impl LocalSession {
             })
             .in_lock(name)
         };
-        let turn_path = self.record(name, "t", token);
+        let turn_path = self.record_path(name, "t", token);
         let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
         if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
             return Err(stuck());

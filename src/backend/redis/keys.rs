@@ -26,6 +26,9 @@ pub struct Keys {
     pub wexp: String,
     /// Hash waiter-token → the kind of hold it waits for.
     pub wkind: String,
+    /// Stream of the lock's last events (`rlock history`), capped; expires
+    /// 30 days after its last event.
+    pub history: String,
     /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
     /// through Redisson's unlock channel (this field names it).
     pub redisson: Option<String>,
@@ -57,6 +60,7 @@ impl Keys {
             xwait: format!("{base}:xwait"),
             wexp: format!("{base}:wexp"),
             wkind: format!("{base}:wkind"),
+            history: format!("{base}:history"),
             lock: base,
             redisson: None,
         }
@@ -69,6 +73,7 @@ impl Keys {
         let mut keys = Keys::new("", name);
         keys.lock = name.to_owned();
         keys.fence = format!("{{{name}}}:rlock-fence");
+        keys.history = format!("{{{name}}}:rlock-history");
         keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
         keys
     }

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
-use crate::error::Result;
+use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::name::LockId;
 use crate::script;
 use crate::token::{Fence, Token};
@@ -156,7 +157,11 @@ impl Session for StandaloneSession {
                     .arg(&inherited)
                     .invoke(con)
             })?;
-            return decode(reply, &keys.name, "acquire");
+            let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
+            if let Attempt::Acquired(hold) = &mut attempt {
+                hold.recorded = false;
+            }
+            return Ok(attempt);
         }
         let inherited = req
             .inherited
@@ -169,10 +174,15 @@ impl Session for StandaloneSession {
             Kind::Shared => ("s", 1),
             Kind::Semaphore(n) => ("m", n),
         };
+        let record = req.record.filter(|(cap, _)| *cap > 0);
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::ACQUIRE, &stored, req.token)
+            let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token);
+            if record.is_some() {
+                invocation.key(&stored.history);
+            }
+            invocation
                 .arg(req.token.as_str())
                 .arg(&inherited)
                 .arg(millis(req.ttl))
@@ -184,10 +194,20 @@ impl Session for StandaloneSession {
                 .arg(limit)
                 .arg(if req.fair { "1" } else { "0" })
                 .arg(if req.grant { "1" } else { "0" })
-                .arg(&req.holder.note)
-                .invoke(con)
+                .arg(&req.holder.note);
+            if let Some((cap, event)) = record {
+                invocation.arg(cap);
+                for (field, value) in event.fields() {
+                    invocation.arg(field).arg(value);
+                }
+            }
+            invocation.invoke(con)
         })?;
-        decode(reply, &keys.name, "acquire")
+        let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
+        if let Attempt::Acquired(hold) = &mut attempt {
+            hold.recorded &= record.is_some();
+        }
+        Ok(attempt)
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -307,8 +327,18 @@ impl Session for StandaloneSession {
     }
 
     fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
+        self.release_recorded(keys, token, None)
+    }
+
+    fn release_recorded(
+        &mut self,
+        keys: &LockId,
+        token: &Token,
+        record: Option<(u32, &Event)>,
+    ) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
         let stored = Keys::of(keys);
+        let record = record.filter(|(cap, _)| *cap > 0);
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
             let left: i64 = self.call(keys, self.timeout(), false, |con| {
@@ -318,14 +348,62 @@ impl Session for StandaloneSession {
                     .arg(&field)
                     .invoke(con)
             })?;
-            return Ok(u64::try_from(left).ok());
+            let left = u64::try_from(left).ok();
+            if let (Some(0), Some((cap, event))) = (left, record) {
+                if let Err(err) = self.record(keys, cap, event) {
+                    crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+                }
+            }
+            return Ok(left);
         }
         let left: i64 = self.call(keys, self.timeout(), false, |con| {
-            with_keys(&script::RELEASE, &stored, token)
-                .arg(token.as_str())
-                .invoke(con)
+            let mut invocation = with_keys(&script::RELEASE, &stored, token);
+            invocation.arg(token.as_str());
+            if let Some((cap, event)) = record {
+                invocation.key(&stored.history).arg(cap);
+                for (field, value) in event.fields() {
+                    invocation.arg(field).arg(value);
+                }
+            }
+            invocation.invoke(con)
         })?;
         Ok(u64::try_from(left).ok())
+    }
+
+    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+        if cap == 0 {
+            return Ok(());
+        }
+        let stream = Keys::of(keys).history;
+        let idle = millis(crate::event::IDLE);
+        let written: i64 = self.call(keys, self.timeout(), false, |con| {
+            let mut invocation = script::RECORD.prepare_invoke();
+            invocation.key(&stream).arg(cap).arg(idle);
+            for (field, value) in event.fields() {
+                invocation.arg(field).arg(value);
+            }
+            invocation.invoke(con)
+        })?;
+        if written == 0 {
+            return Err(Error::from(Cause::ForeignKey(format!(
+                "key {stream} is not a stream; rlock will not overwrite it"
+            ))));
+        }
+        Ok(())
+    }
+
+    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let stream = Keys::of(keys).history;
+        let entries: Value = self.call(keys, self.timeout(), true, |con| {
+            redis::cmd("XREVRANGE")
+                .arg(&stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit.max(1))
+                .query(con)
+        })?;
+        Ok(reply::events(entries))
     }
 
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
