@@ -241,7 +241,7 @@ pub trait Session: Send {
         }
         Ok(left)
     }
-    /// Adds `event` to the lock's history, which keeps about `cap` events
+    /// Adds `event` to the lock's history, which keeps the last `cap` events
     /// (0: nothing is written) and ends [`IDLE`](crate::event::IDLE) after the
     /// last one.
     fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()>;

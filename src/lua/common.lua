@@ -39,7 +39,9 @@ end
 
 -- The lock's history: when the caller passed KEYS[10] and a cap in ARGV[at]
 -- (not 0), the event's field/value pairs in ARGV[at + 1] on (and the fence,
--- when given) are appended to a stream capped near that many entries, which
+-- when given) are appended to a stream capped at that many entries (exact
+-- MAXLEN: `~` trims only whole nodes of 100 entries, so a cap of 5 would keep
+-- 100; trimming one entry off a small stream costs next to nothing), which
 -- lives 30 days past its last event. With redis.pcall: a refused or failed
 -- write (a user without XADD, a key of another type) costs the event, never
 -- the hold, and the expiry is set only on a stream this script just wrote.
@@ -49,7 +51,7 @@ local function add_event(at, fence)
     local cap = KEYS[10] and ARGV[at]
     if not cap or cap == '0' then return end
     HISTORY_CAP = cap
-    local args = {'XADD', KEYS[10], 'MAXLEN', '~', cap, '*'}
+    local args = {'XADD', KEYS[10], 'MAXLEN', cap, '*'}
     for i = at + 1, #ARGV do args[#args + 1] = ARGV[i] end
     if fence then
         args[#args + 1] = 'fence'
@@ -364,7 +366,7 @@ local function helpers()
                 h = ok and type(decoded) == 'table' and decoded or {}
             end
             local arrived = tonumber(redis.call('ZSCORE', K_WAITERS, token) or NOW_US)
-            local args = {'XADD', KEYS[10], 'MAXLEN', '~', HISTORY_CAP, '*',
+            local args = {'XADD', KEYS[10], 'MAXLEN', HISTORY_CAP, '*',
                 'event', 'acquired', 'host', tostring(h.host or ''),
                 'pid', digits(tonumber(h.pid) or 0), 'fence', fence_text(fence),
                 'waited_ms', digits(math.max(0, math.floor((NOW_US - arrived) / 1000)))}

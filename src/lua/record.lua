@@ -4,7 +4,7 @@
 -- --redisson, every event). Not prefixed with common.lua.
 --
 -- KEYS[1] the lock's history stream (in the lock's slot)
--- ARGV[1] cap: the stream keeps about that many entries (XADD MAXLEN ~)
+-- ARGV[1] cap: the stream keeps that many entries (XADD MAXLEN, exact)
 -- ARGV[2] expiry in ms after this event
 -- ARGV[3]... the event's field/value pairs
 --
@@ -12,7 +12,7 @@
 
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'stream' then return 0 end
-local args = {'XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*'}
+local args = {'XADD', KEYS[1], 'MAXLEN', ARGV[1], '*'}
 for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call(unpack(args))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])

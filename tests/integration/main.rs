@@ -18,6 +18,7 @@
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
+//! - `history`: rlock history and --history: every event, Redis, Redlock and file:, capped, off
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
@@ -42,6 +43,7 @@ mod faults;
 mod fences;
 mod generated;
 mod handoff;
+mod history;
 mod kinds;
 mod lease;
 mod local;

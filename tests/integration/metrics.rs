@@ -136,8 +136,30 @@ fn metrics_shows_held_and_free_locks_as_prometheus_reads_them() {
     assert!(one(&samples, "rlock_hold_age_seconds", "job-a").value >= 0.0);
     assert_eq!(one(&samples, "rlock_held", "idle").value, 0.0);
     assert_eq!(one(&samples, "rlock_hold_age_seconds", "idle").value, 0.0);
+    // From the history: one acquisition of job-a so far, no success yet.
+    let acquired = samples
+        .iter()
+        .find(|s| {
+            s.name == "rlock_history_events"
+                && s.label("lock") == Some("job-a")
+                && s.label("event") == Some("acquired")
+        })
+        .unwrap();
+    assert_eq!(acquired.value, 1.0);
     release(&dir, "job-a");
     holder.wait_within(std::time::Duration::from_secs(10));
+    let out = output(rlock(&redis.url()).args(["metrics", "job-a"]));
+    let samples = parse(&stdout(&out));
+    assert!(
+        one(
+            &samples,
+            "rlock_history_last_success_timestamp_seconds",
+            "job-a"
+        )
+        .value
+            > 1e9
+    );
+    assert_eq!(one(&samples, "rlock_held", "job-a").value, 0.0);
 
     let out = output(rlock(&redis.url()).args(["metrics", "bad name"]));
     assert_eq!(code(&out), 2, "{}", show(&out));
