@@ -25,6 +25,9 @@ _rlock() {
             rlock,help)
                 cmd="rlock__subcmd__help"
                 ;;
+            rlock,history)
+                cmd="rlock__subcmd__history"
+                ;;
             rlock,list)
                 cmd="rlock__subcmd__list"
                 ;;
@@ -52,6 +55,9 @@ _rlock() {
             rlock__subcmd__help,help)
                 cmd="rlock__subcmd__help__subcmd__help"
                 ;;
+            rlock__subcmd__help,history)
+                cmd="rlock__subcmd__help__subcmd__history"
+                ;;
             rlock__subcmd__help,list)
                 cmd="rlock__subcmd__help__subcmd__list"
                 ;;
@@ -77,7 +83,7 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list metrics completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version run acquire renew release status list history metrics completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -119,7 +125,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --history --redisson --while-pid --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -162,6 +168,10 @@ _rlock() {
                     return 0
                     ;;
                 --min-replicas)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -247,7 +257,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help)
-            opts="run acquire renew release status list metrics completions help"
+            opts="run acquire renew release status list history metrics completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -289,6 +299,20 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rlock__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -386,6 +410,52 @@ _rlock() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rlock__subcmd__history)
+            opts="-u -v -q -h -V --limit --json --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rlock__subcmd__list)
             opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -471,13 +541,17 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__release)
-            opts="-u -v -q -h -V --token --force --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --token --force --history --redisson --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -567,7 +641,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --redisson --lease --max-hold --metrics-file --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -s -c -u -v -q -h -V --wait --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --shared --limit --fair --min-replicas --history --redisson --lease --max-hold --metrics-file --kill-after --command --url --prefix --cacert --cert --key --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -610,6 +684,10 @@ _rlock() {
                     return 0
                     ;;
                 --min-replicas)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

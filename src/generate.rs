@@ -202,6 +202,9 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_MAX_HOLD\fR
 \fB--max-hold\fR: stop COMMAND this long after it started, exit 124 (\fBrun\fR).
 .TP
+\fBRLOCK_HISTORY\fR
+\fB--history\fR: how many of the lock's last events to keep for \fBrlock history\fR (default 100; 0: none).
+.TP
 \fBRLOCK_METRICS_FILE\fR
 \fB--metrics-file\fR: where \fBrun\fR writes its outcome in Prometheus' text format.
 .TP
@@ -307,6 +310,9 @@ Monitoring: exits 1 when the lock is free.
 .TP
 \fBrlock run --metrics-file /var/lib/node_exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
 What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status); a hung backup is stopped after 3 hours (exit 124).
+.TP
+\fBrlock history nightly-backup\fR, \fBrlock history --json --limit 10 deploy\fR
+What happened last night: the lock's last events, newest first (acquired, released, busy, lost, forced, max-hold, interrupted), with host, pid, command, fence, time waited or held and exit status.
 .TP
 \fBrlock metrics 'deploy-*'\fR
 The locks now, in Prometheus' text format.
