@@ -113,7 +113,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
             return Err(caller_gone(err));
         }
     };
-    if cap > 0 && !holds[0].recorded {
+    if cap > 0 && !holds[0].recorded && holds[0].count == 1 {
         let event = crate::event::Event {
             waited_ms: Some(waited()),
             fence: Some(holds[0].fence.0),

@@ -13,9 +13,10 @@
 -- ARGV[13] history cap (with KEYS[10]), ARGV[14]... the `acquired` event's
 --          fields, recorded with the fence when a new hold is made (see add_event)
 --
--- Returns {1, token, fence, count, recorded} when held: token is the owner that
--- now holds (an inherited one on re-entry), count its hold count after this
--- call, recorded 1 when the event was passed on to the history;
+-- Returns {1, token, fence, count[, 1]} when held: token is the owner that now
+-- holds (an inherited one on re-entry), count its hold count after this call,
+-- and a fifth element 1 when a new hold was made (its `acquired` event, when
+-- KEYS[10] was given, went to the history with it);
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms, note} of a current holder or false, place

@@ -241,7 +241,8 @@ impl<'a> Prepared<'a> {
             run.locks
                 .iter()
                 .zip(&holds)
-                .filter(|(_, hold)| !hold.recorded)
+                // A re-entry (count above 1) is no new hold.
+                .filter(|(_, hold)| !hold.recorded && hold.count == 1)
                 .map(|(lock, hold)| {
                     let event = Event {
                         fence: Some(hold.fence.0),

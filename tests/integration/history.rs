@@ -387,3 +387,19 @@ fn a_hold_handed_over_is_recorded_by_the_release_that_hands_it() {
     assert_eq!(handed.get("fence"), events[0].get("fence"));
     assert_eq!(handed.get("pid"), events[0].get("pid"));
 }
+
+/// A run nested in a run of the same lock re-enters it: no event of its own.
+#[test]
+fn a_reentry_records_nothing_of_its_own() {
+    let redis = RedisServer::start();
+    let bin = rlock::bin();
+    let url = redis.url();
+    let out = output(
+        rlock(&url)
+            .args(["run", "outer", "--"])
+            .args(sh(&format!("'{bin}' --url '{url}' run outer -- true"))),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let events = history_json(rlock(&redis.url()).args(["history", "outer", "--json"]));
+    assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
+}
