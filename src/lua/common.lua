@@ -37,29 +37,44 @@ local function digits(n)
     return string.format('%d', n)
 end
 
--- The lock's history: when the caller passed KEYS[10] and a cap in ARGV[at]
--- (not 0), the event's field/value pairs in ARGV[at + 1] on (and the fence,
--- when given) are appended to a stream capped at that many entries (exact
--- MAXLEN: `~` trims only whole nodes of 100 entries, so a cap of 5 would keep
--- 100; trimming one entry off a small stream costs next to nothing), which
--- lives 30 days past its last event. With redis.pcall: a refused or failed
--- write (a user without XADD, a key of another type) costs the event, never
--- the hold, and the expiry is set only on a stream this script just wrote.
+-- The lock's history (KEYS[10], passed only when an event is to be recorded):
+-- a stream capped at `cap` entries (exact MAXLEN: `~` trims only whole nodes
+-- of 100 entries, so a cap of 5 would keep 100; trimming one entry off a small
+-- stream costs next to nothing) that lives 30 days past its last release.
+-- `fields`: the event's field/value pairs. With `refresh` (a release) the
+-- stream gets its 30 days again: XADD and PEXPIRE. Without (an acquisition,
+-- a handoff), one command: XADD NOMKSTREAM, which adds only to a stream that
+-- exists; a missing one (or a server before 6.2, which knows no NOMKSTREAM)
+-- is created with its expiry, so a holder that dies before its release
+-- leaves nothing for good. With redis.pcall: a refused or failed write (a
+-- user without XADD, a key of another type) costs the event, never the hold,
+-- and the expiry is set only on a stream this script just wrote.
+local function history_add(cap, fields, refresh)
+    if not refresh then
+        local added = redis.pcall('XADD', KEYS[10], 'NOMKSTREAM', 'MAXLEN', cap, '*',
+            unpack(fields))
+        if type(added) == 'string' then return end
+    end
+    if type(redis.pcall('XADD', KEYS[10], 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
+        redis.pcall('PEXPIRE', KEYS[10], '2592000000')
+    end
+end
+
+-- The caller's event: when it passed KEYS[10] and a cap in ARGV[at] (not 0),
+-- the field/value pairs in ARGV[at + 1] on, and the fence when given.
 -- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
 local HISTORY_CAP
-local function add_event(at, fence)
+local function add_event(at, fence, refresh)
     local cap = KEYS[10] and ARGV[at]
     if not cap or cap == '0' then return end
     HISTORY_CAP = cap
-    local args = {'XADD', KEYS[10], 'MAXLEN', cap, '*'}
-    for i = at + 1, #ARGV do args[#args + 1] = ARGV[i] end
+    local fields = {}
+    for i = at + 1, #ARGV do fields[#fields + 1] = ARGV[i] end
     if fence then
-        args[#args + 1] = 'fence'
-        args[#args + 1] = string.format('%d', fence)
+        fields[#fields + 1] = 'fence'
+        fields[#fields + 1] = string.format('%d', fence)
     end
-    if type(redis.pcall(unpack(args))) == 'string' then
-        redis.pcall('PEXPIRE', KEYS[10], '2592000000')
-    end
+    history_add(cap, fields, refresh)
 end
 
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
@@ -366,19 +381,16 @@ local function helpers()
                 h = ok and type(decoded) == 'table' and decoded or {}
             end
             local arrived = tonumber(redis.call('ZSCORE', K_WAITERS, token) or NOW_US)
-            local args = {'XADD', KEYS[10], 'MAXLEN', HISTORY_CAP, '*',
-                'event', 'acquired', 'host', tostring(h.host or ''),
+            local fields = {'event', 'acquired', 'host', tostring(h.host or ''),
                 'pid', digits(tonumber(h.pid) or 0), 'fence', fence_text(fence),
                 'waited_ms', digits(math.max(0, math.floor((NOW_US - arrived) / 1000)))}
             if type(h.note) == 'string' and h.note ~= '' then
-                args[#args + 1] = 'note'
-                args[#args + 1] = h.note
+                fields[#fields + 1] = 'note'
+                fields[#fields + 1] = h.note
             end
-            args[#args + 1] = 'command'
-            args[#args + 1] = tostring(h.command or '')
-            if type(redis.pcall(unpack(args))) == 'string' then
-                redis.pcall('PEXPIRE', KEYS[10], '2592000000')
-            end
+            fields[#fields + 1] = 'command'
+            fields[#fields + 1] = tostring(h.command or '')
+            history_add(HISTORY_CAP, fields, false)
         end
         hold(token, lease, info, fence)
         drop_waiter(token)

@@ -32,7 +32,7 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
                 ', which this lock needs; nothing was written')
         end
         if type(done) == 'table' then return done end
-        add_event(2)
+        add_event(2, nil, true)
         return 0
     end
 end
@@ -52,7 +52,7 @@ end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
 -- First the release, then the holds it hands over.
-add_event(2)
+add_event(2, nil, true)
 H.wake()
 H.settle()
 return 0

@@ -208,7 +208,8 @@ fn acquire_and_release_are_recorded() {
 }
 
 /// `--history N` keeps the last N events; the history expires 30 days after
-/// its last event; 0 (or RLOCK_HISTORY=0) records nothing.
+/// its last release, and a new one (its holder killed before releasing) 30
+/// days after its creation; 0 (or RLOCK_HISTORY=0) records nothing.
 #[test]
 fn the_history_is_capped_expires_when_idle_and_0_turns_it_off() {
     let redis = RedisServer::start();

@@ -27,7 +27,7 @@ pub struct Keys {
     /// Hash waiter-token → the kind of hold it waits for.
     pub wkind: String,
     /// Stream of the lock's last events (`rlock history`), capped; expires
-    /// 30 days after its last event.
+    /// 30 days after its last release (or its creation).
     pub history: String,
     /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
     /// through Redisson's unlock channel (this field names it).
