@@ -184,13 +184,33 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     };
     let watched = Watched::inherited(args.pid, inherited("RLOCK_KEEP_PIDFD"));
     let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
+    // The process the hold followed, for the `released` event.
+    let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut released =
+        crate::holder::event("released", &crate::holder::described(&argv, &config.note));
+    released.pid = Some(u64::from(args.pid));
     if let crate::config::Target::Local(dir) = &config.target {
         let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
             .unwrap_or_default()
             .split(',')
             .filter_map(|fd| fd.parse().ok())
             .collect();
-        crate::backend::keep_while(dir, &args.name, &token, &watched, &fds, &mut ready)?;
+        crate::backend::keep_while(
+            dir,
+            &args.name,
+            &token,
+            &watched,
+            &fds,
+            &mut ready,
+            Some((args.history, released)),
+        )?;
         return Ok(Exit::Success);
     }
     let backend = config.backend()?;

@@ -404,3 +404,34 @@ fn a_reentry_records_nothing_of_its_own() {
     let events = history_json(rlock(&redis.url()).args(["history", "outer", "--json"]));
     assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
 }
+
+/// `acquire --while-pid`: the keeper records `released` when the process
+/// the hold followed exits, on Redis and with file:.
+#[test]
+fn a_while_pid_hold_records_its_release_when_the_process_exits() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let bin = rlock::bin();
+    for url in [redis.url(), format!("file:{}", dir.file("locks"))] {
+        let script =
+            format!("'{bin}' --url '{url}' acquire --while-pid $$ kept >/dev/null && sleep 0.2");
+        let status = Command::new("sh")
+            .args(["-c", &script])
+            .env_remove("RLOCK_URL")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut events = Vec::new();
+        expect_within(rlock::LIMIT, "the keeper to record the release", || {
+            events = history_json(bare().args(["--url", &url, "history", "kept", "--json"]));
+            events.first().is_some_and(|e| e.event == "released")
+        });
+        assert_eq!(
+            events[0].get("pid"),
+            events[1].get("pid"),
+            "{url}: {events:?}"
+        );
+        assert_eq!(events[1].event, "acquired");
+        assert!(events[0].get("held_ms").parse::<u64>().unwrap() >= 200);
+    }
+}
