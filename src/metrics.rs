@@ -218,9 +218,16 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
     names.sort();
     let mut states = Vec::new();
     let mut histories = Vec::new();
+    let mut waits = Vec::new();
     for name in &names {
         let id = LockId::new(&config.prefix, name);
         let state = session.status(&id).map_err(|e| e.in_lock(name))?;
+        if state.waiting == 0 {
+            waits.push((name.clone(), Some(Duration::ZERO)));
+        } else {
+            let wait = session.longest_wait(&id).map_err(|e| e.in_lock(name))?;
+            waits.push((name.clone(), wait));
+        }
         states.push((name.clone(), state));
         // The history is an extra: a server that refuses it (an ACL without
         // XREVRANGE) leaves the state as it is.
@@ -230,6 +237,18 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
         }
     }
     let mut families = now_families(&states);
+    let mut longest = Family::new(
+        "rlock_longest_wait_seconds",
+        "gauge",
+        "How long the longest-waiting run has waited for the lock (0 when none waits).",
+    );
+    for (name, wait) in waits {
+        // Left out where the backend cannot tell (file: locks keep no queue).
+        if let Some(wait) = wait {
+            longest.push(vec![("lock", name)], wait.as_secs_f64());
+        }
+    }
+    families.insert(4, longest);
     families.extend(history_families(&histories));
     crate::output::report(&prometheus::encode(&families))?;
     Ok(Exit::Success)

@@ -247,6 +247,11 @@ pub trait Session: Send {
     fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()>;
     /// The lock's last `limit` events, newest first.
     fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>>;
+    /// How long the longest-waiting live waiter has waited (`rlock
+    /// metrics`); None when nobody waits, or when the backend cannot tell.
+    fn longest_wait(&mut self, _keys: &LockId) -> Result<Option<Duration>> {
+        Ok(None)
+    }
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32>;

@@ -419,6 +419,12 @@ impl Session for RedlockSession {
         Err(self.no_quorum(Some(&keys.name), 0, &failures))
     }
 
+    /// The longest wait any server sees (a waiter registers on every server).
+    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
+        let results = self.each(|s| s.longest_wait(keys));
+        Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
+    }
+
     /// Read from the first server that answers (the servers' histories may
     /// differ by the events written while one was unreachable).
     fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {

@@ -175,7 +175,10 @@ pub enum Command {
     /// textfile collector or a scrape wrapper).
     ///
     /// For each matching lock: rlock_held, rlock_holders, rlock_limit,
-    /// rlock_waiters, rlock_hold_age_seconds and rlock_fence, labelled by lock.
+    /// rlock_waiters, rlock_longest_wait_seconds, rlock_hold_age_seconds and
+    /// rlock_fence, labelled by lock; from its history,
+    /// rlock_history_last_success_timestamp_seconds and rlock_history_events
+    /// (by event).
     Metrics {
         /// Globs over lock names (default: every held or waited-for lock); a
         /// plain NAME is shown even when the lock is free.

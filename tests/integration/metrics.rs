@@ -125,13 +125,26 @@ fn metrics_shows_held_and_free_locks_as_prometheus_reads_them() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     let mut holder = hold(&redis, &dir, "job-a");
+    let mut waiter = crate::support::rlock::spawn_quiet(
+        rlock(&redis.url()).args(["run", "job-a", "--", "true"]),
+    );
+    crate::support::expect_within(crate::support::rlock::LIMIT, "a waiter", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{job-a}:waiters"]) == 1
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let out = output(rlock(&redis.url()).args(["metrics", "job-*", "idle"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
     let samples = parse(&stdout(&out));
     assert_eq!(one(&samples, "rlock_held", "job-a").value, 1.0);
     assert_eq!(one(&samples, "rlock_holders", "job-a").value, 1.0);
     assert_eq!(one(&samples, "rlock_limit", "job-a").value, 1.0);
-    assert_eq!(one(&samples, "rlock_waiters", "job-a").value, 0.0);
+    assert_eq!(one(&samples, "rlock_waiters", "job-a").value, 1.0);
+    let waited = one(&samples, "rlock_longest_wait_seconds", "job-a").value;
+    assert!((0.3..30.0).contains(&waited), "{waited}");
+    assert_eq!(
+        one(&samples, "rlock_longest_wait_seconds", "idle").value,
+        0.0
+    );
     assert!(one(&samples, "rlock_fence", "job-a").value >= 1.0);
     assert!(one(&samples, "rlock_hold_age_seconds", "job-a").value >= 0.0);
     assert_eq!(one(&samples, "rlock_held", "idle").value, 0.0);
@@ -148,6 +161,9 @@ fn metrics_shows_held_and_free_locks_as_prometheus_reads_them() {
     assert_eq!(acquired.value, 1.0);
     release(&dir, "job-a");
     holder.wait_within(std::time::Duration::from_secs(10));
+    assert!(waiter
+        .wait_within(std::time::Duration::from_secs(10))
+        .success());
     let out = output(rlock(&redis.url()).args(["metrics", "job-a"]));
     let samples = parse(&stdout(&out));
     assert!(

@@ -392,6 +392,46 @@ impl Session for StandaloneSession {
         Ok(())
     }
 
+    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
+        if keys.redisson {
+            // Redisson's waiters are subscribers: Redis keeps no queue.
+            return Ok(None);
+        }
+        let stored = Keys::of(keys);
+        type Scores = Vec<(String, f64)>;
+        let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
+            self.call(keys, self.timeout(), true, |con| {
+                redis::pipe()
+                    .atomic()
+                    .cmd("TIME")
+                    .cmd("ZRANGE")
+                    .arg(&stored.waiters)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .cmd("ZRANGE")
+                    .arg(&stored.wexp)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(con)
+            })?;
+        let now_us = secs * 1_000_000 + micros;
+        let now_ms = (now_us / 1000) as f64;
+        // A waiter counts while its registration has not lapsed (as status
+        // counts them); arrivals are server µs.
+        let oldest = arrivals
+            .iter()
+            .filter(|(token, _)| {
+                expiries
+                    .iter()
+                    .any(|(t, until)| t == token && *until > now_ms)
+            })
+            .map(|(_, arrived)| *arrived as u64)
+            .min();
+        Ok(oldest.map(|at| Duration::from_micros(now_us.saturating_sub(at))))
+    }
+
     fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
         let stream = Keys::of(keys).history;
         let entries: Value = self.call(keys, self.timeout(), true, |con| {
