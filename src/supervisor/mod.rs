@@ -327,15 +327,15 @@ impl<'a> Held<'a> {
         );
         match spawned {
             Ok(command) => {
+                let max_hold = run.args.max_hold.and_then(|limit| {
+                    max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
+                });
                 // Off the path to COMMAND, which runs already.
                 for (lock, event) in &unrecorded {
                     if let Err(err) = session.record(lock, run.args.lock.history, event) {
                         report::verbose(|| format!("{}: history not written: {err}", lock.name));
                     }
                 }
-                let max_hold = run.args.max_hold.and_then(|limit| {
-                    max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
-                });
                 Ok(Running {
                     run,
                     command,
