@@ -271,6 +271,12 @@ fn a_history_that_cannot_be_written_never_fails_a_run() {
         "not ours"
     );
     assert_eq!(redis.cmd::<i64>(&["PTTL", "rlock:{taken}:history"]), -1);
+    let out = output(rlock(&redis.url()).args(["history", "taken"]));
+    let err = rlock::assert_fails(&out, 69);
+    assert!(
+        err.contains("rlock:{taken}:history is not a stream"),
+        "{err}"
+    );
 }
 
 /// Redlock: every server records the events; history reads the first that
@@ -434,4 +440,36 @@ fn a_while_pid_hold_records_its_release_when_the_process_exits() {
         assert_eq!(events[1].event, "acquired");
         assert!(events[0].get("held_ms").parse::<u64>().unwrap() >= 200);
     }
+}
+
+/// A user whose ACL rules predate the history (no XADD, no XREVRANGE) still
+/// locks as before: the run's status and output are its own, nothing is
+/// recorded, and `history` says why it cannot read (69).
+#[test]
+fn a_user_without_xadd_still_locks_and_records_nothing() {
+    let redis = RedisServer::start();
+    let mut args = vec!["ACL", "SETUSER", "older", "on", ">older-secret-pw"];
+    args.extend(
+        crate::acl::RULES
+            .iter()
+            .filter(|r| !matches!(**r, "+xadd" | "+xrevrange")),
+    );
+    redis.cmd::<String>(&args);
+    let url = format!("redis://older:older-secret-pw@127.0.0.1:{}", redis.port);
+    let out = output(
+        bare()
+            .args(["--url", &url, "run", "old-rules", "--"])
+            .args(sh("exit 5")),
+    );
+    assert_eq!(code(&out), 5, "{}", show(&out));
+    assert_eq!(rlock::stderr(&out), "", "{}", show(&out));
+    let out = output(bare().args(["--url", &url, "run", "-n", "old-rules", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        redis.cmd::<i64>(&["EXISTS", "rlock:{old-rules}:history"]),
+        0
+    );
+    let out = output(bare().args(["--url", &url, "history", "old-rules"]));
+    assert_eq!(code(&out), 69, "{}", show(&out));
+    assert!(!rlock::stderr(&out).contains("older-secret-pw"));
 }

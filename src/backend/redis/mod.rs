@@ -386,7 +386,7 @@ impl Session for StandaloneSession {
         })?;
         if written == 0 {
             return Err(Error::from(Cause::ForeignKey(format!(
-                "key {stream} is not a stream; rlock will not overwrite it"
+                "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
             ))));
         }
         Ok(())
@@ -434,16 +434,26 @@ impl Session for StandaloneSession {
 
     fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
         let stream = Keys::of(keys).history;
-        let entries: Value = self.call(keys, self.timeout(), true, |con| {
+        let entries = self.call(keys, self.timeout(), true, |con| {
             redis::cmd("XREVRANGE")
                 .arg(&stream)
                 .arg("+")
                 .arg("-")
                 .arg("COUNT")
                 .arg(limit.max(1))
-                .query(con)
-        })?;
-        Ok(reply::events(entries))
+                .query::<Value>(con)
+        });
+        match entries {
+            Ok(entries) => Ok(reply::events(entries)),
+            // The server's own words say nothing of which key: say it.
+            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                Err(Error::from(Cause::ForeignKey(format!(
+                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
+                )))
+                .in_lock(&keys.name))
+            }
+            Err(err) => Err(err),
+        }
     }
 
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
