@@ -5,7 +5,8 @@ bench/chaos (which explains every figure); it can also run on its own:
 
     python3 bench/chaos.py [--rlock BIN] [--duration S] [--workers N] [--locks K] ...
 
-Python 3 standard library only; needs Linux (pidfds), redis-server and cc.
+Python 3 standard library only; needs Linux (pidfds), redis-server (or another
+server binary: --server) and cc.
 """
 
 import argparse
@@ -227,7 +228,8 @@ class Server:
     the data directory first. `gen` counts incarnations, so a delayed SIGCONT
     never reaches a newer one."""
 
-    def __init__(self, work, port, logfile):
+    def __init__(self, binary, work, port, logfile):
+        self.binary = binary
         self.port = port
         self.dir = os.path.join(work, "redis-data")
         self.logfile = logfile
@@ -235,17 +237,19 @@ class Server:
         self.proc = None
         self.gen = 0
         self.lock = threading.RLock()
-        text = subprocess.run(["redis-server", "--version"], capture_output=True,
+        text = subprocess.run([binary, "--version"], capture_output=True,
                               text=True, check=True).stdout
         m = re.search(r"v=(\d+)\.(\d+)\.(\d+)", text)
         self.version = tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+        # "Redis server v=7.0.15 ..." or "Valkey server v=8.1.8 ...".
+        self.name = (text.split() or ["redis"])[0].lower()
 
     def start(self, wipe=False):
         with self.lock:
             if wipe:
                 shutil.rmtree(self.dir, ignore_errors=True)
             os.makedirs(self.dir, exist_ok=True)
-            args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
                     "--save", "", "--appendonly", "yes", "--appendfsync", "always",
                     "--dir", self.dir, "--logfile", self.logfile]
             if self.version >= (7, 0, 0):
@@ -333,7 +337,7 @@ class Harness:
         self.ka_ms = args.kill_after
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}"
-        self.server = Server(work, self.port, os.path.join(out, "redis.log"))
+        self.server = Server(args.server, work, self.port, os.path.join(out, "redis.log"))
         self.locks = [f"chaos-{i}" for i in range(args.locks)]
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -1058,6 +1062,9 @@ def main():
                     "no COMMAND was orphaned and no rlock hung.")
     p.add_argument("--rlock", default=os.environ.get("RLOCK_BIN"),
                    help="rlock binary (default: $RLOCK_BIN, else cargo build --release)")
+    p.add_argument("--server", default=os.environ.get("RLOCK_TEST_SERVER") or "redis-server",
+                   help="server binary, e.g. valkey-server (default: $RLOCK_TEST_SERVER, "
+                        "else redis-server)")
     p.add_argument("--duration", type=float, default=None, help="seconds of load (default 60)")
     p.add_argument("--workers", type=int, default=8, help="workers per lock (default 8)")
     p.add_argument("--locks", type=int, default=2, help="number of locks (default 2)")
@@ -1091,6 +1098,8 @@ def main():
         p.error("--workers, --locks and --duration must be positive")
     if args.ttl < 100:
         p.error("--ttl must be at least 100ms (rlock's minimum)")
+    if shutil.which(args.server) is None:
+        p.error(f"--server: no executable {args.server!r}")
     if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
         sys.exit("chaos: needs Linux >= 5.3 and Python >= 3.9 (pidfds)")
 
@@ -1126,11 +1135,11 @@ def main():
         meta = {"rlock": rlock, "rlock_version": version.strip() or "?",
                 "repo_head": repo_head(),
                 "binary": (f"built from {repo_head()}" if built else f"binary {rlock}"),
-                "redis": "redis " + ".".join(map(str, h.server.version)),
+                "redis": h.server.name + " " + ".".join(map(str, h.server.version)),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         h.server.start(wipe=True)
         print(f"chaos: {args.locks} locks x {args.workers} workers for {args.duration:g} s, "
-              f"redis on 127.0.0.1:{h.port}, seed {args.seed}, logs in {out}", flush=True)
+              f"{h.server.name} on 127.0.0.1:{h.port}, seed {args.seed}, logs in {out}", flush=True)
         h.t0 = mono()
         for lock in h.locks:
             for i in range(args.workers):

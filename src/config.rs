@@ -4,7 +4,7 @@
 //! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
 //! step reads the environment or parses a URL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,8 @@ pub struct Config {
     pub prefix: String,
     pub connect_timeout: Duration,
     pub tls: TlsPaths,
+    /// `--password-file`, as given (for the `--while-pid` keeper).
+    pub password_file: Option<PathBuf>,
     /// The tokens of the enclosing `rlock run`s (RLOCK_TOKENS, RLOCK_TOKEN):
     /// a lock one of them holds is re-entered.
     pub inherited: Vec<Token>,
@@ -51,6 +53,33 @@ pub struct Config {
     pub token_from_env: Option<String>,
     /// The note a new hold carries: `--note`/RLOCK_NOTE, else the CI job's URL.
     pub note: String,
+    /// Where the URL list came from, for `-v` and the default's note.
+    pub url_source: UrlSource,
+}
+
+/// Where the server setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlSource {
+    /// `-u`/`--url` on the command line.
+    Option,
+    /// The RLOCK_URL environment variable.
+    RlockUrl,
+    /// The REDIS_URL environment variable.
+    RedisUrl,
+    /// Nothing was given: redis://127.0.0.1:6379.
+    Default,
+}
+
+impl UrlSource {
+    /// How messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            UrlSource::Option => "--url",
+            UrlSource::RlockUrl => "RLOCK_URL",
+            UrlSource::RedisUrl => "REDIS_URL",
+            UrlSource::Default => "default",
+        }
+    }
 }
 
 impl Config {
@@ -58,14 +87,32 @@ impl Config {
     /// commands that make no hold).
     pub fn resolve(global: &Global, note: Option<&str>) -> Result<Config> {
         crate::name::validate_prefix(&global.prefix)?;
-        let urls = url::choose_urls(&global.urls, std::env::var("REDIS_URL").ok());
+        let redis_url = std::env::var("REDIS_URL").ok();
+        let url_source = if global.urls.iter().any(|u| !u.trim().is_empty()) {
+            if global.urls_from_option {
+                UrlSource::Option
+            } else {
+                UrlSource::RlockUrl
+            }
+        } else if redis_url.as_deref().is_some_and(|u| !u.trim().is_empty()) {
+            UrlSource::RedisUrl
+        } else {
+            UrlSource::Default
+        };
+        let urls = url::choose_urls(&global.urls, redis_url);
         let tls = TlsPaths {
             cacert: global.cacert.clone(),
             cert: global.cert.clone(),
             key: global.key.clone(),
         };
         Ok(Config {
-            target: target(&urls, &tls, global.connect_timeout)?,
+            target: target(
+                &urls,
+                &tls,
+                global.password_file.as_deref(),
+                global.connect_timeout,
+            )?,
+            password_file: global.password_file.clone(),
             urls,
             prefix: global.prefix.clone(),
             connect_timeout: global.connect_timeout,
@@ -73,7 +120,36 @@ impl Config {
             inherited: crate::token::inherited_tokens(),
             token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
             note: crate::note::resolve(note),
+            url_source,
         })
+    }
+
+    /// The server(s) asked, as `status` and `-v` name them: `server
+    /// 127.0.0.1:6379`, `file:/var/lock/rlock`, `quorum of 3: a:1, b:2, c:3`
+    /// (never a URL, so never a password).
+    pub fn server_label(&self) -> String {
+        match &self.target {
+            Target::Local(dir) => format!("file:{}", dir.display()),
+            Target::Single(spec) => format!("server {}", spec.display),
+            Target::Quorum(specs) => format!(
+                "quorum of {}: {}",
+                specs.len(),
+                specs
+                    .iter()
+                    .map(|s| s.display.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// The server(s) as `--json` names them: [`Config::server_label`]
+    /// without the word `server` for one server.
+    pub fn server_json(&self) -> String {
+        match &self.target {
+            Target::Single(spec) => spec.display.clone(),
+            _ => self.server_label(),
+        }
     }
 
     /// Whether locks are `file:` locks of this host.
@@ -144,8 +220,18 @@ impl Config {
     /// The backend for the target (a `file:` DIR is made absolute and
     /// created here).
     pub fn backend(&self) -> Result<Arc<dyn Backend>> {
+        self.backend_to(true)
+    }
+
+    /// The backend for reading only (`status`, `list`): a missing `file:`
+    /// DIR is not created but reported (nothing could be seen in it).
+    pub fn backend_for_reading(&self) -> Result<Arc<dyn Backend>> {
+        self.backend_to(false)
+    }
+
+    fn backend_to(&self, create: bool) -> Result<Arc<dyn Backend>> {
         Ok(match &self.target {
-            Target::Local(dir) => Arc::new(Local::new(dir, self.inherited.clone())?),
+            Target::Local(dir) => Arc::new(Local::new(dir, self.inherited.clone(), create)?),
             Target::Single(spec) => Arc::new(Standalone::new(spec.as_ref().clone())?),
             Target::Quorum(specs) => Arc::new(Redlock::new(specs.clone())?),
         })
@@ -153,7 +239,12 @@ impl Config {
 }
 
 /// One server, or a Redlock quorum over several.
-fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> {
+fn target(
+    urls: &[String],
+    tls: &TlsPaths,
+    password_file: Option<&Path>,
+    timeout: Duration,
+) -> Result<Target> {
     if let Some(dir) = urls.iter().find_map(|u| u.strip_prefix("file:")) {
         if urls.len() > 1 {
             return Err(Error::usage(
@@ -162,7 +253,11 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
         }
         return Ok(Target::Local(local_dir(dir)?));
     }
-    let auth = std::env::var("REDISCLI_AUTH").ok();
+    // --password-file stands in for REDISCLI_AUTH.
+    let auth = match password_file {
+        Some(_) => None,
+        None => std::env::var("REDISCLI_AUTH").ok(),
+    };
     let files = url::TlsFiles {
         cacert: tls.cacert.as_deref(),
         cert: tls.cert.as_deref(),
@@ -171,7 +266,9 @@ fn target(urls: &[String], tls: &TlsPaths, timeout: Duration) -> Result<Target> 
     let mut specs = urls
         .iter()
         .map(|url| {
-            url::parse_url(url, auth.as_deref(), timeout).and_then(|spec| spec.with_tls(&files))
+            url::parse_url(url, auth.as_deref(), timeout)
+                .and_then(|spec| spec.with_tls(&files))
+                .and_then(|spec| spec.with_password_file(password_file))
         })
         .collect::<Result<Vec<_>>>()?;
     if specs.len() == 1 {

@@ -12,6 +12,8 @@ pub enum Exit {
     Success,
     /// 1: `renew`/`release`: the token does not hold the lock.
     NotHeld,
+    /// 1: `check`: a check warned (none failed).
+    Warnings,
     /// 2: usage error (bad option, duration, URL, NAME, missing COMMAND).
     Usage,
     /// 69: server unavailable: cannot connect or authenticate, server error.
@@ -41,7 +43,7 @@ impl Exit {
         match self {
             Exit::Child(code) => code,
             Exit::Success => 0,
-            Exit::NotHeld => 1,
+            Exit::NotHeld | Exit::Warnings => 1,
             Exit::Usage => 2,
             Exit::Unavailable => 69,
             Exit::LockLost => 70,

@@ -160,6 +160,9 @@ Server URL when neither \fB--url\fR nor \fBRLOCK_URL\fR is given. Default: redis
 \fBREDISCLI_AUTH\fR
 Password, used when the URL has none. Never printed.
 .TP
+\fBRLOCK_PASSWORD_FILE\fR
+\fB--password-file\fR: a file holding the password (mode 0600), read again for every new connection.
+.TP
 \fBRLOCK_PREFIX\fR
 \fB--prefix\fR: key namespace (default rlock).
 .TP

@@ -12,6 +12,7 @@
 //! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
 
 pub(crate) mod backend;
+pub(crate) mod check;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod clock;
@@ -56,17 +57,48 @@ pub fn run(cli: Cli) -> Result<Exit> {
     } else {
         i8::from(cli.global.verbose)
     });
-    let config = |note: Option<&str>| config::Config::resolve(&cli.global, note);
+    let config = |note: Option<&str>| {
+        let config = config::Config::resolve(&cli.global, note)?;
+        report::verbose(|| match config.url_source {
+            config::UrlSource::Default => format!(
+                "{} (default: no --url, RLOCK_URL or REDIS_URL)",
+                config.server_label()
+            ),
+            source => format!("{} (from {})", config.server_label(), source.describe()),
+        });
+        Ok::<_, Error>(config)
+    };
+    // A job that takes a lock on the default server only because nothing
+    // said otherwise (a crontab line without RLOCK_URL) could be locking
+    // apart from its peers: off a terminal, where nobody sees `status`, say
+    // so once.
+    let locking = |note: Option<&str>| {
+        let config = config(note)?;
+        if config.url_source == config::UrlSource::Default && !sys::terminal::stderr_is_terminal() {
+            report::defer_note(format!(
+                "note: no --url, RLOCK_URL or REDIS_URL: locking on the default {}",
+                config.server_label()
+            ));
+        }
+        Ok::<_, Error>(config)
+    };
     match &cli.command {
-        Command::Run(args) => run::run(&config(args.lock.note.as_deref())?, args),
-        Command::Acquire(args) => commands::acquire(&config(args.lock.note.as_deref())?, args),
+        Command::Run(args) => run::run(&locking(args.lock.note.as_deref())?, args),
+        Command::Acquire(args) => commands::acquire(&locking(args.lock.note.as_deref())?, args),
         Command::Renew(args) => commands::renew(&config(None)?, args),
         Command::Release(args) => commands::release(&config(None)?, args),
         Command::WhilePid(args) => while_pid::keep(&config(None)?, args),
-        Command::Status { names, json, check } => {
-            status::status(&config(None)?, names, *json, *check)
-        }
-        Command::List { pattern, json } => status::list(&config(None)?, pattern, *json),
+        Command::Status {
+            names,
+            json,
+            check,
+            redisson,
+        } => status::status(&config(None)?, names, *json, *check, *redisson),
+        Command::List {
+            pattern,
+            json,
+            redisson,
+        } => status::list(&config(None)?, pattern, *json, *redisson),
         Command::History {
             name,
             limit,
@@ -74,6 +106,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
             redisson,
         } => history::history(&config(None)?, name, *limit, *json, *redisson),
         Command::Metrics { patterns } => metrics::metrics(&config(None)?, patterns),
+        Command::Check { json } => check::check(&config(None)?, *json),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -13,10 +13,18 @@ pub const MAX_NAME_BYTES: usize = 200;
 /// bytes of UTF-8, no whitespace, no control characters, no braces.
 pub fn validate(name: &str) -> Result<()> {
     let bad = |why: &str| {
-        Err(Error::usage(format!(
-            "invalid lock name {}: {why}",
-            crate::report::quote(name)
-        )))
+        // A NAME in a message is cut as a note is (a 10 KB NAME would
+        // otherwise fill the screen): its start and its length.
+        const SHOWN: usize = 60;
+        let shown = match name.char_indices().nth(SHOWN) {
+            Some((at, _)) => format!(
+                "{}… ({} bytes)",
+                crate::report::quote(&name[..at]),
+                name.len()
+            ),
+            None => crate::report::quote(name),
+        };
+        Err(Error::usage(format!("invalid lock name {shown}: {why}")))
     };
     if name.is_empty() {
         return bad("it is empty");

@@ -8,11 +8,42 @@
 /// What replaces a secret.
 const HIDDEN: &str = "***";
 
-/// Options whose next argument is a secret.
-const SECRET_OPTIONS: [&str; 5] = ["--token", "-a", "--pass", "--password", "--auth"];
+/// Options whose next argument is a secret (besides every long option whose
+/// name ends as one of [`SECRET_NAMES`]: `--api-key`, `--client-secret`).
+const SECRET_OPTIONS: [&str; 2] = ["-a", "--auth"];
 
-/// Names whose `NAME=value` is a secret, by how they end (upper-cased).
-const SECRET_NAMES: [&str; 5] = ["AUTH", "PASS", "PASSWORD", "TOKEN", "SECRET"];
+/// Names whose `NAME=value` (or `--name value`) is a secret, by how they end
+/// (upper-cased, `-` read as `_`): `AWS_SECRET_ACCESS_KEY`, `API_KEY`,
+/// `GOOGLE_CREDENTIALS`, `GITHUB_TOKEN`, `PGPASSWORD`, ...
+const SECRET_NAMES: [&str; 9] = [
+    "AUTH",
+    "PASS",
+    "PASSWORD",
+    "TOKEN",
+    "SECRET",
+    "KEY",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "BEARER",
+];
+
+/// Whether `name` (an option or a variable) names a secret.
+fn secret_name(name: &str) -> bool {
+    let bare = name
+        .trim_start_matches('-')
+        .to_ascii_uppercase()
+        .replace('-', "_");
+    SECRET_NAMES.iter().any(|s| bare.ends_with(s))
+}
+
+/// Whether `arg` is an option whose next argument is a secret.
+fn secret_option(arg: &str) -> bool {
+    SECRET_OPTIONS.contains(&arg)
+        || (arg.starts_with("--") && !arg.starts_with("--no-") && secret_name(arg))
+        || arg.eq_ignore_ascii_case("bearer")
+        || arg.eq_ignore_ascii_case("basic")
+        || arg.to_ascii_lowercase().ends_with("authorization:")
+}
 
 /// `argv` with passwords in URLs, values of secret options and `NAME=value`
 /// secrets replaced by `***`.
@@ -20,24 +51,37 @@ pub fn command_line(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut next_is_secret = false;
     for arg in argv {
-        if next_is_secret {
+        // `Authorization: Bearer X`: the scheme is kept, its credentials hidden.
+        let scheme = arg.eq_ignore_ascii_case("bearer") || arg.eq_ignore_ascii_case("basic");
+        if next_is_secret && !scheme {
             out.push(HIDDEN.to_owned());
             next_is_secret = false;
             continue;
         }
-        next_is_secret = SECRET_OPTIONS.contains(&arg.as_str());
+        if arg.contains(char::is_whitespace) {
+            // A shell string (`sh -c '...'`) or a header: its words, each
+            // as an argument (spacing is not kept).
+            let words: Vec<String> = arg.split_whitespace().map(str::to_owned).collect();
+            out.push(command_line(&words).join(" "));
+            continue;
+        }
+        next_is_secret = secret_option(arg);
         out.push(argument(arg));
     }
     out
 }
 
-/// One argument with its secrets replaced.
+/// One argument (a word) with its secrets replaced: `NAME=secret`,
+/// `--api-key=X`, `-pX` (a password glued to `-p`, as mysql takes it), URL
+/// passwords.
 fn argument(arg: &str) -> String {
     if let Some((name, _)) = arg.split_once('=') {
-        let bare = name.trim_start_matches('-').to_ascii_uppercase();
-        if SECRET_NAMES.iter().any(|s| bare.ends_with(s)) || SECRET_OPTIONS.contains(&name) {
+        if secret_name(name) || SECRET_OPTIONS.contains(&name) {
             return format!("{name}={HIDDEN}");
         }
+    }
+    if arg.len() > 2 && arg.starts_with("-p") && !arg.starts_with("--") {
+        return format!("-p{HIDDEN}");
     }
     url_passwords(arg)
 }
@@ -118,6 +162,46 @@ mod tests {
                 "./job"
             ]),
             "env REDISCLI_AUTH=*** RLOCK_TOKEN=*** LANG=C ./job"
+        );
+    }
+
+    #[test]
+    fn keys_credentials_api_keys_glued_passwords_and_bearer_tokens_are_hidden() {
+        assert_eq!(
+            redact(&[
+                "env",
+                "AWS_SECRET_ACCESS_KEY=s1",
+                "GOOGLE_APPLICATION_CREDENTIALS=s2",
+                "DB_CREDENTIAL=s3",
+                "./job",
+                "--api-key",
+                "s4",
+                "--client-secret=s5",
+                "--password",
+                "s6",
+            ]),
+            "env AWS_SECRET_ACCESS_KEY=*** GOOGLE_APPLICATION_CREDENTIALS=*** DB_CREDENTIAL=*** ./job --api-key *** --client-secret=*** --password ***"
+        );
+        assert_eq!(
+            redact(&["mysql", "-uroot", "-ps3cret", "db"]),
+            "mysql -uroot -p*** db"
+        );
+        assert_eq!(
+            redact(&["curl", "-H", "Authorization: Bearer abc.def", "https://x"]),
+            "curl -H Authorization: Bearer *** https://x"
+        );
+        assert_eq!(
+            redact(&["curl", "-H", "X-Auth: bearer abc", "--oauth2-bearer", "tok"]),
+            "curl -H X-Auth: bearer *** --oauth2-bearer ***"
+        );
+        assert_eq!(
+            redact(&["sh", "-c", "cd /x && API_KEY=k1 ./run --token  t1 -pP1"]),
+            "sh -c cd /x && API_KEY=*** ./run --token *** -p***"
+        );
+        assert_eq!(redact(&["tool", "Bearer", "tok"]), "tool Bearer ***");
+        assert_eq!(
+            redact(&["rsync", "--no-password", "a", "b"]),
+            "rsync --no-password a b"
         );
     }
 }

@@ -21,18 +21,72 @@ pub fn verbose_enabled() -> bool {
     VERBOSITY.load(Ordering::Relaxed) > 0
 }
 
+/// Whether the terminal's self-updating waiting line is drawn: every other
+/// line erases it first (it is redrawn at its next tick), so no message is
+/// ever glued to it.
+static STATUS_LINE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Erases the waiting line: it never wraps (see `waiting_line`), so one row.
+const ERASE: &str = "\r\x1b[2K";
+
+/// Writes `rlock: <msg>` on its own line, after erasing the waiting line.
+fn line(msg: &str) {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut err = std::io::stderr().lock();
+    if *shown {
+        let _ = write!(err, "{ERASE}");
+        *shown = false;
+    }
+    let _ = writeln!(err, "rlock: {msg}");
+}
+
+/// Draws the terminal's waiting line (one row, no newline) over the last one.
+pub fn status_line(text: &str) {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = write!(std::io::stderr().lock(), "{ERASE}{text}");
+    *shown = true;
+}
+
+/// Erases the waiting line, if drawn.
+pub fn clear_status_line() {
+    let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    if *shown {
+        let _ = write!(std::io::stderr().lock(), "{ERASE}");
+        *shown = false;
+    }
+}
+
 /// Prints `rlock: <msg>` unless `-q` was given. Write errors are ignored: a closed
 /// stderr must not turn into a panic.
 pub fn error(msg: &str) {
     if VERBOSITY.load(Ordering::Relaxed) >= 0 {
-        let _ = writeln!(std::io::stderr().lock(), "rlock: {msg}");
+        line(msg);
+    }
+}
+
+/// A note held back until the command first reaches for the server (see
+/// [`defer_note`]): a usage error found before that stays the only line.
+static DEFERRED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Keeps `msg` to be printed by [`flush_note`], once.
+pub fn defer_note(msg: String) {
+    if let Ok(mut note) = DEFERRED.lock() {
+        *note = Some(msg);
+    }
+}
+
+/// Prints the note [`defer_note`] kept, if any (once), as [`error`] does.
+pub fn flush_note() {
+    let note = DEFERRED.lock().ok().and_then(|mut n| n.take());
+    if let Some(msg) = note {
+        error(&msg);
     }
 }
 
 /// Prints `rlock: <msg>` only with `-v`.
 pub fn verbose(msg: impl FnOnce() -> String) {
     if verbose_enabled() {
-        let _ = writeln!(std::io::stderr().lock(), "rlock: {}", msg());
+        line(&msg());
     }
 }
 

@@ -5,113 +5,169 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{Kind, LockStatus, Session};
+use crate::backend::{Kind, LockStatus, Session, WaiterStatus};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::name::{self, LockId};
+use crate::name;
 use crate::report;
 
-/// `rlock status [NAME...] [--json | --check]`.
-pub fn status(config: &Config, names: &[String], json: bool, check: bool) -> Result<Exit> {
+/// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
+/// server unreachable, a lock directory it may not read) is an error (69),
+/// never "free".
+pub fn status(
+    config: &Config,
+    names: &[String],
+    json: bool,
+    check: bool,
+    redisson: bool,
+) -> Result<Exit> {
     for name in names {
         name::validate(name)?;
     }
-    let backend = config.backend()?;
+    refuse_redisson(config, redisson)?;
+    let backend = config.backend_for_reading()?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match names {
-        [] => session.list(&config.prefix, "*")?,
-        given => given.to_vec(),
+    let names = match (names, redisson) {
+        ([], false) => session.list(&config.prefix, "*")?,
+        ([], true) => session.list_redisson("*")?,
+        (given, _) => given.to_vec(),
     };
-    let states = read_all(session.as_mut(), &config.prefix, &names)?;
+    let states = read_all(session.as_mut(), config, redisson, &names)?;
     if check {
         let held = states.iter().all(|(_, s)| !s.holders.is_empty());
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
     }
     let mut out = String::new();
     if json {
+        let server = config.server_json();
         for (name, state) in &states {
-            out.push_str(&to_json(name, state));
+            out.push_str(&to_json(name, state, &server));
             out.push('\n');
         }
     } else {
-        out = table(&states);
+        out = table(&config.server_label(), &states);
     }
     crate::output::report(&out)?;
     Ok(Exit::Success)
 }
 
 /// `rlock list [PATTERN] [--json]`.
-pub fn list(config: &Config, pattern: &str, json: bool) -> Result<Exit> {
-    let backend = config.backend()?;
+pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
+    refuse_redisson(config, redisson)?;
+    let backend = config.backend_for_reading()?;
     let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
-    let names = session.list(&config.prefix, pattern)?;
-    let states = read_all(session.as_mut(), &config.prefix, &names)?;
+    let names = match redisson {
+        true => session.list_redisson(pattern)?,
+        false => session.list(&config.prefix, pattern)?,
+    };
+    let states = read_all(session.as_mut(), config, redisson, &names)?;
     let out = if json {
-        let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s)).collect();
+        let server = config.server_json();
+        let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s, &server)).collect();
         format!("[{}]\n", items.join(","))
     } else {
-        table(&states)
+        table(&config.server_label(), &states)
     };
     crate::output::report(&out)?;
     Ok(Exit::Success)
 }
 
+/// `--redisson` reads one Redis server, as Redisson keeps its locks.
+fn refuse_redisson(config: &Config, redisson: bool) -> Result<()> {
+    if redisson && (config.is_local() || config.is_quorum()) {
+        return Err(crate::error::Error::usage(
+            "--redisson locks live on one Redis server: not with file: or several --url",
+        ));
+    }
+    Ok(())
+}
+
 fn read_all(
     session: &mut dyn Session,
-    prefix: &str,
+    config: &Config,
+    redisson: bool,
     names: &[String],
 ) -> Result<Vec<(String, LockStatus)>> {
     names
         .iter()
-        .map(|name| Ok((name.clone(), session.status(&LockId::new(prefix, name))?)))
+        .map(|name| {
+            Ok((
+                name.clone(),
+                session.status(&config.lock_id(redisson, name))?,
+            ))
+        })
         .collect()
 }
 
-fn kind_word(kind: Option<Kind>) -> &'static str {
-    match kind {
+fn kind_word(s: &LockStatus) -> &'static str {
+    if s.redisson {
+        return "redisson";
+    }
+    match s.kind {
         Some(Kind::Shared) => "shared",
         Some(Kind::Semaphore(_)) => "semaphore",
         _ => "exclusive",
     }
 }
 
-fn table(states: &[(String, LockStatus)]) -> String {
+/// A whole number of seconds, as humantime writes it (`2m 5s`).
+fn seconds(ms: u64) -> String {
+    humantime::format_duration(Duration::from_secs(ms / 1000)).to_string()
+}
+
+/// The human report: the server(s) asked, then one row per lock (`free`,
+/// or how it is held, with `holders/limit` for a semaphore), its holders and
+/// waiters below it; the fence with `-v` only.
+fn table(server: &str, states: &[(String, LockStatus)]) -> String {
+    let mut out = format!("{server}\n");
     if states.is_empty() {
-        return "no locks held or waited for\n".into();
+        out.push_str("no locks held or waited for\n");
+        return out;
     }
     let now = now_ms();
-    let mut out = String::new();
+    let names: Vec<String> = states.iter().map(|(n, _)| report::sanitize(n)).collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 40);
     let _ = writeln!(
         out,
-        "{:<24} {:<10} {:>7} {:>7} {:>8}",
-        "NAME", "KIND", "HOLDERS", "WAITING", "FENCE"
+        "{:<width$} {:<10} {:>7} {:>7}",
+        "NAME", "STATE", "HOLDERS", "WAITING"
     );
-    for (name, s) in states {
-        let kind = if s.holders.is_empty() {
-            "-"
-        } else {
-            kind_word(s.kind)
+    let verbose = report::verbose_enabled();
+    for ((_, s), name) in states.iter().zip(&names) {
+        let (state, holders) = match (s.holders.len(), s.kind) {
+            (0, _) => ("free", "0".to_owned()),
+            (n, Some(Kind::Semaphore(_))) => ("semaphore", format!("{n}/{}", s.limit)),
+            (n, _) => (kind_word(s), n.to_string()),
         };
         let _ = writeln!(
             out,
-            "{:<24} {:<10} {:>7} {:>7} {:>8}",
-            report::sanitize(name),
-            kind,
-            s.holders.len(),
-            s.waiting,
-            s.fence
+            "{name:<width$} {state:<10} {holders:>7} {:>7}",
+            s.waiting
         );
-        for h in &s.holders {
+        for h in s.holders.iter().filter(|_| s.redisson) {
+            let lease = h.lease_ms.map_or_else(
+                || "no lease".to_owned(),
+                |ms| format!("lease left {}", seconds(ms)),
+            );
+            let _ = writeln!(
+                out,
+                "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
+                report::sanitize(&h.command)
+            );
+        }
+        for h in s.holders.iter().filter(|_| !s.redisson) {
             let held = match h.since_ms {
                 0 => "an unknown time".to_owned(),
-                ms => {
-                    humantime::format_duration(Duration::from_secs(now.saturating_sub(ms) / 1000))
-                        .to_string()
-                }
+                ms => seconds(now.saturating_sub(ms)),
             };
             let unknown_raw = |text: &str| match text {
                 "" => "?".to_owned(),
@@ -119,10 +175,7 @@ fn table(states: &[(String, LockStatus)]) -> String {
             };
             let lease = match h.lease_ms {
                 None => "kept by the kernel (this host only)".to_owned(),
-                Some(ms) => format!(
-                    "lease left {}",
-                    humantime::format_duration(Duration::from_secs(ms / 1000))
-                ),
+                Some(ms) => format!("lease left {}", seconds(ms)),
             };
             let _ = writeln!(
                 out,
@@ -135,6 +188,16 @@ fn table(states: &[(String, LockStatus)]) -> String {
                 ),
             );
         }
+        for w in &s.waiters {
+            let _ = writeln!(out, "  waiting: {}", waiter(w));
+        }
+        let unlisted = s.waiting.saturating_sub(s.waiters.len() as u64);
+        if unlisted > 0 {
+            let _ = writeln!(out, "  waiting: {unlisted} more");
+        }
+        if verbose {
+            let _ = writeln!(out, "  fence {}", s.fence);
+        }
         if let Some(note) = s.servers.as_ref().and_then(|a| a.disagreement.as_ref()) {
             let _ = writeln!(out, "  servers disagree: {note}");
         }
@@ -142,8 +205,25 @@ fn table(states: &[(String, LockStatus)]) -> String {
     out
 }
 
-/// One lock as the JSON object the README describes ("Who holds a lock?", `--json`).
-pub fn to_json(name: &str, s: &LockStatus) -> String {
+/// A waiter as `status` names it: `pid 43 on ci-4 (note '…') for 2s`.
+fn waiter(w: &WaiterStatus) -> String {
+    let or_unknown = |text: &str| match text {
+        "" => "?".to_owned(),
+        text => report::sanitize(text),
+    };
+    let mut text = format!("pid {} on {}", or_unknown(&w.pid), or_unknown(&w.host));
+    if !w.note.is_empty() {
+        let _ = write!(text, " (note {})", report::quote(&w.note));
+    }
+    if let Some(ms) = w.waiting_ms {
+        let _ = write!(text, " for {}", seconds(ms));
+    }
+    text
+}
+
+/// One lock as the JSON object the README describes ("Who holds a lock?",
+/// `--json`), with the server(s) asked.
+pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
     let holders: Vec<String> = s
         .holders
         .iter()
@@ -166,7 +246,10 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
             };
             format!(
                 "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{}}}",
-                json_string(&h.host),
+                match h.host.as_str() {
+                    "" => "null".to_owned(),
+                    host => json_string(host),
+                },
                 pid,
                 json_string(&h.command),
                 since,
@@ -175,10 +258,10 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
             )
         })
         .collect();
-    let kind = if s.holders.is_empty() {
+    let kind = if s.holders.is_empty() && !s.redisson {
         "exclusive"
     } else {
-        kind_word(s.kind)
+        kind_word(s)
     };
     // Redlock only: how the servers' views compare.
     let servers = match &s.servers {
@@ -193,19 +276,41 @@ pub fn to_json(name: &str, s: &LockStatus) -> String {
         ),
         None => String::new(),
     };
+    let or_null = |text: &str| match text {
+        "" => "null".to_owned(),
+        text => json_string(text),
+    };
+    let waiters: Vec<String> = s
+        .waiters
+        .iter()
+        .map(|w| {
+            format!(
+                "{{\"host\":{},\"pid\":{},\"note\":{},\"waiting_ms\":{}}}",
+                or_null(&w.host),
+                w.pid
+                    .parse::<u64>()
+                    .map_or_else(|_| "null".to_owned(), |p| p.to_string()),
+                or_null(&w.note),
+                w.waiting_ms
+                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string())
+            )
+        })
+        .collect();
     format!(
-        "{{\"name\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"fence\":{}{servers}}}",
+        "{{\"name\":{},\"server\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"waiters\":[{}],\"fence\":{}{servers}}}",
         json_string(name),
+        json_string(server),
         !s.holders.is_empty(),
         s.limit,
         holders.join(","),
         s.waiting,
+        waiters.join(","),
         s.fence
     )
 }
 
 /// A JSON string literal: quotes, backslashes and control characters escaped.
-fn json_string(text: &str) -> String {
+pub fn json_string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
@@ -250,11 +355,18 @@ mod tests {
                 since_ms: 1000,
                 lease_ms: Some(21000),
             }],
+            waiters: vec![WaiterStatus {
+                host: "ci-4".into(),
+                pid: "43".into(),
+                note: String::new(),
+                waiting_ms: Some(2000),
+            }],
             servers: None,
+            redisson: false,
         };
         assert_eq!(
-            to_json("deploy", &s),
-            "{\"name\":\"deploy\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"fence\":7}"
+            to_json("deploy", &s, "127.0.0.1:6379"),
+            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
         );
     }
 }

@@ -45,9 +45,20 @@ impl Token {
         Token::parse(&uuid.replace('-', ""))
     }
 
-    /// The token's text, for Redis and for COMMAND's environment only.
+    /// The token's text, for COMMAND's environment and the `file:` records
+    /// (in a directory only its owner may read) only.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The name Redis knows this holder by: a one-way digest of the token
+    /// (the first 128 bits of its SHA-1), so that whoever can read Redis
+    /// learns nothing that `release`, `renew` or RLOCK_TOKENS accept. A
+    /// token of its own shape: a digest given back as a token is digested
+    /// again and names no holder.
+    pub fn digest(&self) -> Token {
+        let hex = sha1_smol::Sha1::from(self.0.as_bytes()).hexdigest();
+        Token(hex[..32].to_owned())
     }
 }
 
@@ -131,6 +142,17 @@ pub fn tokens_for_child(inherited: &[Token], own: &[&Token]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_is_one_way_and_stable() {
+        let token = Token::parse(&"ab".repeat(16)).unwrap();
+        let digest = token.digest();
+        assert_eq!(digest, token.digest());
+        assert_ne!(digest, token);
+        assert_ne!(digest.digest(), digest);
+        assert_eq!(digest.as_str().len(), 32);
+        assert!(Token::parse(digest.as_str()).is_some());
+    }
 
     #[test]
     fn generated_tokens_are_distinct_128_bit_hex() {

@@ -4,7 +4,7 @@
 //! Nothing here ever formats a URL into a message: servers are shown as
 //! `host:port` (or the socket path), so a password cannot leak.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
@@ -43,6 +43,9 @@ pub struct ServerSpec {
     /// slot is found by following MOVED and ASK (`info` then holds only the
     /// credentials).
     pub cluster: Option<Vec<String>>,
+    /// `--password-file`: the password is read from this file again for each
+    /// new connection (short-lived tokens such as cloud IAM tokens rotate).
+    pub password_file: Option<PathBuf>,
 }
 
 /// A master known by name to a set of Sentinels.
@@ -64,6 +67,22 @@ pub struct TlsFiles<'a> {
 }
 
 impl ServerSpec {
+    /// Takes the password from `file` (`--password-file`) instead of the URL:
+    /// checked now, read again at each connection.
+    pub fn with_password_file(mut self, file: Option<&Path>) -> Result<Self> {
+        let Some(file) = file else {
+            return Ok(self);
+        };
+        if self.info.redis_settings().password().is_some() {
+            return Err(Error::usage(
+                "--password-file and a password in the URL: give the password once",
+            ));
+        }
+        read_password_file(file).map_err(Error::usage)?;
+        self.password_file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
+        Ok(self)
+    }
+
     /// Whether this is a TLS connection (`rediss://`).
     pub fn is_tls(&self) -> bool {
         matches!(self.info.addr(), ConnectionAddr::TcpTls { .. })
@@ -117,11 +136,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
                 "file: locks this host only; it cannot be combined with other --url",
             ))
         }
-        _ => {
-            return Err(Error::usage(
-                "invalid --url: expected redis://[user:password@]host[:port][/db]",
-            ))
-        }
+        _ => return Err(Error::usage(wrong_scheme(url, &scheme))),
     }
     let mut info = url.into_connection_info().map_err(|_| {
         // redis-rs's message may quote the URL; say what is expected instead.
@@ -158,7 +173,70 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         tls: None,
         sentinel: None,
         cluster: None,
+        password_file: None,
     })
+}
+
+/// The URL schemes rlock takes, for messages.
+const SCHEMES: &str = "redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster://, rediss+cluster://, unix://, file:DIR";
+
+/// What is wrong with a URL whose scheme rlock does not take: none at all
+/// (`localhost`, `127.0.0.1:6379`), a misspelt one (`reddis://`), or another
+/// protocol's (`http://`). Only the scheme or a `host:port` is quoted, never
+/// what could hold a password.
+fn wrong_scheme(url: &str, scheme: &str) -> String {
+    let expected = "expected redis://[user:password@]host[:port][/db]";
+    let has_scheme = url.contains("://");
+    let no_secret = !url.contains('@');
+    if !has_scheme {
+        // `host`, `host:port`: the scheme is missing.
+        let host_port = url.split_once(':').is_none_or(|(host, port)| {
+            !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+        });
+        if host_port && no_secret && !url.is_empty() && !url.contains('/') {
+            let shown = crate::report::quote(url);
+            let port = if url.contains(':') { "" } else { ":6379" };
+            return format!(
+                "invalid --url {shown}: no scheme; write redis://{}{port} (schemes: {SCHEMES})",
+                crate::report::sanitize(url)
+            );
+        }
+        return format!("invalid --url: no scheme; {expected} (schemes: {SCHEMES})");
+    }
+    let known = [
+        "redis",
+        "rediss",
+        "redis+sentinel",
+        "rediss+sentinel",
+        "redis+cluster",
+        "rediss+cluster",
+        "unix",
+    ];
+    let shown = crate::report::quote(&format!("{scheme}://"));
+    match known.iter().find(|k| edit_distance(k, scheme) <= 2) {
+        Some(close) => format!(
+            "invalid --url: unknown scheme {shown}: did you mean {close}://? (schemes: {SCHEMES})"
+        ),
+        None => format!(
+            "invalid --url: scheme {shown} is not one of rlock's; {expected} (schemes: {SCHEMES})"
+        ),
+    }
+}
+
+/// Levenshtein distance, for short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// A Sentinel or Cluster URL, `SCHEME://[user:password@]host:port[,host:port...]`
@@ -320,9 +398,52 @@ pub fn choose_urls(given: &[String], redis_url: Option<String>) -> Vec<String> {
     }
 }
 
+/// The password in `file` (`--password-file`), without the line end; an
+/// error (free of the password) when the file cannot be read, is empty, or
+/// may be read by users other than its owner.
+pub fn read_password_file(file: &Path) -> std::result::Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = file.display();
+    let meta =
+        std::fs::metadata(file).map_err(|e| format!("cannot read --password-file {shown}: {e}"))?;
+    if meta.permissions().mode() & 0o044 != 0 {
+        return Err(format!(
+            "--password-file {shown} may be read by group or others: chmod 600 it"
+        ));
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read --password-file {shown}: {e}"))?;
+    let password = text.strip_suffix('\n').unwrap_or(&text);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        return Err(format!("--password-file {shown} is empty"));
+    }
+    Ok(password.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_typos_name_the_wrong_part() {
+        let err = |url: &str| {
+            parse_url(url, None, Duration::from_secs(1))
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            err("reddis://h").contains("did you mean redis://?"),
+            "{}",
+            err("reddis://h")
+        );
+        assert!(err("http://h:1").contains("scheme 'http://' is not one of rlock's"));
+        assert!(err("localhost").contains("no scheme; write redis://localhost:6379"));
+        assert!(err("127.0.0.1:6379").contains("no scheme; write redis://127.0.0.1:6379"));
+        assert!(!err("pw@127.0.0.1:6379").contains("pw"));
+        assert!(err("http://h:1").contains("schemes: redis://, rediss://"));
+    }
 
     #[test]
     fn sentinel_host_lists_survive_the_comma_split() {

@@ -3,8 +3,12 @@
 //! have waited; cleared when the wait ends. Off a terminal (cron, CI logs), a
 //! timestamped line when the wait starts and then every `--progress-interval`,
 //! so a long wait never looks like a hang. Nothing with `-q`.
+//!
+//! The terminal line is kept to one row: never wider than the terminal (the
+//! holder's command is shortened first, then its note is left out, then the
+//! line is cut), so erasing it erases exactly what was drawn; any other
+//! message erases it first (`report`).
 
-use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -15,14 +19,35 @@ use crate::report;
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_secs(1);
 
+/// The width assumed when the terminal does not say.
+const DEFAULT_COLUMNS: usize = 80;
+
 enum Update {
     Waiting {
         lock: String,
         holder: Option<HolderInfo>,
         place: Option<u32>,
+        unknown: &'static str,
+        at: Instant,
+    },
+    /// The server cannot be reached (since the first such update).
+    Unreachable {
+        lock: String,
         at: Instant,
     },
     Done,
+}
+
+/// What the line shows.
+struct Shown {
+    lock: String,
+    holder: Option<HolderInfo>,
+    place: Option<u32>,
+    /// What stands in the way when no holder is known.
+    unknown: &'static str,
+    seen_at: Instant,
+    /// Since when the server has not answered (None: it answers).
+    down_since: Option<Instant>,
 }
 
 /// The waiting line's thread; cleared and stopped on drop.
@@ -43,23 +68,50 @@ impl WaitLine {
             .name("wait-line".into())
             .spawn(move || {
                 let started = Instant::now();
-                let mut shown: Option<(String, Option<HolderInfo>, Option<u32>, Instant)> = None;
+                let mut shown: Option<Shown> = None;
                 loop {
                     match rx.recv_timeout(TICK) {
                         Ok(Update::Waiting {
                             lock,
                             holder,
                             place,
+                            unknown,
                             at,
-                        }) => shown = Some((lock, holder, place, at)),
+                        }) => {
+                            shown = Some(Shown {
+                                lock,
+                                holder,
+                                place,
+                                unknown,
+                                seen_at: at,
+                                down_since: None,
+                            })
+                        }
+                        Ok(Update::Unreachable { lock, at }) => match &mut shown {
+                            Some(s) => {
+                                s.down_since.get_or_insert(at);
+                            }
+                            None => {
+                                shown = Some(Shown {
+                                    lock,
+                                    holder: None,
+                                    place: None,
+                                    unknown: "",
+                                    seen_at: at,
+                                    down_since: Some(at),
+                                })
+                            }
+                        },
                         Ok(Update::Done) | Err(RecvTimeoutError::Disconnected) => break,
                         Err(RecvTimeoutError::Timeout) => {}
                     }
-                    if let Some((lock, holder, place, at)) = &shown {
-                        draw(lock, holder.as_ref(), *place, *at, started);
+                    if let Some(s) = &shown {
+                        let columns =
+                            crate::sys::terminal::stderr_columns().unwrap_or(DEFAULT_COLUMNS);
+                        report::status_line(&line(s, started.elapsed(), columns));
                     }
                 }
-                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+                report::clear_status_line();
             })
             .ok()?;
         Some(WaitLine {
@@ -68,12 +120,29 @@ impl WaitLine {
         })
     }
 
-    /// What the last attempt found.
-    pub fn waiting(&self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
+    /// What the last attempt found; `unknown` says what stands in the way
+    /// when no holder is known (`queued behind other waiters`).
+    pub fn waiting(
+        &self,
+        lock: &str,
+        holder: Option<&HolderInfo>,
+        place: Option<u32>,
+        unknown: &'static str,
+    ) {
         let _ = self.tx.send(Update::Waiting {
             lock: lock.to_owned(),
             holder: holder.cloned(),
             place,
+            unknown,
+            at: Instant::now(),
+        });
+    }
+
+    /// The server could not be reached: the line says so (and for how long)
+    /// instead of showing a holder that may be gone.
+    pub fn unreachable(&self, lock: &str) {
+        let _ = self.tx.send(Update::Unreachable {
+            lock: lock.to_owned(),
             at: Instant::now(),
         });
     }
@@ -90,6 +159,69 @@ impl Drop for WaitLine {
 
 fn seconds(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// `text` cut to at most `max` characters, ending in `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The terminal line for `s`, at most `columns - 1` characters (the last
+/// column is left free: a character there makes some terminals wrap). What
+/// gives way, in turn: the holder's command (shortened), its note, the
+/// command entirely, the place in line, the words "waiting for"; whatever
+/// still does not fit is cut.
+fn line(s: &Shown, waited: Duration, columns: usize) -> String {
+    let max = columns.saturating_sub(1).max(20);
+    let lock = cut(&report::sanitize(&s.lock), 40);
+    let head = format!("rlock: waiting for {lock}: ");
+    let short_head = format!("rlock: {lock}: ");
+    let short_tail = format!("; waited {}", seconds(waited));
+    let tail = format!("{}{short_tail}", in_line(s.place));
+    let width = |parts: &[&str]| parts.iter().map(|p| p.chars().count()).sum::<usize>();
+    let mut candidates: Vec<String> = Vec::new();
+    let least = match (&s.holder, s.down_since) {
+        (_, Some(down)) => format!("server unreachable for {}", seconds(down.elapsed())),
+        (None, None) => s.unknown.to_owned(),
+        (Some(h), None) => {
+            let held_for = h.held_for + s.seen_at.elapsed();
+            let held = seconds(held_for);
+            candidates.push(format!("{head}held by {}{tail}", holder_for(h, held_for)));
+            let bare = |command: &str, note: &str| {
+                format!(
+                    "held by {} for {held}",
+                    report::holder(&h.pid, &h.host, command, note)
+                )
+            };
+            let command = report::sanitize(&h.command);
+            for tail in [&tail, &short_tail] {
+                for note in [h.note.as_str(), ""] {
+                    let room = max.saturating_sub(width(&[&head, &bare("", note), tail]));
+                    if room >= 12 {
+                        candidates
+                            .push(format!("{head}{}{tail}", bare(&cut(&command, room), note)));
+                    }
+                }
+            }
+            format!(
+                "held by pid {} on {} for {held}",
+                report::sanitize(&h.pid),
+                report::sanitize(&h.host)
+            )
+        }
+    };
+    candidates.push(format!("{head}{least}{tail}"));
+    candidates.push(format!("{head}{least}{short_tail}"));
+    let last = format!("{short_head}{least}{short_tail}");
+    candidates
+        .into_iter()
+        .find(|c| c.chars().count() <= max)
+        .unwrap_or_else(|| cut(&last, max))
 }
 
 /// `pid 42 on host ('command') for 3s`: `h`, which has held the lock for
@@ -117,26 +249,6 @@ fn in_line(place: Option<u32>) -> String {
     format!("; {n}{suffix} in line")
 }
 
-fn draw(
-    lock: &str,
-    holder: Option<&HolderInfo>,
-    place: Option<u32>,
-    seen_at: Instant,
-    started: Instant,
-) {
-    let who = match holder {
-        Some(h) => format!("held by {}", holder_for(h, h.held_for + seen_at.elapsed())),
-        None => "queued behind other waiters".into(),
-    };
-    let line = format!(
-        "rlock: waiting for {}: {who}{}; waited {}",
-        report::sanitize(lock),
-        in_line(place),
-        seconds(started.elapsed())
-    );
-    let _ = write!(std::io::stderr(), "\r\x1b[2K{line}");
-}
-
 /// Off a terminal: a timestamped line when waiting starts and every `every`.
 pub struct ProgressLog {
     every: Duration,
@@ -161,7 +273,13 @@ impl ProgressLog {
     }
 
     /// Prints the line if one is due: what the last attempt found.
-    pub fn tick(&mut self, lock: &str, holder: Option<&HolderInfo>, place: Option<u32>) {
+    pub fn tick(
+        &mut self,
+        lock: &str,
+        holder: Option<&HolderInfo>,
+        place: Option<u32>,
+        unknown: &'static str,
+    ) {
         let now = Instant::now();
         if now < self.next {
             return;
@@ -169,7 +287,7 @@ impl ProgressLog {
         self.next = now + self.every;
         let who = match holder {
             Some(h) => format!("held by {}", holder_for(h, h.held_for)),
-            None => "queued behind other waiters".into(),
+            None => unknown.into(),
         };
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         report::error(&format!(
@@ -177,6 +295,17 @@ impl ProgressLog {
             report::sanitize(lock),
             in_line(place),
             seconds(now - self.started)
+        ));
+    }
+
+    /// The wait ended with the lock(s) held: says so, with how long it took
+    /// (a log that showed the wait shows its end).
+    pub fn acquired(&self, locks: &str) {
+        let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        report::error(&format!(
+            "{at} acquired {} after {:.1}s",
+            report::sanitize(locks),
+            self.started.elapsed().as_secs_f64()
         ));
     }
 
@@ -189,6 +318,42 @@ impl ProgressLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_fits_shortening_the_command_then_the_note() {
+        let shown = |command: &str, note: &str| Shown {
+            lock: "deploy".into(),
+            holder: Some(HolderInfo {
+                host: "ci-3".into(),
+                pid: "4242".into(),
+                command: command.into(),
+                note: note.into(),
+                held_for: Duration::from_secs(5),
+                detached: false,
+            }),
+            place: Some(1),
+            unknown: "",
+            seen_at: Instant::now(),
+            down_since: None,
+        };
+        let wide = shown(&"c".repeat(300), &"n".repeat(100));
+        for columns in [20, 40, 60, 80, 100, 200, 400] {
+            let text = line(&wide, Duration::from_secs(3), columns);
+            assert!(text.chars().count() < columns.max(21), "{columns}: {text}");
+            assert!(
+                columns < 60 || text.ends_with("waited 3s"),
+                "{columns}: {text}"
+            );
+        }
+        let text = line(&wide, Duration::from_secs(3), 120);
+        assert!(text.contains("…') for 5s; 1st in line"), "{text}");
+        assert!(!text.contains("note"), "{text}");
+        let text = line(&shown("make deploy", "n"), Duration::ZERO, 120);
+        assert_eq!(
+            text,
+            "rlock: waiting for deploy: held by pid 4242 on ci-3 ('make deploy', note 'n') for 5s; 1st in line; waited 0s"
+        );
+    }
 
     #[test]
     fn places_in_line_read_as_ordinals() {

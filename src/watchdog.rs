@@ -78,33 +78,45 @@ pub enum Lost {
     Unkillable,
 }
 
-impl std::fmt::Display for Lost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Lost {
+    /// The run's one line about the loss; `why` names the cause the server
+    /// showed (a restart, an eviction) of a hold found gone.
+    pub fn line(&self, why: Option<&str>) -> String {
+        let why = why.unwrap_or("released by force, expired, or lost in a restart");
         match self {
-            Lost::NotOurs(_) => f.write_str(
-                "lock lost: the server says it is no longer ours (released by force, expired, or lost in a restart); COMMAND was stopped",
+            Lost::NotOurs(_) => format!(
+                "lock lost: the server says it is no longer ours ({why}); COMMAND was stopped"
             ),
-            Lost::Unconfirmed(cause) => write!(
-                f,
+            Lost::Unconfirmed(cause) => format!(
                 "lock lost: lease could not be renewed before it expired ({cause}); COMMAND was stopped"
             ),
-            Lost::Suspended(for_how_long) => write!(
-                f,
+            Lost::Suspended(for_how_long) => format!(
                 "lock lost: lease lapsed while rlock was suspended for {}; COMMAND was stopped",
                 seconds(*for_how_long)
             ),
-            Lost::LeaseEnded(lease) => write!(
-                f,
+            Lost::LeaseEnded(lease) => format!(
                 "lease of {} ended; COMMAND was stopped",
                 humantime::format_duration(*lease)
             ),
-            Lost::Unkillable => f.write_str(
-                "COMMAND's process group could not be emptied (a member outlived SIGKILL); the lock is left to expire instead of being released",
-            ),
-            Lost::GoneAtRelease(_) => f.write_str(
-                "lock lost: it was no longer ours at release (released by force, expired, or lost in a restart), so COMMAND may have run beside another holder",
+            Lost::Unkillable => "COMMAND's process group could not be emptied (a member outlived SIGKILL); the lock is left to expire instead of being released".into(),
+            Lost::GoneAtRelease(_) => format!(
+                "lock lost: it was no longer ours at release ({why}), so COMMAND may have run beside another holder"
             ),
         }
+    }
+
+    /// The lock a hold was found gone on, for asking the server why.
+    pub fn gone(&self) -> Option<&str> {
+        match self {
+            Lost::NotOurs(name) | Lost::GoneAtRelease(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(None))
     }
 }
 

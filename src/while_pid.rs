@@ -88,7 +88,12 @@ pub fn start(
             .join(",")
     };
     let mut cmd = std::process::Command::new(exe);
-    for var in ["RLOCK_CACERT", "RLOCK_CERT", "RLOCK_KEY"] {
+    for var in [
+        "RLOCK_CACERT",
+        "RLOCK_CERT",
+        "RLOCK_KEY",
+        "RLOCK_PASSWORD_FILE",
+    ] {
         cmd.env_remove(var);
     }
     cmd.arg(crate::cli::WHILE_PID)
@@ -109,6 +114,7 @@ pub fn start(
         ("RLOCK_CACERT", &config.tls.cacert),
         ("RLOCK_CERT", &config.tls.cert),
         ("RLOCK_KEY", &config.tls.key),
+        ("RLOCK_PASSWORD_FILE", &config.password_file),
     ] {
         if let Some(file) = file {
             cmd.env(var, std::path::absolute(file).map_err(StartError::Failed)?);

@@ -5,6 +5,7 @@
 //! [`Backend`] is a cheap, shareable description of where locks live; a
 //! [`Session`] is one connection doing the work, owned by one thread at a time.
 
+pub mod fitness;
 mod local;
 mod quorum_status;
 mod redis;
@@ -13,7 +14,7 @@ mod redlock;
 use std::time::Duration;
 
 pub use self::redis::Standalone;
-pub use local::{keep_while, Local};
+pub use local::{check_dir, keep_while, Local};
 pub use redlock::Redlock;
 
 use crate::error::Result;
@@ -84,8 +85,13 @@ pub struct LockStatus {
     pub waiting: u64,
     /// Live holders.
     pub holders: Vec<HolderStatus>,
+    /// Live waiters, first come first (at most a few dozen: `waiting` counts all).
+    pub waiters: Vec<WaiterStatus>,
     /// Redlock: how the servers' views compare (None for one server).
     pub servers: Option<Agreement>,
+    /// Read in Redisson's layout (`--redisson`): one exclusive hold whose
+    /// holder details Redisson does not record.
+    pub redisson: bool,
 }
 
 /// Redlock: how many servers answered `status`, and where they disagree.
@@ -116,6 +122,19 @@ pub struct HolderStatus {
     /// Lease left, in ms; None for a hold with no lease (file: locks, kept
     /// by the kernel while the holder lives).
     pub lease_ms: Option<u64>,
+}
+
+/// One waiter, as `status` shows it (never its token).
+#[derive(Debug, Clone)]
+pub struct WaiterStatus {
+    /// Host name the waiter reported (empty when unknown).
+    pub host: String,
+    /// Its pid, as it reported it (empty when unknown).
+    pub pid: String,
+    /// Its note (`--note`, a CI job's URL), or empty.
+    pub note: String,
+    /// How long it has waited, in ms (None when unknown).
+    pub waiting_ms: Option<u64>,
 }
 
 /// One acquisition attempt.
@@ -265,6 +284,20 @@ pub trait Session: Send {
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
+    /// Names of the locks stored in Redisson's layout (`--redisson`) whose
+    /// key matches the glob `pattern` (SCAN, never KEYS).
+    fn list_redisson(&mut self, _pattern: &str) -> Result<Vec<String>> {
+        Err(crate::error::Error::usage(
+            "--redisson locks live on one Redis server: not with file: or several --url",
+        ))
+    }
+    /// Why the hold on `keys` was found gone (a server restart, an eviction),
+    /// as far as the server can tell: asked once, when a renewal or a release
+    /// finds it missing. `held_for` is how long ago the hold began, when
+    /// known. None when there is nothing to ask or no answer.
+    fn why_gone(&mut self, _keys: &LockId, _held_for: Option<Duration>) -> Option<String> {
+        None
+    }
     /// Descriptors another process must keep open for this session's hold on
     /// the lock to last (`file:` locks live in open files; none for Redis).
     fn handover(&self, _keys: &LockId) -> Vec<std::os::fd::RawFd> {

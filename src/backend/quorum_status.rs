@@ -69,12 +69,19 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
         limit,
         fence: views.iter().map(|v| v.fence).max().unwrap_or(0),
         waiting: views.iter().map(|v| v.waiting).max().unwrap_or(0),
+        // Each server registers the waiters it saw: the fullest view.
+        waiters: views
+            .iter()
+            .max_by_key(|v| v.waiters.len())
+            .map(|v| v.waiters.clone())
+            .unwrap_or_default(),
         holders,
         servers: Some(Agreement {
             total,
             answered: views.len(),
             disagreement: (!notes.is_empty()).then(|| notes.join("; ")),
         }),
+        redisson: false,
     }
 }
 
@@ -105,7 +112,9 @@ mod tests {
             fence,
             waiting: 0,
             holders,
+            waiters: Vec::new(),
             servers: None,
+            redisson: false,
         }
     }
 

@@ -14,7 +14,7 @@ const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 /// (`5`, `0.5`), as flock's `-w` takes it.
 pub fn duration(text: &str) -> Result<Duration, String> {
     let bare = text.trim();
-    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+    if is_bare_number(bare) {
         return bare
             .parse::<f64>()
             .ok()
@@ -41,8 +41,75 @@ pub(super) fn positive_duration(text: &str) -> Result<Duration, String> {
     bounded(text, Duration::from_millis(1), "1ms")
 }
 
+/// A lease: a bare number of 1000 or more is refused, not taken as seconds:
+/// it is almost always milliseconds written as Redis's PX takes them, and
+/// `--ttl 30000` would otherwise keep a dead holder's lock for 8h 20m.
 pub(super) fn lease_duration(text: &str) -> Result<Duration, String> {
+    let bare = text.trim();
+    if is_bare_number(bare) && bare.parse::<f64>().is_ok_and(|n| n >= 1000.0) {
+        return Err(format!(
+            "a bare number is seconds, and {bare} seconds is a long lease: did you mean {bare}ms? (write {bare}s if you meant seconds)"
+        ));
+    }
     bounded(text, Duration::from_millis(100), "100ms")
+}
+
+/// Digits and dots only: a number of seconds, as flock's -w takes it.
+fn is_bare_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// Whether `word` is a unit a duration may end in (`m`, `min`, `ms`, ...),
+/// as humantime spells them: after a bare number, it was meant to be joined
+/// to it (`--wait 10 m`), not taken for a lock NAME.
+pub(super) fn is_unit(word: &str) -> bool {
+    matches!(
+        word,
+        "nsec"
+            | "nsecs"
+            | "ns"
+            | "nanos"
+            | "usec"
+            | "usecs"
+            | "us"
+            | "µs"
+            | "msec"
+            | "msecs"
+            | "ms"
+            | "millis"
+            | "s"
+            | "sec"
+            | "secs"
+            | "second"
+            | "seconds"
+            | "m"
+            | "min"
+            | "mins"
+            | "minute"
+            | "minutes"
+            | "h"
+            | "hr"
+            | "hrs"
+            | "hour"
+            | "hours"
+            | "d"
+            | "day"
+            | "days"
+            | "w"
+            | "week"
+            | "weeks"
+            | "M"
+            | "month"
+            | "months"
+            | "y"
+            | "year"
+            | "years"
+    )
+}
+
+/// Whether `text` is a bare number (`10`, `0.5`).
+pub(super) fn bare_number(text: &str) -> bool {
+    is_bare_number(text.trim())
 }
 
 pub(super) fn grace_duration(text: &str) -> Result<Duration, String> {
@@ -60,5 +127,14 @@ mod tests {
         assert_eq!(duration("1m 30s"), Ok(Duration::from_secs(90)));
         assert!(duration(".").is_err());
         assert!(duration("1.2.3").is_err());
+    }
+
+    #[test]
+    fn a_bare_lease_of_1000_or_more_is_refused_with_a_hint() {
+        let err = lease_duration("30000").unwrap_err();
+        assert!(err.contains("did you mean 30000ms?"), "{err}");
+        assert_eq!(lease_duration("999"), Ok(Duration::from_secs(999)));
+        assert_eq!(lease_duration("30000ms"), Ok(Duration::from_secs(30)));
+        assert_eq!(lease_duration("1000s"), Ok(Duration::from_secs(1000)));
     }
 }

@@ -15,7 +15,7 @@ use super::Command;
 type Opt = (&'static str, &'static str, &'static str);
 
 /// Options that exclude each other.
-const OPPOSITES: [(Opt, Opt); 3] = [
+const OPPOSITES: [(Opt, Opt); 4] = [
     (
         ("wait", "--wait", "RLOCK_WAIT"),
         ("no_wait", "--no-wait", "RLOCK_NO_WAIT"),
@@ -23,6 +23,11 @@ const OPPOSITES: [(Opt, Opt); 3] = [
     (
         ("shared", "--shared", "RLOCK_SHARED"),
         ("limit", "--limit", "RLOCK_LIMIT"),
+    ),
+    // (--exclusive has no variable: two environment settings never meet.)
+    (
+        ("exclusive", "--exclusive", "-"),
+        ("shared", "--shared", "RLOCK_SHARED"),
     ),
     (
         ("lease", "--lease", "RLOCK_LEASE"),

@@ -90,19 +90,37 @@ pub struct Global {
     #[arg(long, value_name = "FILE", env = "RLOCK_KEY", global = true, help_heading = CONNECTION)]
     pub key: Option<std::path::PathBuf>,
 
+    /// Read the password from FILE, again for each new connection (for
+    /// short-lived tokens used as passwords, such as cloud IAM tokens).
+    ///
+    /// The file holds the password alone (a final newline is ignored) and
+    /// must not be readable by group or others. It stands in for a password
+    /// in the URL and for REDISCLI_AUTH; the URL may still name the user.
+    #[arg(long, value_name = "FILE", env = "RLOCK_PASSWORD_FILE", global = true,
+          help_heading = CONNECTION)]
+    pub password_file: Option<std::path::PathBuf>,
+
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
     #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,
           env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
-    /// Log acquisition, each renewal and the release, with timings, on stderr.
+    /// Log the server(s) used and where that came from (--url, RLOCK_URL,
+    /// REDIS_URL, default), acquisition, each renewal and the release, with
+    /// timings, on stderr.
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
     /// Print no diagnostics on stderr (usage errors excepted).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Whether the URL list came from `--url` (true) or RLOCK_URL (false);
+    /// set by [`parse`] from clap's value source, for `-v` to say where the
+    /// server came from.
+    #[arg(skip)]
+    pub urls_from_option: bool,
 }
 
 /// The subcommands.
@@ -132,7 +150,13 @@ pub enum Command {
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
     /// Show who holds each lock: holders (host, pid, command, note, held for,
-    /// ttl), waiting count and fence. Never owner tokens.
+    /// ttl) and waiters. Never owner tokens.
+    ///
+    /// The first line names the server(s) asked. A lock nobody holds reads
+    /// `free`; a semaphore shows holders/limit; the fence is shown with -v and
+    /// in --json. Exits 69, never reporting "free", when it cannot see the
+    /// locks (server unreachable, a file: lock directory it may not read or
+    /// that does not exist).
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
         #[arg(value_name = "NAME", value_hint = NAME_HINT)]
@@ -140,17 +164,52 @@ pub enum Command {
         /// One JSON object per lock, one per line.
         #[arg(long, conflicts_with = "check")]
         json: bool,
-        /// Print nothing; exit 0 when every NAME is held, 1 when one is free
-        /// (for monitoring scripts).
+        /// Print nothing; exit 0 when every NAME is held, 1 when one is free,
+        /// 69 when it cannot tell (for monitoring scripts).
         #[arg(long, requires = "names")]
         check: bool,
+        /// The locks are stored as Redisson's getLock(NAME) stores them (key
+        /// NAME, no prefix): held by rlock --redisson or a Redisson client.
+        /// Redisson records no holder details: the thread id, hold count and
+        /// lease left are shown.
+        #[arg(long)]
+        redisson: bool,
     },
     /// List the locks that are held or waited for (SCAN, never KEYS).
+    ///
+    /// The first line names the server(s) asked; exits 69 when it cannot see
+    /// the locks, as status does.
     List {
         /// Glob over lock names (default: every lock).
         #[arg(value_name = "PATTERN", default_value = "*", value_hint = NAME_HINT)]
         pattern: String,
         /// A JSON array of status objects.
+        #[arg(long)]
+        json: bool,
+        /// List the locks stored in Redisson's layout (keys matching PATTERN,
+        /// no prefix) instead of rlock's.
+        #[arg(long)]
+        redisson: bool,
+    },
+    /// Check that the server(s) can keep rlock's promises: one line per check.
+    ///
+    /// Asks each configured server (a Sentinel's master, a Cluster's masters, each
+    /// server of a Redlock quorum) what rlock's guarantees rest on: reachable
+    /// and as which user; name and version; scripts load and run, may read
+    /// TIME, and run atomically; sub-second BLPOP; no eviction of held locks
+    /// (maxmemory with an evicting maxmemory-policy warns: use noeviction);
+    /// persistence (without appendonly a restart loses every hold); replicas;
+    /// the user's rights on the prefix, command by command; the topology.
+    /// Each line reads ok, warn, fail or unknown (the server would not say:
+    /// CONFIG or an INFO section refused), what was checked and the fix.
+    ///
+    /// Exits 0 when nothing warns or fails, 1 when a check warns, 69 when rlock
+    /// cannot work there (a check failed or the server is unreachable; with
+    /// several --url, fewer servers without a failure than a quorum).
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check {
+        /// One JSON object: {"server": ..., "checks": [{"name", "server",
+        /// "result", "detail"}]}.
         #[arg(long)]
         json: bool,
     },
@@ -196,6 +255,14 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 }
+
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  rlock --url redis://redis.internal:6379 check
+  RLOCK_URL=redis://a:6379,redis://b:6379,redis://c:6379 rlock check --json
+
+Probe keys live under PREFIX:{check ...}, expire within 10 s and are deleted.
+With file:DIR, check tests the directory only.";
 
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -381,7 +448,8 @@ pub struct ReleaseArgs {
     #[arg(long, value_name = "TOKEN", conflicts_with = "force")]
     pub token: Option<String>,
 
-    /// Remove every holder's hold, whatever holds the lock (operator break-glass).
+    /// Remove every holder's hold, whatever holds the lock (operator
+    /// break-glass); says on stderr whom it removed (-q: nothing).
     #[arg(long)]
     pub force: bool,
 
@@ -402,13 +470,17 @@ pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
     ///
     /// A bare number is seconds, as flock's -w takes it (-w 5, -w 0.5); or give a
-    /// unit (500ms, 10m, 1h 30m), as for every DUR.
+    /// unit (500ms, 10m, 1h 30m), as for every DUR. --timeout is flock's
+    /// spelling of it.
     #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
-          help_heading = WAITING)]
+          visible_alias = "timeout", help_heading = WAITING)]
     pub wait: Option<Duration>,
 
     /// Give up at once if the lock is taken (same as --wait 0).
-    #[arg(short, long, env = "RLOCK_NO_WAIT", value_parser = clap::builder::FalseyValueParser::new(), help_heading = WAITING)]
+    ///
+    /// --nonblock and --nb are flock's spellings of it.
+    #[arg(short, long, env = "RLOCK_NO_WAIT", value_parser = clap::builder::FalseyValueParser::new(),
+          visible_aliases = ["nonblock", "nb"], help_heading = WAITING)]
     pub no_wait: bool,
 
     /// What this holder is, shown by status and to waiting runs (default: the
@@ -417,7 +489,8 @@ pub struct LockOptions {
     pub note: Option<String>,
 
     /// Off a terminal: print a timestamped line when waiting starts and then
-    /// this often (who holds the lock, how long we have waited); 0: never.
+    /// this often (who holds the lock, how long we have waited), and one
+    /// when the lock is acquired; 0: never.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,
           env = "RLOCK_PROGRESS_INTERVAL", help_heading = WAITING)]
     pub progress_interval: Duration,
@@ -437,9 +510,16 @@ pub struct LockOptions {
     pub conflict_exit_code: u8,
 
     /// Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs.
+    ///
+    /// A bare number of 1000 or more is refused ("did you mean 30000ms?"):
+    /// write a unit.
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
           env = "RLOCK_TTL", help_heading = LEASE)]
     pub ttl: Duration,
+
+    /// Exclusive lock: one holder at a time (the default; flock's -x).
+    #[arg(short = 'x', long, help_heading = KINDS)]
+    pub exclusive: bool,
 
     /// Shared (read) lock: many shared holders at once, none beside an exclusive one.
     ///

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 
 use clap::{FromArgMatches, Parser};
 
+use super::duration::{bare_number, is_unit};
 use super::{command, env, Cli, Command, WhilePidCli, WHILE_PID};
 use crate::exit::Exit;
 
@@ -32,6 +33,8 @@ where
             .map_err(|err| {
                 let at = Context {
                     sub: None,
+                    unsure: false,
+                    stray: None,
                     positional: Vec::new(),
                     dashes_at: Vec::new(),
                     usage: None,
@@ -41,8 +44,12 @@ where
             });
     }
     // (The command line is looked at word by word only when it matters: a
-    // second `--`, or an error to explain. Building clap's definition twice
-    // would cost every run.)
+    // second `--`, a number followed by a unit, or an error to explain.
+    // Building clap's definition twice would cost every run.)
+    if let Some(stray) = maybe_stray_unit(&args) {
+        crate::report::error(&stray);
+        return Err(Exit::Usage);
+    }
     let given = args.clone();
     let (args, dashed) = match args.iter().filter(|a| *a == "--").count() {
         2.. => match dashed_names(&args, &Context::of(&args)) {
@@ -56,7 +63,12 @@ where
         .and_then(|matches| {
             refuse_empty_url(&matches)?;
             let overridden = env::overridden(&matches)?;
-            Cli::from_arg_matches(&matches).map(|cli| (cli, overridden))
+            let from_option =
+                matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
+            Cli::from_arg_matches(&matches).map(|mut cli| {
+                cli.global.urls_from_option = from_option;
+                (cli, overridden)
+            })
         })
         .map(|(mut cli, overridden)| {
             env::drop_overridden(&mut cli.command, &overridden);
@@ -110,11 +122,45 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
     Ok(())
 }
 
+/// `rlock run --wait 10 m demo -- ...`: the unit meant for the duration
+/// would silently become a second lock. Refused with the spelling meant
+/// (the message of the usage error), before anything is locked.
+fn maybe_stray_unit(args: &[OsString]) -> Option<String> {
+    let words: Vec<String> = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let value = |w: &str| {
+        w.split_once('=')
+            .map_or(w.to_owned(), |(_, v)| v.to_owned())
+    };
+    let suspect = words
+        .windows(2)
+        .any(|w| bare_number(&value(&w[0])) && is_unit(&w[1]));
+    if !suspect {
+        return None;
+    }
+    let at = Context::of(args);
+    let (flag, number, unit) = at.stray?;
+    let help = format!("rlock {} --help", at.sub.as_deref().unwrap_or("run"));
+    Some(format!(
+        "'{unit}' after {flag} {number} would be taken for a lock NAME: did you mean {flag} '{number}{unit}'? (see '{help}')"
+    ))
+}
+
 /// What the words of a command line are, as far as a usage error needs to
 /// know: the subcommand, the words given as its positional arguments before
 /// the first `--` (NAMEs), and where the `--`s are.
 struct Context {
     sub: Option<String>,
+    /// An option the subcommand does not know came before its first NAME:
+    /// whether the next word was its value cannot be told, so no word is
+    /// named as the lock.
+    unsure: bool,
+    /// A duration option, its bare-number value and the unit word that
+    /// follows it (`--wait`, `10`, `m`).
+    stray: Option<(String, String, String)>,
     /// The subcommand's words before the first `--` that are not options or
     /// option values (for `run`: its NAMEs, and a command given without `--`).
     positional: Vec<String>,
@@ -131,23 +177,44 @@ impl Context {
         cmd.build();
         // Options that take a value in the next word, at the top and in each
         // subcommand (global ones are in every subcommand once built).
-        let valued = |c: &clap::Command| -> Vec<String> {
+        // Each option's spellings (aliases too), chosen by `which`.
+        let flags = |c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool| -> Vec<String> {
             c.get_arguments()
-                .filter(|a| a.get_action().takes_values() && !a.is_positional())
+                .filter(|a| !a.is_positional() && which(a))
                 .flat_map(|a| {
-                    let long = a.get_long().map(|l| format!("--{l}"));
-                    let short = a.get_short().map(|s| format!("-{s}"));
-                    long.into_iter().chain(short)
+                    let longs = a
+                        .get_long()
+                        .into_iter()
+                        .chain(a.get_all_aliases().unwrap_or_default())
+                        .map(|l| format!("--{l}"));
+                    let shorts = a
+                        .get_short()
+                        .into_iter()
+                        .chain(a.get_all_short_aliases().unwrap_or_default())
+                        .map(|s| format!("-{s}"));
+                    longs.chain(shorts).collect::<Vec<_>>()
                 })
                 .collect()
         };
+        let valued = |c: &clap::Command| flags(c, &|a| a.get_action().takes_values());
+        let known = |c: &clap::Command| flags(c, &|_| true);
+        let durations = |c: &clap::Command| {
+            flags(c, &|a| {
+                a.get_value_names()
+                    .is_some_and(|names| names.iter().any(|n| n == "DUR"))
+            })
+        };
         let mut at = Context {
             sub: None,
+            unsure: false,
+            stray: None,
             positional: Vec::new(),
             dashes_at: Vec::new(),
             usage: None,
         };
         let mut takes = valued(&cmd);
+        let mut knows = known(&cmd);
+        let mut durs: Vec<String> = Vec::new();
         let mut skip = false;
         for (i, arg) in args.iter().enumerate().skip(1) {
             let word = arg.to_string_lossy();
@@ -160,6 +227,32 @@ impl Context {
                 continue;
             }
             if word.starts_with('-') && word.len() > 1 {
+                let flag = word.split_once('=').map_or(word.as_ref(), |(f, _)| f);
+                // `-nv`, `-w5`: a cluster of shorts starts with a known one.
+                let head = if flag.starts_with("--") {
+                    flag.to_owned()
+                } else {
+                    flag.chars().take(2).collect()
+                };
+                if !knows.contains(&head) && at.positional.is_empty() {
+                    at.unsure = true;
+                }
+                // `--wait 10 m` or `--wait=10 m`.
+                if at.stray.is_none() && durs.iter().any(|d| *d == flag) {
+                    let (value, next) = match word.split_once('=') {
+                        Some((_, v)) => (Some(v.to_owned()), args.get(i + 1)),
+                        None => (
+                            args.get(i + 1).map(|a| a.to_string_lossy().into_owned()),
+                            args.get(i + 2),
+                        ),
+                    };
+                    let next = next.map(|a| a.to_string_lossy().into_owned());
+                    if let (Some(value), Some(next)) = (value, next) {
+                        if bare_number(&value) && is_unit(&next) {
+                            at.stray = Some((flag.to_owned(), value.trim().to_owned(), next));
+                        }
+                    }
+                }
                 // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.
                 skip = !word.contains('=') && takes.iter().any(|t| *t == word);
                 continue;
@@ -168,6 +261,8 @@ impl Context {
                 None => {
                     if let Some(sub) = cmd.find_subcommand_mut(word.as_ref()) {
                         takes = valued(sub);
+                        knows = known(sub);
+                        durs = durations(sub);
                         at.usage = Some(
                             sub.render_usage()
                                 .to_string()
@@ -195,7 +290,7 @@ impl Context {
         self.positional
             .first()
             .map(String::as_str)
-            .filter(|n| named && crate::name::validate(n).is_ok())
+            .filter(|n| named && !self.unsure && crate::name::validate(n).is_ok())
     }
 }
 

@@ -10,13 +10,15 @@
 -- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
 --          makes it the holder and pushes "g<fence>" to its list)
 -- ARGV[12] the holder's note (--note, a CI job's URL), or ""
--- ARGV[13] history cap (with KEYS[10]), ARGV[14]... the `acquired` event's
---          fields, recorded with the fence when a new hold is made (see add_event)
+-- ARGV[13] history cap (0 or absent: none), ARGV[14]... the `acquired` event's
+--          fields, recorded in KEYS[10] with the fence when a new hold is made
+--          (see add_event)
 --
--- Returns {1, token, fence, count[, 1]} when held: token is the owner that now
--- holds (an inherited one on re-entry), count its hold count after this call,
--- and a fifth element 1 when a new hold was made (its `acquired` event, when
--- KEYS[10] was given, went to the history with it);
+-- Returns (as common.lua's done(), with the outbox and the next waiters)
+-- {1, token, fence, count[, 1]} when held: token is the owner that now holds
+-- (an inherited one on re-entry), count its hold count after this call, and a
+-- fifth element 1 when a new hold was made (its `acquired` event, when ARGV[13]
+-- gave a cap, went to the history with it);
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms, note} of a current holder or false, place
@@ -53,7 +55,7 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,
                   limit = limit, since = NOW, fence = fence_text(fence)}
     if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-    redis.call('SET', K_FENCE, info.fence)
+    redis.call('SET', K_FENCE, info.fence, 'PX', FENCE_IDLE)
     redis.call('HSET', K_LOCK, token, '1')
     redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
     redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
@@ -64,7 +66,7 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     redis.call('PEXPIRE', K_HOLDERS, ms)
     redis.call('PEXPIRE', K_LEASES, ms)
     add_event(13, fence)
-    return {1, token, fence, 1, 1}
+    return done({1, token, fence, 1, 1})
 end
 
 clock()
@@ -145,7 +147,7 @@ if own then
     -- it was not reading began earlier: start the lease again.
     lengthen(token)
     H.settle()
-    return {1, token, fence_of(token), tonumber(own)}
+    return done({1, token, fence_of(token), tonumber(own)}, H.next_waiters())
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
@@ -153,12 +155,12 @@ for inherited in string.gmatch(ARGV[2], '[^,]+') do
         local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, inherited) or '')
         local held = (ok and type(h) == 'table' and h.kind) or 'x'
         if held ~= 'x' and held ~= kind then
-            return {2, held}
+            return done({2, held})
         end
         local count = redis.call('HINCRBY', K_LOCK, inherited, '1')
         lengthen(inherited)
         H.settle()
-        return {1, inherited, fence_of(inherited), count}
+        return done({1, inherited, fence_of(inherited), count}, H.next_waiters())
     end
 end
 
@@ -191,7 +193,7 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     if was_waiting and kind == 'm' then H.wake() end
     H.settle()
     add_event(13, fence)
-    return {1, token, fence, 1, 1}
+    return done({1, token, fence, 1, 1}, H.next_waiters())
 end
 
 local holder = false
@@ -213,7 +215,14 @@ if register > 0 then
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
     redis.call('ZADD', K_WEXP, digits(NOW + register), token)
     local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
-    if ARGV[11] == '1' then spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info) end
+    -- A waiter that may be handed the lock registers its lease and metadata;
+    -- any other registers who it is (host, pid, note) for `status`, with an
+    -- empty lease, which admit() reads as "wake it, do not hand it over".
+    if ARGV[11] == '1' then
+        spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info)
+    else
+        spec = spec .. '||' .. cjson.encode({host = info.host, pid = info.pid, note = info.note})
+    end
     redis.call('HSET', K_WKIND, token, spec)
     -- Its place: one after every waiter that arrived before it (arrivals are
     -- distinct microseconds). ZCOUNT, not ZRANK: the README's ACL rules allow
@@ -237,4 +246,4 @@ for i = 1, #soonest, 2 do
         break
     end
 end
-return {0, wait or -1, holder, place}
+return done({0, wait or -1, holder, place})

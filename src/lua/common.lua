@@ -3,7 +3,8 @@
 --
 -- KEYS[1] lock     hash  owner-token -> hold count (Redisson's layout)
 -- KEYS[2] holders  hash  owner-token -> JSON {host, pid, command, since, kind, limit}
--- KEYS[3] fence    string, the last fence handed out (never expires; see next_fence)
+-- KEYS[3] fence    string, the last fence handed out (lives FENCE_IDLE past the
+--                  last fence handed out; see next_fence)
 -- KEYS[4] leases   zset  owner-token -> lease expiry (server ms): each holder's own lease
 -- KEYS[5] waiters  zset  waiter-token -> arrival (server us), every waiter
 -- KEYS[6] xwait    zset  waiter-token -> arrival, waiters for exclusive or semaphore holds
@@ -11,14 +12,26 @@
 -- KEYS[8] wkind    hash  waiter-token -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair),
 --                        then "|<lease ms>|<holder JSON>" when the lock may be
 --                        handed to the waiter directly (see admit)
--- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..token)
--- KEYS[10] history stream the lock's last events (rlock history); passed only
---                        to acquire and release, and only when an event is
---                        to be recorded (see add_event)
+-- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..digest)
+-- KEYS[10] history stream the lock's last events (rlock history), capped; given
+--                        to every script, written only by acquire and release
+--                        (and the holds a release hands over), and only when
+--                        the caller passes a history cap (see add_event)
+-- KEYS[11..]       lists other waiters' wake-up lists the caller expects this
+--                        script may write to (whom it last heard stands first in
+--                        the queue: see next_waiters)
 --
 -- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
--- the server's clock (TIME) only. Other waiters' wake-up lists are named from
--- KEYS[1] and a token; they share its hash tag, so they live in the same slot.
+-- the server's clock (TIME) only.
+--
+-- A script touches only the keys it is given (Redis's EVAL contract, which
+-- Dragonfly, Kvrocks and script-checking proxies enforce). A message for a
+-- wake-up list it was not given goes to OUTBOX instead, which the script
+-- returns: the client delivers it at once with wake.lua, which is given those
+-- lists. Every rlock script but status.lua returns {reply, outbox, next}:
+-- reply as each script documents it, outbox {digest, message, ...}, next the
+-- digests of the first waiters (when the caller holds), whose lists the
+-- caller gives its next script (a release then hands over in one call).
 --
 -- Lean by design: Redis runs every script on its only thread, and a script's
 -- cost is mostly its number of redis.call()s and the Lua it runs before them.
@@ -37,7 +50,21 @@ local function digits(n)
     return string.format('%d', n)
 end
 
--- The lock's history (KEYS[10], passed only when an event is to be recorded):
+-- Messages for wake-up lists this script was not given: {digest, message, ...}.
+local OUTBOX = {}
+
+-- A script's reply with its outbox and, when the caller holds, the waiters it
+-- should expect to wake (see the top of this file).
+local function done(reply, next_up)
+    return {reply, OUTBOX, next_up or {}}
+end
+
+-- How long a fence counter outlives the last fence handed out: 30 days, in ms.
+-- Fences stay increasing without it (a fence is never below the server's clock
+-- in microseconds), unless the server's clock is set back by more than this.
+local FENCE_IDLE = '2592000000'
+
+-- The lock's history (KEYS[10], written only when the caller passed a cap):
 -- a stream capped at `cap` entries (exact MAXLEN: `~` trims only whole nodes
 -- of 100 entries, so a cap of 5 would keep 100; trimming one entry off a small
 -- stream costs next to nothing) that lives 30 days past its last release.
@@ -60,12 +87,12 @@ local function history_add(cap, fields, refresh)
     end
 end
 
--- The caller's event: when it passed KEYS[10] and a cap in ARGV[at] (not 0),
+-- The caller's event: when it passed a cap in ARGV[at] (not 0 or absent),
 -- the field/value pairs in ARGV[at + 1] on, and the fence when given.
 -- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
 local HISTORY_CAP
 local function add_event(at, fence, refresh)
-    local cap = KEYS[10] and ARGV[at]
+    local cap = ARGV[at]
     if not cap or cap == '0' then return end
     HISTORY_CAP = cap
     local fields = {}
@@ -173,6 +200,7 @@ local function acl_refusal()
     -- A wake-up list's name holds an owner token: never shown.
     elseif not allowed('RPUSH', K_MINE) then refused = {'RPUSH', K_LOCK .. ':w:*'}
     elseif not allowed('PEXPIRE', K_MINE) then refused = {'PEXPIRE', K_LOCK .. ':w:*'}
+    elseif not allowed('DEL', K_MINE) then refused = {'DEL', K_LOCK .. ':w:*'}
     elseif not allowed('SET', K_FENCE) then refused = {'SET', K_FENCE}
     else return nil end
     return redis.error_reply('NOPERM rlock: the user may not run ' .. refused[1] ..
@@ -214,6 +242,35 @@ local function helpers()
         return K_LOCK .. ':w:' .. token
     end
 
+    -- The wake-up lists this script was given: the caller's own and KEYS[11..].
+    local declared = {[KEYS[9]] = true}
+    for i = 11, #KEYS do declared[KEYS[i]] = true end
+
+    -- Puts message on token's list, which lives ms more ("w": a wake-up, only
+    -- onto an empty list; "g<fence>...": a handoff; "d": the list goes), when
+    -- this script was given that list; else into OUTBOX, for wake.lua.
+    local function send(token, message, ms)
+        local list = wake_list(token)
+        if not declared[list] then
+            OUTBOX[#OUTBOX + 1] = token
+            OUTBOX[#OUTBOX + 1] = message
+            return
+        end
+        if message == 'd' then
+            redis.call('DEL', list)
+            return
+        end
+        if message == 'w' and redis.call('LLEN', list) ~= 0 then return end
+        redis.call('RPUSH', list, message)
+        redis.call('PEXPIRE', list, digits(math.max(1, ms)))
+    end
+
+    -- The first waiters, whom a release by the caller may wake: their lists
+    -- are the ones the caller gives its next script.
+    local function next_waiters()
+        return redis.call('ZRANGE', K_WAITERS, '0', '3')
+    end
+
     -- "Fm3" (or "Fm3|...") -> kind "m", limit 3, fair true
     local function parse_kind(text)
         text = string.match(text or 'x', '^[^|]*')
@@ -224,12 +281,14 @@ local function helpers()
         return kind, limit, fair
     end
 
-    local function drop_holder(token)
+    -- lapsed: its lease ran out, and so did any handoff on its list (the
+    -- list lives no longer than the lease it announces).
+    local function drop_holder(token, lapsed)
         redis.call('HDEL', K_LOCK, token)
         redis.call('HDEL', K_HOLDERS, token)
         redis.call('ZREM', K_LEASES, token)
         -- A handoff not yet read must never be read after its hold is gone.
-        redis.call('DEL', K_LOCK .. ':w:' .. token)
+        if not lapsed then send(token, 'd') end
     end
 
     local function drop_waiter(token)
@@ -267,13 +326,9 @@ local function helpers()
     end
 
     local function push_wake(token)
-        local list = wake_list(token)
-        if redis.call('LLEN', list) == 0 then
-            redis.call('RPUSH', list, 'w')
-            -- Lives no longer than the waiter's registration.
-            local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
-            redis.call('PEXPIRE', list, digits(math.max(1, until_ms - NOW)))
-        end
+        -- Lives no longer than the waiter's registration.
+        local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
+        send(token, 'w', until_ms - NOW)
     end
 
     -- Gives the holders' keys the life of their longest lease (which the
@@ -330,7 +385,7 @@ local function helpers()
         if not fence then fence, err = next_fence() end
         if not fence then return nil, err end
         local fence_digits = fence_text(fence)
-        redis.call('SET', K_FENCE, fence_digits)
+        redis.call('SET', K_FENCE, fence_digits, 'PX', FENCE_IDLE)
         redis.call('HSET', K_LOCK, token, '1')
         redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
         if type(info) == 'string' then
@@ -350,7 +405,7 @@ local function helpers()
     -- handed over ends when the waiter's registration would have: the waiter
     -- counts it from the request that registered it, and a waiter that died or
     -- stopped keeps the lock no longer than it would have kept its place.
-    local function admit(token, spec)
+    local function admit(token, spec, grants)
         local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
         -- An object as cjson writes it, without since and fence, is taken as
         -- it is (hold adds them); anything else is decoded, as it always was.
@@ -374,7 +429,7 @@ local function helpers()
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
         -- The waiter's `acquired` event, when the release records history: the
         -- waiter starts COMMAND without another round trip, so it is written here.
-        if HISTORY_CAP and KEYS[10] then
+        if HISTORY_CAP then
             local h = info
             if type(h) ~= 'table' then
                 local ok, decoded = pcall(cjson.decode, h)
@@ -394,11 +449,21 @@ local function helpers()
         end
         hold(token, lease, info, fence)
         drop_waiter(token)
-        -- The message lives no longer than the hold it announces: a hold that
-        -- lapses with no script running leaves no handoff to be read later.
-        local list = wake_list(token)
-        redis.call('RPUSH', list, 'g' .. fence_text(fence))
-        redis.call('PEXPIRE', list, digits(lease))
+        -- Sent by wake(), once every grant is made: the message names the
+        -- waiters then first in line, whom the new holder's release may wake.
+        grants[#grants + 1] = {token, fence, lease}
+    end
+
+    -- Tells each new holder: "g<fence>" then ",<digest>" for each waiter first
+    -- in line. The message lives no longer than the hold it announces: a hold
+    -- that lapses with no script running leaves no handoff to be read later.
+    local function announce(grants)
+        if #grants == 0 then return end
+        local next_up = table.concat(next_waiters(), ',')
+        if next_up ~= '' then next_up = ',' .. next_up end
+        for _, g in ipairs(grants) do
+            send(g[1], 'g' .. fence_text(g[2]) .. next_up, g[3])
+        end
     end
 
     -- Wakes (or admits) the waiters that can acquire now, and no others (no
@@ -415,8 +480,12 @@ local function helpers()
         if not first then return end
         local spec = redis.call('HGET', K_WKIND, first)
         local kind = parse_kind(spec)
+        local grants = {}
         if kind == 'x' then
-            if hn == 0 then admit(first, spec) end
+            if hn == 0 then
+                admit(first, spec, grants)
+                announce(grants)
+            end
             return
         end
         if hn > 0 and hkind ~= kind then return end
@@ -431,9 +500,10 @@ local function helpers()
                 cap = math.min(cap or limit, limit)
                 if n >= cap then break end
             end
-            admit(token, spec)
+            admit(token, spec, grants)
             n = n + 1
         end
+        announce(grants)
     end
 
     -- Drops holders whose lease ran out and waiters whose registration did, and
@@ -441,12 +511,10 @@ local function helpers()
     -- those lapsed holders and waiters, when the caller has read them already.
     local function prune(dead, gone)
         dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
-        for _, token in ipairs(dead) do drop_holder(token) end
+        for _, token in ipairs(dead) do drop_holder(token, true) end
+        -- A lapsed waiter's list lapses with its registration (or sooner).
         gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
-        for _, token in ipairs(gone) do
-            drop_waiter(token)
-            redis.call('DEL', wake_list(token))
-        end
+        for _, token in ipairs(gone) do drop_waiter(token) end
         -- A lapsed holder frees room; a lapsed waiter may have stood at the head.
         if #dead > 0 or #gone > 0 then
             wake()
@@ -462,6 +530,7 @@ local function helpers()
 
     return {
         fence_counter = fence_counter, next_fence = next_fence, wake_list = wake_list,
+        send = send, next_waiters = next_waiters,
         parse_kind = parse_kind, drop_holder = drop_holder, drop_waiter = drop_waiter,
         holders_state = holders_state, compatible = compatible, push_wake = push_wake,
         settle_holders = settle_holders, settle_waiters = settle_waiters, settle = settle,

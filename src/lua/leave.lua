@@ -3,7 +3,7 @@
 --
 -- ARGV[1] the waiter's token
 --
--- Returns 1. Waiters its departure unblocks (it was an exclusive request ahead
+-- Returns 1 (as common.lua's done(), with the outbox). Waiters its departure unblocks (it was an exclusive request ahead
 -- of shared ones, or it had consumed a wake-up) are woken. A hold it was
 -- handed while giving up (see admit in common.lua) is given back: the waiter
 -- never ran anything under it.
@@ -15,7 +15,6 @@ if refused then return refused end
 H.prune()
 H.drop_holder(ARGV[1])
 H.drop_waiter(ARGV[1])
-redis.call('DEL', K_MINE)
 H.wake()
 H.settle()
-return 1
+return done(1)

@@ -21,7 +21,8 @@ if current then
 end
 local wanted = tonumber(ARGV[1])
 if value < wanted then
-    redis.call('SET', KEYS[1], ARGV[1])
+    -- Lives 30 days past the last fence handed out, as common.lua has it.
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', '2592000000')
     return wanted
 end
 return value

@@ -62,8 +62,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
             ' holds a fencing counter at its largest value (fences stay below 2^53);' ..
             ' rlock will not overwrite it')
     end
-    -- %d: tostring would keep only 14 of the fence's 16 digits.
-    redis.call('SET', KEYS[2], string.format('%d', fence))
+    -- %d: tostring would keep only 14 of the fence's 16 digits. The counter
+    -- lives 30 days past the last fence handed out (as in common.lua).
+    redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', '2592000000')
     redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
     redis.call('PEXPIRE', KEYS[1], ttl)
     return {1, ARGV[2], fence, 1}

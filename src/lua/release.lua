@@ -2,10 +2,11 @@
 -- ends and the waiters that can now acquire are woken. KEYS: see common.lua.
 --
 -- ARGV[1] owner token
--- ARGV[2] history cap (with KEYS[10]), ARGV[3]... the event's fields, recorded
---         when the hold ends (see add_event)
+-- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
+--         recorded in KEYS[10] when the hold ends (see add_event)
 --
--- Returns -1 when ARGV[1] does not hold the lock (nothing changed), otherwise
+-- Returns (as common.lua's done(), with the outbox) -1 when ARGV[1] does not
+-- hold the lock (nothing changed), otherwise
 -- the owner's hold count left (0 = its hold ended).
 
 local token = ARGV[1]
@@ -26,14 +27,14 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
         and (not redis.acl_check_cmd or redis.acl_check_cmd('HGETALL', K_LOCK)) then
     local held = redis.pcall('HGETALL', K_LOCK)
     if #held == 2 and held[1] == token and held[2] == '1' then
-        local done = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
-        if type(done) == 'table' and string.find(done.err or '', '^NOPERM') then
+        local dropped = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
+        if type(dropped) == 'table' and string.find(dropped.err or '', '^NOPERM') then
             return redis.error_reply('NOPERM rlock: the user may not run DEL on ' .. K_LOCK ..
                 ', which this lock needs; nothing was written')
         end
-        if type(done) == 'table' then return done end
+        if type(dropped) == 'table' then return dropped end
         add_event(2, nil, true)
-        return 0
+        return done(0)
     end
 end
 
@@ -44,10 +45,10 @@ if refused then return refused end
 H.prune()
 local held = tonumber(redis.call('HGET', K_LOCK, token))
 if not held then
-    return -1
+    return done(-1)
 end
 if held > 1 then
-    return redis.call('HINCRBY', K_LOCK, token, '-1')
+    return done(redis.call('HINCRBY', K_LOCK, token, '-1'))
 end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
@@ -55,4 +56,4 @@ H.drop_holder(token)
 add_event(2, nil, true)
 H.wake()
 H.settle()
-return 0
+return done(0)

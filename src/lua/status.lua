@@ -2,8 +2,10 @@
 -- common.lua (KEYS[9] is unused). Writes nothing: holders whose lease has run
 -- out and waiters whose registration lapsed are left out, not pruned.
 --
--- Returns {kind, limit, fence, waiting, holders}, kind "" when nobody holds
--- the lock, holders a list of {host, pid, command, since-ms, ttl-ms, note}; never
+-- Returns {kind, limit, fence, waiting, holders, waiters}, kind "" when nobody
+-- holds the lock, holders a list of {host, pid, command, since-ms, ttl-ms,
+-- note}, waiters the first WAITERS_SHOWN live waiters in arrival order as
+-- {host, pid, note, waiting-ms} (as their registration recorded them); never
 -- owner tokens.
 
 clock()
@@ -28,4 +30,23 @@ for i = 1, #live, 2 do
 end
 local fence = H.fence_counter()
 local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW_TEXT, '+inf')
-return {kind, limit, fence, waiting, holders}
+
+-- Enough to see who waits without a read that grows with a crowd.
+local WAITERS_SHOWN = 50
+local waiters = {}
+local queue = redis.call('ZRANGE', K_WAITERS, '0', tostring(WAITERS_SHOWN * 2 - 1), 'WITHSCORES')
+for i = 1, #queue, 2 do
+    if #waiters >= WAITERS_SHOWN then break end
+    local token = queue[i]
+    local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or '')
+    if until_ms and until_ms > NOW then
+        local spec = redis.call('HGET', K_WKIND, token) or ''
+        local ok, w = pcall(cjson.decode, string.match(spec, '^[^|]*|%d*|(.*)$') or '')
+        if not (ok and type(w) == 'table') then w = {} end
+        local function text(v) if type(v) == 'string' then return v end return '' end
+        local arrived_ms = math.floor((tonumber(queue[i + 1]) or NOW_US) / 1000)
+        waiters[#waiters + 1] = {text(w.host), tostring(tonumber(w.pid) or ''), text(w.note),
+            math.max(0, NOW - arrived_ms)}
+    end
+end
+return {kind, limit, fence, waiting, holders, waiters}

@@ -127,6 +127,8 @@ pub struct Finished<'a> {
     watchdog_failed: bool,
     /// COMMAND was stopped for running past `--max-hold`.
     max_held: bool,
+    /// When the request that took the lock was sent.
+    acquired_at: Stamp,
 }
 
 impl<'a> Prepared<'a> {
@@ -304,7 +306,7 @@ impl<'a> Held<'a> {
             deadlines.close(Stamp::now());
             release::release(
                 run.backend.as_ref(),
-                Some(session),
+                &mut Some(session),
                 &held,
                 run.lease.ttl(),
                 true,
@@ -355,7 +357,7 @@ impl<'a> Held<'a> {
                 deadlines.close(Stamp::now());
                 release::release(
                     run.backend.as_ref(),
-                    Some(session),
+                    &mut Some(session),
                     &held,
                     run.lease.ttl(),
                     true,
@@ -449,6 +451,7 @@ impl<'a> Running<'a> {
             emptied,
             watchdog_failed,
             max_held,
+            acquired_at,
         }
     }
 }
@@ -467,10 +470,12 @@ impl Finished<'_> {
             emptied,
             watchdog_failed,
             max_held,
+            acquired_at,
         } = self;
+        let mut session = session;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), None, &held, ttl, true, None);
+            release::release(run.backend.as_ref(), &mut None, &held, ttl, true, None);
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -495,7 +500,7 @@ impl Finished<'_> {
                 .filter(|(k, _)| &k.name != gone)
                 .cloned()
                 .collect(),
-            _ => held,
+            _ => held.clone(),
         };
         // A normal end is recorded by the releasing script; a lost hold by
         // the caller, which knows the whole story.
@@ -521,7 +526,7 @@ impl Finished<'_> {
         };
         let gone = release::release(
             run.backend.as_ref(),
-            session,
+            &mut session,
             &to_release,
             ttl,
             lost.is_some(),
@@ -533,12 +538,19 @@ impl Finished<'_> {
             lost = gone.map(Lost::GoneAtRelease);
         }
         if let Some(lost) = lost {
-            let which = match &lost {
-                Lost::NotOurs(name) | Lost::GoneAtRelease(name) => name.clone(),
-                _ => run.display.clone(),
-            };
-            report::error(&format!("{which}: {lost}"));
-            *run.outcome.lost.borrow_mut() = Some(lost.to_string());
+            let which = lost.gone().unwrap_or(&run.display).to_owned();
+            // The server is asked once why: a restart, an eviction.
+            let why = lost.gone().and_then(|name| {
+                let (lock, _) = held.iter().find(|(lock, _)| lock.name == name)?;
+                let held_for = Stamp::now().since(acquired_at);
+                session.as_mut()?.why_gone(lock, Some(held_for))
+            });
+            if let Some(why) = &why {
+                report::verbose(|| format!("{which}: the hold was found gone: {why}"));
+            }
+            let line = lost.line(why.as_deref());
+            report::error(&format!("{which}: {line}"));
+            *run.outcome.lost.borrow_mut() = Some(line);
             return Ok(Exit::LockLost);
         }
         if max_held {

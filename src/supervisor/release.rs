@@ -10,6 +10,10 @@ use crate::name::LockId;
 use crate::report;
 use crate::token::Token;
 
+/// The history's cap, the event that ends the holds, and each lock's fence
+/// (by name) to record it with.
+pub(super) type Record<'a> = (u32, &'a Event, &'a [(String, u64)]);
+
 /// Releases the holds, reusing the watchdog's session when there is one.
 /// Returns the name of a lock whose hold was already gone: it ended before
 /// COMMAND did, and someone else may have held it meanwhile. A release that
@@ -17,22 +21,27 @@ use crate::token::Token;
 /// lease expires by itself), once a fresh connection has shown the hold is
 /// still ours. With `quiet` (the run ends in a line of its own: lost, or
 /// failed), a failed release is said with -v only.
-/// The history's cap, the event that ends the holds, and each lock's fence
-/// (by name) to record it with.
-pub(super) type Record<'a> = (u32, &'a Event, &'a [(String, u64)]);
-
+/// The session used is left in `session` (for asking why a hold was gone).
+/// With `record`, each release also writes the lock's history event.
 pub(super) fn release(
     backend: &dyn Backend,
-    session: Option<Box<dyn Session>>,
+    session: &mut Option<Box<dyn Session>>,
     held: &[(LockId, Token)],
     ttl: Duration,
     quiet: bool,
     record: Option<Record<'_>>,
 ) -> Option<String> {
     let start = Instant::now();
-    let mut session = match session {
+    let connected = match session.take() {
         Some(s) => Ok(s),
         None => backend.connect(),
+    };
+    let failed = match connected {
+        Ok(s) => {
+            *session = Some(s);
+            None
+        }
+        Err(err) => Some(err),
     };
     let mut gone = None;
     for (keys, token) in held.iter().rev() {
@@ -50,9 +59,10 @@ pub(super) fn release(
                 },
             )
         });
-        let outcome = match &mut session {
-            Ok(s) => s.release_recorded(keys, token, event.as_ref().map(|(c, e)| (*c, e))),
-            Err(err) => Err(Error::internal(err.to_string())),
+        let outcome = match (session.as_mut(), &failed) {
+            (Some(s), _) => s.release_recorded(keys, token, event.as_ref().map(|(c, e)| (*c, e))),
+            (None, Some(err)) => Err(Error::internal(err.to_string())),
+            (None, None) => Err(Error::internal("no session")),
         };
         match outcome {
             Ok(Some(left)) => report::verbose(|| {

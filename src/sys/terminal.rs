@@ -27,3 +27,11 @@ pub fn reclaim() {
 pub fn stderr_is_terminal() -> bool {
     rustix::termios::isatty(rustix::stdio::stderr())
 }
+
+/// The width of the terminal on stderr in columns, when it says.
+pub fn stderr_columns() -> Option<usize> {
+    rustix::termios::tcgetwinsize(rustix::stdio::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 0)
+}

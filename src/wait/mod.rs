@@ -51,8 +51,24 @@ fn refresh(
         return Ok(Some(round));
     }
     let sent = Stamp::now();
+    // A renewal must be confirmed within a third of the lease; a link whose
+    // round trip is longer cannot hold this lease at all: said as such.
+    let too_slow = |err: Error| {
+        if !err.reply_timed_out() {
+            return err;
+        }
+        err.with_more(&format!(
+            "; the acquisition took {:.1}s and --ttl {} needs replies within {}: use a longer --ttl",
+            sent.since(round).as_secs_f64(),
+            humantime::format_duration(wanted.ttl),
+            humantime::format_duration(wanted.ttl / 3)
+        ))
+    };
     for (keys, hold) in wanted.locks.iter().zip(holds) {
-        if !session.renew(keys, &hold.token, wanted.ttl, wanted.ttl / 3)? {
+        if !session
+            .renew(keys, &hold.token, wanted.ttl, wanted.ttl / 3)
+            .map_err(too_slow)?
+        {
             return Ok(None);
         }
     }
@@ -84,6 +100,7 @@ pub fn acquire(
     shared: &Shared,
 ) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
     let mut outage = Outage::new(wanted.patience);
+    report::flush_note();
     report::verbose(|| format!("{lock}: using {}", backend.server()));
     let mut session = loop {
         match backend.connect() {
@@ -116,12 +133,14 @@ fn acquire_on(
             Round::Retry => {}
             Round::Held(holds) => {
                 if let Some(done) = waiter.finish(holds, turn.round)? {
+                    waiter.log_acquired();
                     return Ok(done);
                 }
             }
             Round::Taken(taken) => {
                 waiter.stand_in_line(&turn, &taken)?;
                 if let Some(done) = waiter.block(&turn, &taken)? {
+                    waiter.log_acquired();
                     return Ok(done);
                 }
             }

@@ -95,6 +95,15 @@ impl<'a, 'w> Waiter<'a, 'w> {
         }
     }
 
+    /// Off a terminal, a wait that was logged ends with a line saying the
+    /// lock was acquired and after how long.
+    pub(super) fn log_acquired(&self) {
+        if let Some(progress) = &self.progress {
+            let names: Vec<&str> = self.wanted.locks.iter().map(|k| k.name.as_str()).collect();
+            progress.acquired(&names.join(", "));
+        }
+    }
+
     /// `err`, after leaving every queue this caller joined.
     fn fail(&mut self, err: Error) -> Error {
         self.registered
@@ -218,6 +227,11 @@ impl<'a, 'w> Waiter<'a, 'w> {
                     } else {
                         release_all(self.session, wanted, &holds);
                     }
+                    if err.is_transient() {
+                        if let Some(line) = &self.line {
+                            line.unreachable(&keys.name);
+                        }
+                    }
                     return match self.outage.ride_out(err, &keys.name, self.shared) {
                         Ok(()) => Ok(Round::Retry),
                         Err(err) => Err(self.fail(err)),
@@ -257,7 +271,15 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 return Ok(None);
             }
             Err(err) => {
-                release_all(self.session, wanted, &holds);
+                if err.reply_timed_out() {
+                    // The server answers, slowly: give the holds back
+                    // quietly (best effort); the error says why.
+                    for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
+                        let _ = self.session.release(keys, &hold.token);
+                    }
+                } else {
+                    release_all(self.session, wanted, &holds);
+                }
                 return Err(self.fail(err));
             }
         };
@@ -309,11 +331,18 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 self.progress = crate::waiting_line::ProgressLog::start(wanted.progress_interval);
             }
         }
+        // No holder known: a Redisson lock (its layout records none), else
+        // the queue is what stands in the way.
+        let unknown = if keys.redisson {
+            "held by a Redisson client (Redisson's layout records no holder details)"
+        } else {
+            "queued behind other waiters"
+        };
         if let Some(line) = &self.line {
-            line.waiting(&keys.name, holder, taken.place);
+            line.waiting(&keys.name, holder, taken.place, unknown);
         }
         if let Some(progress) = &mut self.progress {
-            progress.tick(&keys.name, holder, taken.place);
+            progress.tick(&keys.name, holder, taken.place, unknown);
         }
         if !self.announced {
             self.announced = true;
@@ -404,6 +433,11 @@ impl<'a, 'w> Waiter<'a, 'w> {
             Ok(_) => Ok(None),
             Err(err) => {
                 let err = or_signal(err, keys, self.shared);
+                if err.is_transient() {
+                    if let Some(line) = &self.line {
+                        line.unreachable(&keys.name);
+                    }
+                }
                 match self.outage.ride_out(err, &keys.name, self.shared) {
                     Ok(()) => Ok(None),
                     Err(err) => Err(self.fail(err)),

@@ -48,6 +48,7 @@ pub(crate) const RULES: &[&str] = &[
     "+zcount",
     "+xadd",
     "+xrevrange",
+    "+info",
 ];
 
 fn user(redis: &RedisServer, name: &str, extra: &[&str]) -> String {
@@ -252,4 +253,32 @@ fn a_user_without_write_commands_may_still_look() {
     let out = output(rlock_as(&reader).args(["run", "--no-wait", "other", "--", "true"]));
     let err = assert_fails(&out, 69);
     assert!(err.contains("nothing was written"), "{err}");
+}
+
+/// A command refused inside a script is named, with the server's cause, on
+/// every server version: Redis 6.2 and 7 name only the script's line, Redis 8
+/// and Valkey the command.
+#[test]
+fn a_command_refused_inside_a_script_is_named() {
+    let redis = RedisServer::start();
+    let url = user(&redis, "notime", &["-time"]);
+    let out = output(rlock_as(&url).args(["run", "x", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("refused TIME inside rlock's script"), "{err}");
+    assert!(!err.contains("ZCOUNT"), "only the refused command: {err}");
+    assert!(!err.contains("user-secret-pw"), "{err}");
+
+    let renamed = RedisServer::start_with(&["--rename-command", "TIME", ""]);
+    let out = output(rlock_as(&renamed.url()).args(["run", "x", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("refused TIME inside rlock's script"), "{err}");
+    assert!(
+        err.to_lowercase().contains("unknown"),
+        "the server's cause: {err}"
+    );
+
+    let no_scripts = RedisServer::start_with(&["--rename-command", "EVALSHA", ""]);
+    let out = output(rlock_as(&no_scripts.url()).args(["run", "x", "--", "true"]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("runs no Lua scripts"), "{err}");
 }

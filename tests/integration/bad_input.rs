@@ -152,3 +152,159 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
         "{err}"
     );
 }
+
+/// Issue 25: a duration's unit written apart from its number (`--wait 10 m`)
+/// is refused with the spelling meant, not taken for a second lock; a
+/// misspelt option does not make its value the lock's name; a bare lease
+/// of 1000 or more (a PX habit: 8h 20m for 30000) is refused with a hint.
+#[test]
+fn a_stray_unit_is_no_lock_and_a_bare_lease_of_1000_is_refused() {
+    let redis = RedisServer::start();
+    for (args, hint) in [
+        (
+            &["run", "--wait", "10", "m", "demo", "--", "true"][..],
+            "did you mean --wait '10m'?",
+        ),
+        (
+            &["run", "--timeout=10", "min", "demo", "--", "true"],
+            "did you mean --timeout '10min'?",
+        ),
+        (
+            &["run", "--ttl", "30", "s", "demo", "--", "true"],
+            "did you mean --ttl '30s'?",
+        ),
+        (
+            &["acquire", "-w", "5", "s", "demo"],
+            "did you mean -w '5s'?",
+        ),
+        (
+            &["run", "--ttl", "30000", "demo", "--", "true"],
+            "did you mean 30000ms?",
+        ),
+        (
+            &["acquire", "--ttl", "1000", "demo"],
+            "did you mean 1000ms?",
+        ),
+    ] {
+        let err = assert_fails(&output(rlock(&redis.url()).args(args)), 2);
+        assert!(err.contains(hint), "{args:?}: {err}");
+        assert!(
+            redis.keys().is_empty(),
+            "{args:?} locked: {:?}",
+            redis.keys()
+        );
+    }
+    let out = output(rlock(&redis.url()).args(["run", "--ttl", "999", "demo", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // The misspelt option's value is not named as the lock.
+    let err = assert_fails(
+        &output(rlock(&redis.url()).args(["run", "--wiat", "10m", "demo", "--", "true"])),
+        2,
+    );
+    assert!(!err.starts_with("rlock: 10m:"), "{err}");
+    assert!(err.contains("'--wait'"), "{err}");
+}
+
+/// Issue 25: messages say what is wrong and how to fix it: URL typos name
+/// the wrong part and list the schemes; a password written as the user
+/// gets the shape for a password alone (and is not echoed); no CA store is
+/// said as such; a `file:` directory that refuses a lock names itself, what
+/// was being done, and the fix; a huge NAME is cut in the message.
+#[test]
+fn messages_name_the_wrong_part_and_the_fix() {
+    for (url, says) in [
+        (
+            "reddis://127.0.0.1:1",
+            "unknown scheme 'reddis://': did you mean redis://?",
+        ),
+        ("localhost", "no scheme; write redis://localhost:6379"),
+        ("127.0.0.1:6379", "no scheme; write redis://127.0.0.1:6379"),
+        (
+            "http://127.0.0.1:1",
+            "scheme 'http://' is not one of rlock's",
+        ),
+    ] {
+        let err = assert_fails(&output(bare().args(["--url", url, "status", "x"])), 2);
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(err.contains("schemes: redis://, rediss://"), "{url}: {err}");
+    }
+
+    let redis = RedisServer::start_with(&["--requirepass", "s3cret-pw"]);
+    let url = format!("redis://s3cret-pw@127.0.0.1:{}", redis.port);
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "-n", "x", "--", "true"])),
+        69,
+    );
+    assert!(err.contains("redis://:PASSWORD@host"), "{err}");
+    assert!(!err.contains("s3cret-pw"), "{err}");
+
+    let (_socket, port) = crate::support::redis_server::refusing_port();
+    let err = assert_fails(
+        &output(
+            bare()
+                .env("SSL_CERT_DIR", "/nonexistent-ca-dir")
+                .env("SSL_CERT_FILE", "/nonexistent-ca-file")
+                .args([
+                    "--url",
+                    &format!("rediss://127.0.0.1:{port}"),
+                    "status",
+                    "x",
+                ]),
+        ),
+        69,
+    );
+    assert!(
+        err.contains("no system CA certificates")
+            && err.contains("install ca-certificates, or pass --cacert"),
+        "{err}"
+    );
+
+    let name = "n".repeat(10_000);
+    let err = assert_fails(
+        &output(bare().args(["--url", "redis://127.0.0.1:1", "status", &name])),
+        2,
+    );
+    assert!(
+        err.len() < 400 && err.contains("(10000 bytes)"),
+        "{} bytes: {err:.300}",
+        err.len()
+    );
+
+    // A lock directory this user may not write in.
+    let dir = crate::support::scratch::Scratch::new();
+    let locks = dir.path().join("locks");
+    std::fs::create_dir(&locks).unwrap();
+    let url = format!("file:{}", locks.display());
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = bare();
+    cmd.args(["--url", &url, "run", "-n", "x", "--", "true"]);
+    let mut cmd = if root {
+        // As nobody, who may read the root-owned 0755 directory but not write in it.
+        let mut outer = std::process::Command::new("setpriv");
+        outer
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(value) => outer.env(key, value),
+                None => outer.env_remove(key),
+            };
+        }
+        outer
+    } else {
+        std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o555))
+            .unwrap();
+        cmd
+    };
+    let err = assert_fails(&output(&mut cmd), 69);
+    assert!(
+        err.contains(&format!(
+            "lock directory {} is not writable by this user",
+            locks.display()
+        )) && err.contains("(opening the lock's gate file: ")
+            && err.contains("choose another DIR"),
+        "{err}"
+    );
+}

@@ -160,3 +160,153 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     );
     assert!(nodes[to].cmd::<i64>(&["EXISTS", "rlock:{moving}:fence"]) == 1);
 }
+
+/// RedissonLock.tryLockInnerAsync.
+const REDISSON_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) \
+    or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
+    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+    redis.call('pexpire', KEYS[1], ARGV[1]); \
+    return nil; \
+    end; \
+    return redis.call('pttl', KEYS[1]);";
+
+/// RedissonLock.unlockInnerAsync as recent Redisson versions run it: the
+/// publish command comes as ARGV[4], SPUBLISH on a Redis 7 Cluster (its
+/// default shardedSubscriptionMode), and KEYS[3] is its unlock latch.
+const REDISSON_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); \
+    if val ~= false then return tonumber(val); end; \
+    if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
+    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
+    if (counter > 0) then \
+    redis.call('pexpire', KEYS[1], ARGV[2]); \
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5]); \
+    return 0; \
+    else \
+    redis.call('del', KEYS[1]); \
+    redis.call(ARGV[4], KEYS[2], ARGV[1]); \
+    redis.call('set', KEYS[3], 1, 'px', ARGV[5]); \
+    return 1; \
+    end;";
+
+const JAVA_OWNER: &str = "8f2c1a0e-1111-4222-8333-944455556666:57";
+
+/// The node serving `key`'s slot (the one that answers without MOVED).
+fn node_of<'a>(nodes: &'a [RedisServer], key: &str) -> &'a RedisServer {
+    nodes
+        .iter()
+        .find(|n| {
+            redis::cmd("EXISTS")
+                .arg(key)
+                .query::<i64>(&mut n.con())
+                .is_ok()
+        })
+        .expect("a node serves the slot")
+}
+
+/// Redisson on a Redis 7 Cluster publishes its unlocks with SPUBLISH and
+/// listens with SSUBSCRIBE: a waiting rlock wakes at a Redisson unlock, and a
+/// Redisson waiter at an rlock release, long before the 30 s lease would run out.
+#[test]
+fn redisson_and_rlock_wake_each_other_on_a_cluster_by_sharded_pub_sub() {
+    let nodes = cluster();
+    let url = url(&nodes);
+    let channel = "redisson_lock__channel:{orders}";
+    let node = node_of(&nodes, "orders");
+    let locked: Option<i64> = redis::cmd("EVAL")
+        .arg(REDISSON_LOCK)
+        .arg(1)
+        .arg("orders")
+        .arg(30_000)
+        .arg(JAVA_OWNER)
+        .query(&mut node.con())
+        .unwrap();
+    assert_eq!(locked, None, "Redisson took the lock");
+    let waiter = spawn(bare().args([
+        "--url",
+        &url,
+        "run",
+        "--redisson",
+        "--wait",
+        "25s",
+        "orders",
+        "--",
+        "true",
+    ]));
+    expect_within(rlock::LIMIT, "rlock to listen on the shard channel", || {
+        let subs: Vec<redis::Value> = node.cmd(&["PUBSUB", "SHARDNUMSUB", channel]);
+        matches!(subs.get(1), Some(redis::Value::Int(1)))
+    });
+    let unlocked: Option<i64> = redis::cmd("EVAL")
+        .arg(REDISSON_UNLOCK)
+        .arg(3)
+        .arg("orders")
+        .arg(channel)
+        .arg("redisson_unlock_latch:{orders}:c0ffee")
+        .arg(0)
+        .arg(30_000)
+        .arg(JAVA_OWNER)
+        .arg("SPUBLISH")
+        .arg(13_000)
+        .query(&mut node.con())
+        .unwrap();
+    assert_eq!(unlocked, Some(1));
+    let out = waiter.output_within(std::time::Duration::from_secs(10));
+    assert_eq!(code(&out), 0, "woken by SPUBLISH: {}", show(&out));
+
+    // A Redisson waiter listens with SSUBSCRIBE at the slot's node.
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--redisson", "orders", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
+    );
+    expect_within(rlock::LIMIT, "rlock to hold", || {
+        node.cmd::<i64>(&["EXISTS", "orders"]) == 1
+    });
+    let mut java = node.con();
+    java.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    java.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command())
+        .unwrap();
+    java.recv_response().unwrap();
+    std::fs::write(&go, "").unwrap();
+    let message = java.recv_response().expect("an unlock message within 10 s");
+    assert!(format!("{message:?}").contains("smessage"), "{message:?}");
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
+/// `rlock check` on a cluster (issue 23): the topology names its nodes, the
+/// probes run on the node of the probe key's slot, and each master's
+/// settings are checked.
+#[test]
+fn check_reports_the_cluster_and_checks_a_node() {
+    let nodes = cluster();
+    let out = output(bare().args(["--url", &url(&nodes), "check"]));
+    // The fixtures run without AOF: persistence warns.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("ok      topology") && l.contains("Cluster: state ok, 3 node(s)")
+        ),
+        "{text}"
+    );
+    for node in &nodes {
+        let here = format!("127.0.0.1:{}: ", node.port);
+        for check in ["version", "eviction", "persistence", "replicas"] {
+            assert!(
+                text.lines().any(|l| l.contains(check) && l.contains(&here)),
+                "{check} of {here}: {text}"
+            );
+        }
+    }
+    for check in ["scripts", "atomic-scripts", "rights", "blpop-timeout"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok") && l.contains(check)),
+            "{check}: {text}"
+        );
+    }
+}

@@ -254,3 +254,69 @@ fn a_lease_lost_while_leftovers_run_stops_them_and_exits_70() {
     );
     assert!(!alive(leftover), "the leftover was killed");
 }
+
+/// A TCP proxy on 127.0.0.1 to `port` that holds every chunk for `delay`
+/// before passing it on, both ways: a slow link to a real server. Returns
+/// its port; it lives as long as the test process.
+fn slow_link(port: u16, delay: Duration) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n @ 1..) = from.read(&mut buf) {
+                        std::thread::sleep(delay);
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            };
+            pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+            pipe(server, client);
+        }
+    });
+    proxy
+}
+
+/// Issue 25: a round trip longer than the lease allows (renewals must be
+/// confirmed within a third of it) is said as such, not as a partial
+/// acquisition that could not be released.
+#[test]
+fn a_link_too_slow_for_the_lease_is_said_as_such() {
+    let redis = RedisServer::start();
+    let port = slow_link(redis.port, Duration::from_millis(600));
+    let url = format!("redis://127.0.0.1:{port}");
+    let out = rlock::output(
+        rlock::bare()
+            .args(["--url", &url, "--connect-timeout", "5s"])
+            .args(["run", "--ttl", "3s", "slow", "--", "true"]),
+    );
+    let err = rlock::assert_fails(&out, 69);
+    assert!(
+        err.contains("--ttl 3s needs replies within 1s: use a longer --ttl"),
+        "{err}"
+    );
+    assert!(!err.contains("partial acquisition"), "{err}");
+    expect_within(rlock::LIMIT, "the hold given back", || {
+        redis
+            .lock_keys("slow")
+            .iter()
+            .all(|k| k.ends_with(":fence"))
+    });
+    // A lease long enough for the link works.
+    let out = rlock::output(
+        rlock::bare()
+            .args(["--url", &url, "--connect-timeout", "5s"])
+            .args(["run", "--ttl", "10s", "slow", "--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}

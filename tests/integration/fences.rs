@@ -50,6 +50,56 @@ fn fences_keep_increasing_after_redis_restarts_without_its_data() {
     );
 }
 
+/// 30 days in ms: how long a fence counter outlives the last fence handed out.
+const FENCE_IDLE_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// A counter's remaining life is about 30 days (a minute of slack for the run).
+fn lives_about_30_days(redis: &RedisServer, key: &str) {
+    let pttl: i64 = redis.cmd(&["PTTL", key]);
+    assert!(
+        (FENCE_IDLE_MS - 60_000..=FENCE_IDLE_MS).contains(&pttl),
+        "{key}: PTTL {pttl}"
+    );
+}
+
+#[test]
+fn fence_counters_expire_30_days_after_the_last_fence_and_fences_still_increase() {
+    let redis = RedisServer::start();
+    let first = fence(rlock(&redis.url()), &[], "idle");
+    let redisson = fence(rlock(&redis.url()), &["--redisson"], "idle-r");
+    lives_about_30_days(&redis, "rlock:{idle}:fence");
+    lives_about_30_days(&redis, "{idle-r}:rlock-fence");
+    // A handoff hands out a fence too: the counter's life starts again.
+    redis.cmd::<i64>(&["PEXPIRE", "rlock:{idle}:fence", "600000"]);
+    let dir = Scratch::new();
+    let mut holder = crate::support::holder::hold(&redis, &dir, "idle");
+    let mut waiter = crate::support::rlock::spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "idle", "--"])
+            .args(sh(&format!("echo $RLOCK_FENCE > {}", dir.file("handed")))),
+    );
+    crate::support::expect_within(crate::support::rlock::LIMIT, "the waiter to queue", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{idle}:waiters"]) == 1
+    });
+    redis.cmd::<i64>(&["PEXPIRE", "rlock:{idle}:fence", "600000"]);
+    crate::support::holder::release(&dir, "idle");
+    assert!(holder.wait_within(crate::support::rlock::LIMIT).success());
+    assert!(waiter.wait_within(crate::support::rlock::LIMIT).success());
+    lives_about_30_days(&redis, "rlock:{idle}:fence");
+    let handed: u64 = dir.read("handed").trim().parse().unwrap();
+    assert!(handed > first, "handed {handed} after {first}");
+    // The counter gone (as after 30 idle days), fences still go up.
+    redis.cmd::<i64>(&["DEL", "rlock:{idle}:fence", "{idle-r}:rlock-fence"]);
+    let after = fence(rlock(&redis.url()), &[], "idle");
+    let redisson_after = fence(rlock(&redis.url()), &["--redisson"], "idle-r");
+    assert!(after > handed, "fence {after} after {handed}");
+    assert!(
+        redisson_after > redisson,
+        "fence {redisson_after} after {redisson}"
+    );
+    lives_about_30_days(&redis, "rlock:{idle}:fence");
+}
+
 #[test]
 fn redlock_fences_keep_increasing_when_a_quorum_restarts_without_its_data() {
     let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();

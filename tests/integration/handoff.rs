@@ -5,7 +5,7 @@
 
 use redis::Value;
 
-use crate::support::lua::script;
+use crate::support::lua::{deliver, script, undelivered};
 use crate::support::redis_server::RedisServer;
 
 const NAME: &str = "handoff";
@@ -33,8 +33,15 @@ fn holds(redis: &RedisServer, who: &str) -> bool {
     redis.cmd::<i64>(&["HEXISTS", &format!("rlock:{{{NAME}}}"), who]) == 1
 }
 
+/// The messages on `who`'s list; a handoff's as "g<fence>", without the
+/// waiters first in line it names after it.
 fn list(redis: &RedisServer, who: &str) -> Vec<String> {
-    redis.cmd(&["LRANGE", &format!("rlock:{{{NAME}}}:w:{who}"), "0", "-1"])
+    let messages: Vec<String> =
+        redis.cmd(&["LRANGE", &format!("rlock:{{{NAME}}}:w:{who}"), "0", "-1"]);
+    messages
+        .into_iter()
+        .map(|m| m.split(',').next().unwrap_or_default().to_owned())
+        .collect()
 }
 
 fn fence(redis: &RedisServer) -> i64 {
@@ -260,4 +267,71 @@ fn a_handoff_message_does_not_outlive_the_hold_it_announces() {
         stale.is_empty(),
         "c holds the lock, and b's BLPOP would read {stale:?}"
     );
+}
+
+/// The client that released died before it delivered its outbox (wake.lua):
+/// the waiter it made the holder is never told, and looks again when its block
+/// times out (half its ttl at most), finding the hold its own.
+#[test]
+fn a_handoff_lost_between_the_two_calls_costs_only_latency() {
+    use crate::support::rlock::{self, rlock, sh, spawn_quiet};
+    let redis = RedisServer::start();
+    let dir = crate::support::scratch::Scratch::new();
+    let a = token('a');
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    let started = std::time::Instant::now();
+    let mut waiter = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "2s", NAME, "--"])
+            .args(sh(&format!("echo $RLOCK_FENCE > {}", dir.file("fence")))),
+    );
+    crate::support::expect_within(rlock::LIMIT, "the waiter to queue", || {
+        redis.cmd::<i64>(&["ZCARD", &format!("rlock:{{{NAME}}}:waiters")]) == 1
+    });
+    let reply = undelivered(&redis, "release", NAME, &a, &[]);
+    let Value::Array(outbox) = &reply[1] else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(outbox.len(), 2, "one handoff not delivered: {reply:?}");
+    let handed = fence(&redis);
+    assert!(waiter.wait_within(rlock::LIMIT).success());
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "the waiter looked again within half its ttl: {took:?}"
+    );
+    let ran: i64 = dir.read("fence").trim().parse().unwrap();
+    assert_eq!(ran, handed, "it ran under the hold it was handed");
+}
+
+/// wake.lua checks each message against the lock as it is when it runs: a
+/// handoff delivered late, after its hold was ended, or a wake-up for a waiter
+/// that left, is dropped, never read.
+#[test]
+fn a_late_delivery_of_an_ended_hold_or_a_departed_waiter_is_dropped() {
+    let redis = RedisServer::start();
+    let [a, b, c] = ['a', 'b', 'c'].map(token);
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "1"));
+    let reply = undelivered(&redis, "release", NAME, &a, &[]);
+    let outbox: Vec<String> = redis::FromRedisValue::from_redis_value(reply[1].clone()).unwrap();
+    assert!(
+        holds(&redis, &b) && outbox[1].starts_with('g'),
+        "{outbox:?}"
+    );
+    script(&redis, "force", NAME, &c, &[]);
+    assert_eq!(deliver(&redis, NAME, &c, &outbox), 0);
+    assert!(
+        list(&redis, &b).is_empty(),
+        "no handoff for a hold forced away"
+    );
+
+    assert!(acquire(&redis, &a, "x", "1", "1"));
+    assert!(!acquire(&redis, &b, "x", "1", "0"), "b is only to be woken");
+    let reply = undelivered(&redis, "release", NAME, &a, &[]);
+    let outbox: Vec<String> = redis::FromRedisValue::from_redis_value(reply[1].clone()).unwrap();
+    assert_eq!(outbox, [b.clone(), "w".to_owned()]);
+    script(&redis, "leave", NAME, &b, &[]);
+    assert_eq!(deliver(&redis, NAME, &c, &outbox), 0);
+    assert!(list(&redis, &b).is_empty(), "no wake-up for a waiter gone");
 }

@@ -107,11 +107,18 @@ fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
 }
 
 /// Starts a holder whose COMMAND waits for a file, takes its hold away with
-/// `lose`, lets another run take the lock, then lets COMMAND end: the holder
-/// must exit 70, having found the hold gone at release.
-fn hold_gone_at_release(redis: &mut RedisServer, name: &str, lose: impl FnOnce(&mut RedisServer)) {
+/// `lose` (before the first renewal, at 3 s), lets another run take the
+/// lock, then lets COMMAND end: the holder
+/// must exit 70, having found the hold gone at release, with the cause the
+/// server shows (`says`).
+fn hold_gone_at_release(
+    redis: &mut RedisServer,
+    name: &str,
+    says: &str,
+    lose: impl FnOnce(&mut RedisServer),
+) {
     let dir = Scratch::new();
-    let (holder, _, _) = holder(redis, &dir, &["--ttl", "3s"], name, &until_go(&dir));
+    let (holder, _, _) = holder(redis, &dir, &["--ttl", "9s"], name, &until_go(&dir));
     lose(redis);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
@@ -124,13 +131,15 @@ fn hold_gone_at_release(redis: &mut RedisServer, name: &str, lose: impl FnOnce(&
         )),
         "{err}"
     );
+    assert!(err.contains(says), "{err}");
 }
 
 /// The second defect: a hold removed under a COMMAND that ends before the
 /// first renewal was noticed only at release, and not reported.
 #[test]
 fn a_hold_forced_away_under_a_short_command_is_reported_at_release() {
-    hold_gone_at_release(&mut RedisServer::start(), "forced", |redis| {
+    let says = "released by force or deleted by another client";
+    hold_gone_at_release(&mut RedisServer::start(), "forced", says, |redis| {
         let force = rlock::output(rlock(&redis.url()).args(["release", "--force", "forced"]));
         assert_eq!(code(&force), 0, "{}", show(&force));
     });
@@ -140,7 +149,17 @@ fn a_hold_forced_away_under_a_short_command_is_reported_at_release() {
 /// connection died with the server, and a new one finds the hold gone.
 #[test]
 fn a_hold_lost_in_a_restart_is_reported_at_release() {
-    hold_gone_at_release(&mut RedisServer::start(), "restarted", RedisServer::restart);
+    // INFO's uptime is in whole seconds: a restart shows once the hold is
+    // more than a second older than the restarted server.
+    hold_gone_at_release(
+        &mut RedisServer::start(),
+        "restarted",
+        "lost in a server restart",
+        |redis| {
+            std::thread::sleep(Duration::from_millis(1500));
+            redis.restart();
+        },
+    );
 }
 
 /// The third and fourth defects: with the server stalled, SIGTERM came after
@@ -334,4 +353,86 @@ fn a_redlock_minority_without_the_hold_does_not_make_it_lost() {
         "{}",
         show(&out)
     );
+}
+
+/// A server with `maxmemory` and an evicting policy (managed caches default
+/// to volatile-lru, which evicts keys with a TTL: every key of a held lock)
+/// filled until the lock's keys are evicted. The holder's one line names the
+/// eviction, found at release (before any renewal) or at a renewal.
+#[test]
+fn a_hold_evicted_under_memory_pressure_is_named() {
+    let mut redis =
+        RedisServer::start_with(&["--maxmemory", "3mb", "--maxmemory-policy", "volatile-lru"]);
+    hold_gone_at_release(
+        &mut redis,
+        "evicted",
+        "evicted under memory pressure",
+        |redis| {
+            fill_until_evicted(redis, "evicted");
+        },
+    );
+
+    let dir = Scratch::new();
+    let (holder, _, _) = holder(
+        &redis,
+        &dir,
+        &["--ttl", "1500ms"],
+        "renewed",
+        &until_go(&dir),
+    );
+    // Past the first renewal (the acquire and a renewal: two scripts run).
+    expect_within(rlock::LIMIT, "the first renewal", || {
+        evalsha_calls(&redis) >= 2
+    });
+    fill_until_evicted(&redis, "renewed");
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(
+        err.contains("renewed: lock lost: the server says it is no longer ours ("),
+        "{err}"
+    );
+    assert!(err.contains("evicted under memory pressure"), "{err}");
+    assert!(err.contains("use noeviction"), "{err}");
+}
+
+/// Writes 2 KB values with an expiry until lock `name`'s keys are gone.
+fn fill_until_evicted(redis: &RedisServer, name: &str) {
+    let mut con = redis.con();
+    let value = "v".repeat(2048);
+    for batch in 0..100 {
+        let mut pipe = redis::pipe();
+        for i in 0..500 {
+            pipe.cmd("SET")
+                .arg(format!("fill:{batch}:{i}"))
+                .arg(&value)
+                .arg("EX")
+                .arg(600)
+                .ignore();
+        }
+        let () = pipe.query(&mut con).unwrap();
+        if redis.lock_keys(name).is_empty() {
+            return;
+        }
+    }
+    panic!("{name}'s keys were never evicted");
+}
+
+/// How many EVALSHA calls the server has carried out (INFO commandstats:
+/// calls less failed calls, such as a NOSCRIPT before a script is loaded).
+fn evalsha_calls(redis: &RedisServer) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    let Some(stats) = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+    else {
+        return 0;
+    };
+    let field = |name: &str| -> u64 {
+        stats
+            .split(',')
+            .find_map(|f| f.strip_prefix(name))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    field("calls=").saturating_sub(field("failed_calls="))
 }

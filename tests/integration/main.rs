@@ -12,6 +12,7 @@
 //! - `model`: the Lua scripts against an in-memory model, random sequences
 //! - `signals`: forwarding (kill and terminal), interrupts while waiting
 //! - `acl`: ACL users: the documented rules, and what a user lacking one sees
+//! - `check`: `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
 //! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
 //! - `sweep`: the table of every bad input: status, one line, a bound, no write
 //! - `sentinel`: a primary, a replica and three sentinels; a failover
@@ -19,6 +20,7 @@
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
 //! - `history`: rlock history and --history: every event, Redis, Redlock and file:, capped, off
+//! - `declared_keys`: under MONITOR, every key a script touches is one of its KEYS
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
@@ -38,7 +40,9 @@ mod support;
 mod acl;
 mod bad_input;
 mod chaos;
+mod check;
 mod cluster;
+mod declared_keys;
 mod faults;
 mod fences;
 mod generated;

@@ -202,3 +202,74 @@ fn several_redisson_names_wait_quietly_and_wake_on_the_right_unlock() {
     assert!(waiter.wait_within(Duration::from_secs(10)).success());
     assert!(std::path::Path::new(&ran).exists());
 }
+
+/// Issue 25: a lock in Redisson's layout is visible: `status --redisson
+/// NAME` (kind `redisson`, the holder as far as the layout tells, never its
+/// owner field), `status --check --redisson`, `list --redisson PATTERN`; a
+/// run waiting on it says a Redisson client holds it, not "queued behind
+/// other waiters".
+#[test]
+fn status_and_list_see_redisson_locks() {
+    let redis = RedisServer::start();
+    assert_eq!(java_lock(&redis, "orders"), None);
+    // A hash that is not a lock, which list --redisson leaves out.
+    redis.cmd::<i64>(&["HSET", "orders-config", "size", "3"]);
+    let out = output(rlock(&redis.url()).args(["status", "--redisson", "orders", "idle"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = rlock::stdout(&out);
+    assert!(
+        text.contains("\norders ") && text.contains(" redisson "),
+        "{text}"
+    );
+    assert!(
+        text.contains("a Redisson client (Redisson thread 57, 1 hold(s)"),
+        "{text}"
+    );
+    assert!(text.contains("lease left"), "{text}");
+    assert!(
+        !text.contains(JAVA_OWNER),
+        "the owner field is a capability: {text}"
+    );
+    let idle = text.lines().find(|l| l.starts_with("idle ")).unwrap();
+    assert!(idle.contains(" free "), "{text}");
+    let out = output(rlock(&redis.url()).args(["status", "--redisson", "--json", "orders"]));
+    let json = rlock::stdout(&out);
+    assert!(
+        json.contains("\"held\":true,\"kind\":\"redisson\"") && json.contains("\"ttl_ms\":"),
+        "{json}"
+    );
+    assert!(!json.contains("8f2c1a0e"), "{json}");
+    let out = output(rlock(&redis.url()).args(["status", "--check", "--redisson", "orders"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(rlock(&redis.url()).args(["list", "--redisson", "ord*"]));
+    let text = rlock::stdout(&out);
+    assert!(text.contains("\norders "), "{}", show(&out));
+    assert!(!text.contains("orders-config"), "{text}");
+
+    // A run waiting on it on a terminal.
+    let (mut run, _terminal, screen) =
+        crate::support::terminal::spawn_on_terminal(rlock(&redis.url()).args([
+            "run",
+            "--redisson",
+            "--wait",
+            "1500ms",
+            "orders",
+            "--",
+            "true",
+        ]));
+    let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    assert_eq!(run.wait_within(rlock::LIMIT).code(), Some(75));
+    expect_within(rlock::LIMIT, "the verdict", || {
+        text().contains("not acquired")
+    });
+    assert!(text().contains("held by a Redisson client"), "{}", text());
+    assert!(
+        !text().contains("queued behind other waiters"),
+        "{}",
+        text()
+    );
+
+    assert_eq!(java_unlock(&redis, "orders"), Some(1));
+    let out = output(rlock(&redis.url()).args(["status", "--check", "--redisson", "orders"]));
+    assert_eq!(code(&out), 1, "{}", show(&out));
+}

@@ -188,3 +188,66 @@ fn while_pid_watchdog_takes_a_name_that_looks_like_an_option() {
         watchdogs("-v").is_empty()
     });
 }
+
+/// Issue 25: `release --force` says on stderr whom it removed (host, pid,
+/// command, how long it had held the lock); `-q` silences it. Off a
+/// terminal, a run that waited says when it got the lock and after how long.
+#[test]
+fn release_force_names_whom_it_removed_and_a_waiter_says_when_it_got_in() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "60s", "cut-off", "--"])
+            .args(sh(&format!(
+                "exec 2>/dev/null; while [ ! -e {go} ]; do sleep 0.02; done # the holder"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        redis.cmd::<i64>(&["EXISTS", "rlock:{cut-off}"]) == 1
+    });
+    let waiter = spawn(
+        rlock(&redis.url())
+            .env("RLOCK_PROGRESS_INTERVAL", "30s")
+            .args(["run", "--wait", "20s", "cut-off", "--", "true"]),
+    );
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{cut-off}:waiters"]) == 1
+    });
+    let out = output(rlock(&redis.url()).args(["release", "--force", "cut-off"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.starts_with("rlock: cut-off: removed the hold of pid ")
+            && err.contains(&format!(" on {}", hostname()))
+            && err.contains("# the holder")
+            && err.contains("held for "),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("rlock: 20")
+            && last.contains(" acquired cut-off after ")
+            && last.ends_with('s'),
+        "{err}"
+    );
+    std::fs::write(&go, "").unwrap();
+    holder.wait_within(rlock::LIMIT);
+    // -q: nothing said.
+    acquire(&redis, &["--ttl", "60s", "quiet"]);
+    let out = output(rlock(&redis.url()).args(["-q", "release", "--force", "quiet"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}

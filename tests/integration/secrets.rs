@@ -166,3 +166,192 @@ fn no_process_shows_the_password_or_the_token_on_its_command_line() {
     assert!(shell.wait_within(rlock::LIMIT).success());
     holder.kill();
 }
+
+/// `--password-file` is read again for each new connection: a password that
+/// rotates during a long hold (cloud IAM tokens last minutes) still lets the
+/// watchdog reconnect; a file others may read is refused; nothing prints it.
+#[test]
+fn a_password_file_is_read_again_at_each_connection() {
+    use std::os::unix::fs::PermissionsExt;
+    let redis = RedisServer::start();
+    redis.cmd::<String>(&[
+        "ACL",
+        "SETUSER",
+        "job",
+        "on",
+        ">first-pw-1",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    let dir = crate::support::scratch::Scratch::new();
+    let file = dir.path().join("password");
+    std::fs::write(&file, "first-pw-1\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let url = format!("redis://job@127.0.0.1:{}", redis.port);
+    let started = dir.file("started");
+
+    let holder = crate::support::rlock::spawn(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "--ttl", "1s", "rotating", "--"])
+            .args(crate::support::rlock::sh(&format!(
+                "touch {started}; sleep 3"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the hold", || {
+        std::path::Path::new(&started).exists()
+    });
+    // Rotate: a new password in the file and on the server, and every
+    // connection of the user dropped, so that the next renewal reconnects.
+    std::fs::write(&file, "second-pw-2\n").unwrap();
+    redis.cmd::<String>(&["ACL", "SETUSER", "job", "resetpass", ">second-pw-2"]);
+    let killed: i64 = redis.cmd(&["CLIENT", "KILL", "USER", "job"]);
+    assert!(killed >= 1, "the holder's connection was dropped");
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    let out = rlock::output(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["status", "rotating"]),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = rlock::output(
+        rlock(&url)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "x", "--", "true"]),
+    );
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("chmod 600"), "{err}");
+    assert!(!err.contains("second-pw-2"), "{err}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let with_pw = format!("redis://job:second-pw-2@127.0.0.1:{}", redis.port);
+    let out = rlock::output(
+        rlock(&with_pw)
+            .arg("--password-file")
+            .arg(&file)
+            .args(["run", "x", "--", "true"]),
+    );
+    let err = assert_fails(&out, 2);
+    assert!(err.contains("give the password once"), "{err}");
+    assert!(!err.contains("second-pw-2"), "{err}");
+}
+
+/// Whoever can read Redis learns no owner token: rlock's layout keeps only a
+/// digest of each (holders and waiters alike), and what it keeps is nothing
+/// `release`, `renew` or RLOCK_TOKENS accept.
+#[test]
+fn no_owner_token_is_readable_in_redis() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let out = rlock::output(rlock(&url).args(["acquire", "--ttl", "30s", "vault"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let token = stdout(&out).trim().to_owned();
+    let dir = crate::support::scratch::Scratch::new();
+    let seen = dir.file("waiter-token");
+    // A waiter, registered behind the hold, with its own token.
+    let waiter = spawn_quiet(
+        rlock(&url)
+            .args(["run", "--wait", "20s", "vault", "--"])
+            .args(crate::support::rlock::sh(&format!(
+                "echo $RLOCK_TOKEN > {seen}"
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to register", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{vault}:waiters"]) == 1
+    });
+    let mut everything = String::new();
+    for key in redis.keys() {
+        everything.push_str(&key);
+        let kind: String = redis.cmd(&["TYPE", &key]);
+        let values: Vec<String> = match kind.as_str() {
+            "hash" => redis.cmd(&["HGETALL", &key]),
+            "zset" => redis.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+            "list" => redis.cmd(&["LRANGE", &key, "0", "-1"]),
+            "string" => vec![redis.cmd(&["GET", &key])],
+            other => panic!("{key} is a {other}"),
+        };
+        everything.push_str(&values.join(" "));
+    }
+    assert!(
+        !everything.contains(&token),
+        "the token is stored: {everything}"
+    );
+    // What is stored in its place opens nothing.
+    let stored: Vec<String> = redis.cmd(&["HKEYS", "rlock:{vault}"]);
+    assert_eq!(stored.len(), 1);
+    let out = rlock::output(rlock(&url).args(["release", "vault", "--token", &stored[0]]));
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let out = rlock::output(rlock(&url).args(["renew", "vault", "--token", &stored[0]]));
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let out = rlock::output(
+        rlock(&url)
+            .args(["run", "-n", "vault", "--", "true"])
+            .env("RLOCK_TOKENS", &stored[0]),
+    );
+    assert_eq!(code(&out), 75, "a digest re-enters nothing: {}", show(&out));
+    // The token itself still renews and releases, and the waiter then runs.
+    let out = rlock::output(rlock(&url).args(["renew", "vault", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = rlock::output(rlock(&url).args(["release", "vault", "--token", &token]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let waiter_token = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        !everything.contains(waiter_token.trim()),
+        "the waiter's token is stored"
+    );
+}
+
+/// Issue 25: names ending in KEY, CREDENTIAL(S) or SECRET, `--api-key X`,
+/// `-pX` and `Authorization: Bearer X` (also inside an `sh -c` string) are
+/// masked in the stored command line too.
+#[test]
+fn keys_credentials_api_keys_glued_passwords_and_bearer_tokens_are_not_stored() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let mut holder = spawn_quiet(rlock(&url).args([
+        "run",
+        "masked",
+        "--",
+        "sh",
+        "-c",
+        "sleep 5; curl -H 'Authorization: Bearer b3arer' https://x",
+        "AWS_SECRET_ACCESS_KEY=k3y",
+        "GOOGLE_CREDENTIALS=cr3d",
+        "--api-key",
+        "ap1",
+        "-pmysq1",
+    ]));
+    expect_within(rlock::LIMIT, "the hold", || {
+        !redis.lock_keys("masked").is_empty()
+    });
+    let status = rlock::output(rlock(&url).args(["status", "masked"]));
+    assert_eq!(code(&status), 0, "{}", show(&status));
+    let shown = stdout(&status);
+    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{masked}:holders"]);
+    let stored = stored.join(" ");
+    for text in [&shown, &stored] {
+        for secret in ["b3arer", "k3y", "cr3d", "ap1", "mysq1"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        for hidden in [
+            "Bearer ***",
+            "AWS_SECRET_ACCESS_KEY=***",
+            "GOOGLE_CREDENTIALS=***",
+            "--api-key ***",
+            "-p***",
+        ] {
+            assert!(text.contains(hidden), "{hidden} not in {text}");
+        }
+    }
+    holder.kill();
+}

@@ -46,7 +46,7 @@ impl Sentinels {
                 ),
             )
             .unwrap();
-            let child = Command::new("redis-server")
+            let child = Command::new(crate::support::redis_server::server_bin())
                 .arg(&conf)
                 .arg("--sentinel")
                 .stdin(Stdio::null())
@@ -325,5 +325,34 @@ fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock(
         replica.cmd::<i64>(&["EXISTS", "rlock:{split}"]),
         0,
         "released on the new master"
+    );
+}
+
+/// `rlock check` through the sentinels (issue 23): it checks the master they
+/// name, and counts its replica.
+#[test]
+fn check_asks_the_master_the_sentinels_name() {
+    let (primary, _replica, sentinels) = topology();
+    let out = output(bare().args(["--url", &sentinels.url(), "check"]));
+    // The fixtures run without AOF: persistence warns.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let text = rlock::stdout(&out);
+    let master = format!("127.0.0.1:{}", primary.port);
+    let topology = text
+        .lines()
+        .find(|l| l.starts_with("ok      topology"))
+        .unwrap_or_default();
+    assert!(
+        topology.contains("Sentinel: master mymaster") && topology.contains(&master),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("ok      replicas") && l.contains("1 replica")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("warn    persistence")),
+        "{text}"
     );
 }

@@ -1,18 +1,14 @@
 //! Signals: forwarded to COMMAND exactly once, whether sent with `kill` or typed
 //! at a terminal; while waiting they interrupt rlock (128+N), leaving nothing.
 
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::io::Write;
 use std::time::Duration;
 
 use crate::support::expect_within;
-use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn, spawn_quiet};
 use crate::support::scratch::Scratch;
+use crate::support::terminal::spawn_on_terminal;
 
 const NAMES: [(i32, &str); 6] = [
     (libc::SIGHUP, "HUP"),
@@ -75,58 +71,6 @@ fn each_forwarded_signal_sent_with_kill_reaches_command_once() {
         );
     }
     assert_eq!(redis.lock_keys("fwd"), Vec::<String>::new());
-}
-
-/// A pseudo-terminal pair; rlock gets the slave as its controlling terminal.
-fn openpty() -> (OwnedFd, OwnedFd) {
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two fds; null name/termios/winsize are allowed.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty failed");
-    // SAFETY: both fds were just opened and are owned by nobody else.
-    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
-}
-
-/// What a terminal showed.
-type Screen = Arc<Mutex<Vec<u8>>>;
-
-/// Starts `cmd` with a new pseudo-terminal as its controlling terminal (as a
-/// shell's foreground job has it); returns the process and the terminal's master
-/// side to type into.
-fn spawn_on_terminal(cmd: &mut std::process::Command) -> (Proc, std::fs::File, Screen) {
-    let (master, slave) = openpty();
-    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave.try_clone().unwrap()));
-    // SAFETY: setsid and ioctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            libc::ioctl(0, libc::TIOCSCTTY, 0);
-            Ok(())
-        });
-    }
-    let run = Proc::new(cmd.spawn().unwrap());
-    drop(slave);
-    // Drain the terminal (so nothing blocks on a full buffer), keeping what it showed.
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let mut reader = std::fs::File::from(master.try_clone().unwrap());
-    let shown = Arc::clone(&screen);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            shown.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    (run, std::fs::File::from(master), screen)
 }
 
 #[test]
@@ -500,4 +444,114 @@ fn a_waiting_run_on_a_terminal_shows_who_holds_the_lock_then_clears_the_line() {
         cleared < all.find("GOT-IT").unwrap(),
         "the line is cleared before COMMAND runs"
     );
+}
+
+/// The rows a terminal shows, from what was written to it: `\r\x1b[2K`
+/// erases the row, `\r` returns, `\n` starts a new row. Each written stretch
+/// between those is one (possibly partial) row's text.
+fn rows(raw: &str) -> Vec<String> {
+    raw.replace("\r\x1b[2K", "\n")
+        .replace("\r\n", "\n")
+        .split(['\n', '\r'])
+        .filter(|row| !row.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a terminal row is the waiting line for `wide` (the words
+/// "waiting for" are left out on a narrow terminal), not a message.
+fn waiting_line(row: &str) -> bool {
+    row.contains("waiting for wide")
+        || row.starts_with("rlock: wide: held by")
+        || row.starts_with("rlock: wide: server unreachable")
+}
+
+/// Issue 25: the waiting line never exceeds the terminal's width (a long
+/// command is shortened), is erased before any other stderr line (here the
+/// verdict and the outage messages), and says "server unreachable for ..."
+/// while the server is down instead of a stale holder.
+#[test]
+fn the_waiting_line_fits_the_terminal_and_is_erased_before_other_lines() {
+    let mut redis = RedisServer::start();
+    let long = format!("sleep 60 # {}", "x".repeat(300));
+    let _holder = spawn_quiet(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--ttl",
+                "60s",
+                "--note",
+                &"n".repeat(150),
+                "wide",
+                "--",
+            ])
+            .args(sh(&long)),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        redis.cmd::<i64>(&["EXISTS", "rlock:{wide}"]) == 1
+    });
+    let waiters: Vec<_> = [60u16, 100, 200]
+        .into_iter()
+        .map(|columns| {
+            let (run, terminal, screen) = crate::support::terminal::spawn_on_terminal_of(
+                rlock(&redis.url()).args(["run", "--wait", "2500ms", "wide", "--", "true"]),
+                columns,
+            );
+            (columns, run, terminal, screen)
+        })
+        .collect();
+    for (columns, mut run, _terminal, screen) in waiters {
+        let status = run.wait_within(rlock::LIMIT);
+        assert_eq!(status.code(), Some(75), "{columns} columns");
+        let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+        expect_within(rlock::LIMIT, "the verdict", || {
+            text().contains("not acquired")
+        });
+        let all = text();
+        let drawn: Vec<String> = rows(&all);
+        assert!(
+            drawn.iter().filter(|r| waiting_line(r)).count() >= 2,
+            "{columns}: redrawn: {all:?}"
+        );
+        for row in &drawn {
+            // (Ordinary message lines may wrap: they end in a newline.)
+            assert!(
+                !waiting_line(row) || row.chars().count() < usize::from(columns),
+                "{columns} columns: {} wide: {row:?}",
+                row.chars().count()
+            );
+            assert!(
+                row.matches("rlock: ").count() <= 1,
+                "{columns}: glued: {row:?}"
+            );
+        }
+        if columns == 200 {
+            assert!(all.contains("held by pid"), "{all:?}");
+        }
+        // The verdict starts a row of its own: the line was erased first.
+        let verdict = all.find("rlock: wide: not acquired").unwrap();
+        assert!(all[..verdict].ends_with("\r\x1b[2K"), "{all:?}");
+    }
+
+    // The server goes away while a run waits: the line says so.
+    let (mut run, _terminal, screen) = crate::support::terminal::spawn_on_terminal_of(
+        rlock(&redis.url()).args(["run", "--wait", "20s", "wide", "--", "true"]),
+        100,
+    );
+    let text = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    expect_within(rlock::LIMIT, "the waiting line", || {
+        text().contains("held by pid")
+    });
+    redis.stop();
+    expect_within(rlock::LIMIT, "the outage on the line", || {
+        text().contains("wide: server unreachable for ")
+    });
+    let all = text();
+    for row in rows(&all) {
+        assert!(!waiting_line(&row) || row.chars().count() < 100, "{row:?}");
+        assert!(row.matches("rlock: ").count() <= 1, "glued: {row:?}");
+    }
+    redis.respawn();
+    // The server lost the hold with its data (no persistence): the run gets in.
+    assert!(run.wait_within(rlock::LIMIT).success(), "{}", text());
 }

@@ -278,3 +278,283 @@ fn status_check_answers_with_its_exit_status() {
     assert!(out.stdout.is_empty(), "{}", show(&out));
     assert_eq!(code(&check(&[])), 2, "--check needs names");
 }
+
+/// `cmd` run as another user (`nobody`) when the tests run as root, so that a
+/// directory mode 0700 is really unreadable; otherwise `cmd` as it is (the
+/// caller then takes the read permission away itself).
+fn as_other_user(cmd: &std::process::Command) -> std::process::Command {
+    let mut outer = std::process::Command::new("setpriv");
+    outer
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => outer.env(key, value),
+            None => outer.env_remove(key),
+        };
+    }
+    outer.stdin(std::process::Stdio::null());
+    outer
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Issue 25: `status` and `list` never say "free" for a lock they could not
+/// see: a lock directory this user may not read, one that does not exist
+/// (and is not created by the read), an unreachable server: 69, one line.
+#[test]
+fn status_and_list_exit_69_when_they_cannot_see_the_locks() {
+    let dir = Scratch::new();
+    let locks = dir.file("locks");
+    let url = format!("file:{locks}");
+    let go = dir.file("go");
+    let _holder = spawn_quiet(
+        rlock(&url)
+            .args(["run", "held-by-root", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.02; done"))),
+    );
+    expect_within(rlock::LIMIT, "the file: lock to be held", || {
+        let out = output(rlock(&url).args(["status", "--check", "held-by-root"]));
+        code(&out) == 0
+    });
+    let root = is_root();
+    if !root {
+        std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o000))
+            .unwrap();
+    }
+    for args in [
+        &["status", "held-by-root"][..],
+        &["status", "--check", "held-by-root"],
+        &["status", "--json", "held-by-root"],
+        &["status"],
+        &["list"],
+    ] {
+        let mut cmd = rlock(&url);
+        cmd.args(args);
+        let mut cmd = if root { as_other_user(&cmd) } else { cmd };
+        let out = output(&mut cmd);
+        let err = rlock::assert_fails(&out, 69);
+        assert!(err.contains("lock directory"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", show(&out));
+    }
+    if !root {
+        std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+    }
+    std::fs::write(&go, "").unwrap();
+
+    // A missing DIR: nothing seen, and a read never creates it.
+    let missing = dir.file("missing");
+    for args in [&["status", "x"][..], &["status", "--check", "x"], &["list"]] {
+        let out = output(rlock(&format!("file:{missing}")).args(args));
+        let err = rlock::assert_fails(&out, 69);
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(
+            !std::path::Path::new(&missing).exists(),
+            "{args:?} created DIR"
+        );
+    }
+
+    // An unreachable server.
+    let (_socket, port) = crate::support::redis_server::refusing_port();
+    for args in [&["status", "x"][..], &["status", "--check", "x"], &["list"]] {
+        let out = output(rlock(&format!("redis://127.0.0.1:{port}")).args(args));
+        rlock::assert_fails(&out, 69);
+    }
+}
+
+/// Issue 25: the human output starts with the server(s) asked and its JSON
+/// carries `"server"`; a free lock reads `free`; a semaphore shows
+/// holders/limit; the fence is shown with -v (always in JSON); waiters are
+/// listed with host, pid, note and how long they have waited.
+#[test]
+fn status_names_its_server_and_shows_free_locks_semaphores_and_waiters() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let server = format!("127.0.0.1:{}", redis.port);
+    let _held = hold(&redis, &dir, "busy");
+    let _waiter = spawn_quiet(rlock(&redis.url()).args([
+        "run",
+        "--note",
+        "second in line",
+        "busy",
+        "--",
+        "true",
+    ]));
+    expect_within(rlock::LIMIT, "the waiter", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{busy}:waiters"]) == 1
+    });
+    let _slot = holder(&redis, &dir, &["--limit", "3"], "slots", "slot-a");
+    let _slot2 = holder(&redis, &dir, &["--limit", "3"], "slots", "slot-b");
+
+    let out = output(rlock(&redis.url()).args(["status", "busy", "idle", "slots"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("server {server}").as_str()),
+        "{text}"
+    );
+    let row = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(row("idle"), ["idle", "free", "0", "0"], "{text}");
+    assert_eq!(row("busy"), ["busy", "exclusive", "1", "1"], "{text}");
+    assert_eq!(row("slots"), ["slots", "semaphore", "2/3", "0"], "{text}");
+    assert!(
+        text.contains("waiting: pid ") && text.contains("(note 'second in line') for "),
+        "{text}"
+    );
+    assert!(!text.contains("fence"), "the fence only with -v: {text}");
+    let fence: String = redis.cmd(&["GET", "rlock:{busy}:fence"]);
+    assert!(!text.contains(&fence), "{text}");
+    let out = output(rlock(&redis.url()).args(["-v", "status", "busy"]));
+    assert!(
+        stdout(&out).contains(&format!("fence {fence}")),
+        "{}",
+        show(&out)
+    );
+
+    let out = output(rlock(&redis.url()).args(["status", "--json", "busy", "idle"]));
+    let json = stdout(&out);
+    assert_eq!(json.lines().count(), 2, "{json}");
+    for line in json.lines() {
+        assert!(line.contains(&format!("\"server\":\"{server}\"")), "{line}");
+    }
+    assert!(
+        json.contains("\"waiting\":1,\"waiters\":[{\"host\":\""),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"note\":\"second in line\",\"waiting_ms\":"),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"name\":\"idle\"") && json.contains("\"held\":false"),
+        "{json}"
+    );
+    let out = output(rlock(&redis.url()).args(["list", "--json"]));
+    assert!(
+        stdout(&out).contains(&format!("\"server\":\"{server}\"")),
+        "{}",
+        show(&out)
+    );
+    let out = output(rlock(&redis.url()).args(["list"]));
+    assert!(
+        stdout(&out).starts_with(&format!("server {server}\n")),
+        "{}",
+        show(&out)
+    );
+
+    // file: and a quorum name theirs.
+    let locks = dir.file("locks");
+    let out = output(rlock(&format!("file:{locks}")).args(["run", "f", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out = output(rlock(&format!("file:{locks}")).args(["status", "f"]));
+    assert!(
+        stdout(&out).starts_with(&format!("file:{locks}\n")),
+        "{}",
+        show(&out)
+    );
+    let (b, c) = (RedisServer::start(), RedisServer::start());
+    let out =
+        output(rlock(&redis.url()).args(["--url", &b.url(), "--url", &c.url(), "status", "q"]));
+    assert!(
+        stdout(&out).starts_with("quorum of 3: 127.0.0.1:"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Issue 25: -v names the server and where the setting came from; a locking
+/// run off a terminal that falls back to the default server says so once
+/// (-q silences it).
+#[test]
+fn every_command_can_say_which_server_it_asks_and_why() {
+    let redis = RedisServer::start();
+    let server = format!("127.0.0.1:{}", redis.port);
+    let url = redis.url();
+    let from = |how: &str| match how {
+        "--url" => rlock(&url),
+        var => {
+            let mut cmd = rlock::bare();
+            cmd.env(var, &url);
+            cmd
+        }
+    };
+    for how in ["--url", "RLOCK_URL", "REDIS_URL"] {
+        for args in [
+            &["-v", "run", "v", "--", "true"][..],
+            &["-v", "status", "v"],
+        ] {
+            let out = output(from(how).args(args));
+            assert_eq!(code(&out), 0, "{}", show(&out));
+            let err = rlock::stderr(&out);
+            assert!(
+                err.contains(&format!("rlock: server {server} (from {how})")),
+                "{how} {args:?}: {err}"
+            );
+        }
+    }
+    let out = output(rlock::bare().args(["run", "-n", "default-note", "--", "true"]));
+    let err = rlock::stderr(&out);
+    assert_eq!(
+        err.matches(
+            "no --url, RLOCK_URL or REDIS_URL: locking on the default server 127.0.0.1:6379"
+        )
+        .count(),
+        1,
+        "{}",
+        show(&out)
+    );
+    let out = output(rlock::bare().args(["-q", "run", "-n", "default-note", "--", "true"]));
+    assert!(!rlock::stderr(&out).contains("default"), "{}", show(&out));
+}
+
+/// Issue 25: `file:` waiters are listed too (this host, pid, note, waiting
+/// for), first come first.
+#[test]
+fn file_waiters_are_listed_with_their_note() {
+    let dir = Scratch::new();
+    let url = format!("file:{}", dir.file("locks"));
+    let go = dir.file("go");
+    let _holder = spawn_quiet(
+        rlock(&url)
+            .args(["run", "f", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.02; done"))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        code(&output(rlock(&url).args(["status", "--check", "f"]))) == 0
+    });
+    let waiter = spawn_quiet(rlock(&url).args(["run", "--note", "local wait", "f", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter", || {
+        stdout(&output(rlock(&url).args(["status", "--json", "f"]))).contains("\"waiting\":1")
+    });
+    let json = stdout(&output(rlock(&url).args(["status", "--json", "f"])));
+    assert!(
+        json.contains(&format!(
+            "\"waiters\":[{{\"host\":\"{}\",\"pid\":{},\"note\":\"local wait\",\"waiting_ms\":",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .unwrap()
+                .trim(),
+            waiter.pid
+        )),
+        "{json}"
+    );
+    let text = stdout(&output(rlock(&url).args(["status", "f"])));
+    assert!(
+        text.contains(&format!("  waiting: pid {} on ", waiter.pid)),
+        "{text}"
+    );
+    std::fs::write(&go, "").unwrap();
+}

@@ -342,7 +342,7 @@ fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
     )
     .unwrap();
     let _sentinel = crate::support::process::Proc::new(
-        Command::new("redis-server")
+        Command::new(crate::support::redis_server::server_bin())
             .arg(&conf)
             .arg("--sentinel")
             .stdout(std::process::Stdio::null())
@@ -427,4 +427,33 @@ fn rediss_cluster_follows_tls_nodes() {
         holding.iter().filter(|&&n| n > 0).count() > 1,
         "the locks' slots span several TLS nodes: {holding:?}"
     );
+}
+
+/// `rlock check` over TLS (issue 23): the checks run through the TLS
+/// connection; an untrusted certificate fails `reachable` (exit 69).
+#[test]
+fn check_runs_over_tls_and_an_untrusted_certificate_fails_reachable() {
+    let dir = Scratch::new();
+    certificates(&dir);
+    let (_redis, url) = tls_server(&dir, false);
+    let out = output(bare().args(["--url", &url, "--cacert", &dir.file("ca.crt"), "check"]));
+    // The fixture runs without AOF: persistence warns.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let text = crate::support::rlock::stdout(&out);
+    for check in ["reachable", "scripts", "atomic-scripts", "rights"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok ") && l.contains(check)),
+            "{check}: {text}"
+        );
+    }
+    let out = output(bare().args([
+        "--url",
+        &url,
+        "--cacert",
+        &dir.file("other-ca.crt"),
+        "check",
+    ]));
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("certificate"), "{err}");
 }

@@ -47,7 +47,7 @@ pub fn keep_while(
             })
         })
         .collect::<Result<_>>()?;
-    let paths = Paths::new(absolute_dir(dir)?);
+    let paths = Paths::new(absolute_dir(dir, true)?);
     let record = paths.of(name, &format!("h.{}", token.as_str()));
     let marker = paths.of(name, &format!("r.{}", token.as_str()));
     let watch = DirWatch::new(paths.dir(), libc::IN_CREATE | libc::IN_MOVED_TO);
@@ -104,8 +104,11 @@ impl LocalSession {
             .in_lock(name)
         };
         let turn_path = self.record_path(name, "t", token);
-        let turn = open(&turn_path).map_err(|e| self.fail(name, e))?;
-        if !files::lock_within(&turn, KEEPER_WAIT).map_err(|e| self.fail(name, e))? {
+        let turn = open(&turn_path)
+            .map_err(|e| self.fail_to(name, "reaching the --while-pid keeper", e))?;
+        if !files::lock_within(&turn, KEEPER_WAIT)
+            .map_err(|e| self.fail_to(name, "reaching the --while-pid keeper", e))?
+        {
             return Err(stuck());
         }
         // Our turn: an earlier release (which removed the turn file before
@@ -114,7 +117,8 @@ impl LocalSession {
             let _ = fs::remove_file(&turn_path);
             return Ok(false);
         }
-        fs::write(&marker, "").map_err(|e| self.fail(name, e))?;
+        fs::write(&marker, "")
+            .map_err(|e| self.fail_to(name, "reaching the --while-pid keeper", e))?;
         let until = Instant::now() + KEEPER_WAIT;
         while held_by_someone(&record) {
             if Instant::now() >= until {

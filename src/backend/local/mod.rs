@@ -20,10 +20,12 @@
 //! it: `lock_dir` (DIR from the URL), `files` (file names, kernel locks,
 //! record text), `records` (holder and waiter records), `admission` (who may
 //! take the lock now), `fence` (the fencing counter), `wait` (waiting with
-//! no queue), `keeper` (the `--while-pid` keeper and releasing through it)
-//! and `history` (`E.history`, the lock's last events).
+//! no queue), `keeper` (the `--while-pid` keeper and releasing through it),
+//! `dir_check` (`rlock check` on DIR) and `history` (`E.history`, the lock's
+//! last events).
 
 mod admission;
+mod dir_check;
 mod fence;
 mod files;
 mod history;
@@ -40,6 +42,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use admission::compatible;
+pub use dir_check::check_dir;
 use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
@@ -69,8 +72,8 @@ pub struct Local {
 
 impl Local {
     /// The backend for `file:DIR`; creates DIR (mode 0700) when missing.
-    pub fn new(dir: &Path, inherited: Vec<Token>) -> Result<Self> {
-        let dir = absolute_dir(dir)?;
+    pub fn new(dir: &Path, inherited: Vec<Token>, create: bool) -> Result<Self> {
+        let dir = absolute_dir(dir, create)?;
         let display = format!("this host only ({})", dir.display());
         Ok(Local {
             paths: Paths::new(dir),
@@ -117,10 +120,29 @@ impl LocalSession {
         self.path(name, &format!("{tag}.{}", token.as_str()))
     }
 
-    fn fail(&self, name: &str, err: io::Error) -> Error {
+    /// Whether this user can see the lock `name`'s records: a record it
+    /// cannot open would otherwise read as no holder at all.
+    fn readable(&self, name: &str) -> Result<()> {
+        let dir = self.paths.dir();
+        fs::read_dir(dir).map_err(|e| lock_dir::unreadable(dir, &e).in_lock(name))?;
+        for tag in ["h", "w"] {
+            for (path, _) in self.paths.tagged(name, tag) {
+                if let Err(e) = fs::File::open(&path) {
+                    if e.kind() == io::ErrorKind::PermissionDenied {
+                        return Err(lock_dir::unreadable(dir, &e).in_lock(name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The filesystem refused `op` in the lock directory: unavailable (69),
+    /// saying which directory, what was being done, and what to do.
+    fn fail_to(&self, name: &str, op: &str, err: io::Error) -> Error {
         Error::from(Cause::Unavailable {
             server: self.display.clone(),
-            cause: err.to_string(),
+            cause: lock_dir::refused(self.paths.dir(), op, &err),
         })
         .in_lock(name)
     }
@@ -146,14 +168,15 @@ impl Session for LocalSession {
         // nor hold semaphores to the smallest limit).
         let gate = open(&self.path(name, "gate"))
             .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
-            .map_err(|e| self.fail(name, e))?;
+            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
         self.paths.remember(name);
         let holders = self.holders(name);
         let fits = gate.is_some() && compatible(&holders, req.kind);
         let queued = fits && !self.queue_allows(name, req.kind, req.token);
         let admitted = fits && !queued;
         let taken = if admitted {
-            self.take(name, req.kind).map_err(|e| self.fail(name, e))?
+            self.take(name, req.kind)
+                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
         } else {
             None
         };
@@ -161,8 +184,8 @@ impl Session for LocalSession {
             if req.register.is_some() {
                 self.watch();
                 if gate.is_some() {
-                    self.register(name, req.token, req.kind)
-                        .map_err(|e| self.fail(name, e))?;
+                    self.register(name, req.token, req.kind, &req.holder.note)
+                        .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
                 }
                 if let Some(waiting) = self.waiting.get_mut(name) {
                     waiting.queued = queued;
@@ -176,7 +199,9 @@ impl Session for LocalSession {
                 place: None,
             });
         };
-        let fence = self.next_fence(name).map_err(|e| self.fail(name, e))?;
+        let fence = self
+            .next_fence(name)
+            .map_err(|e| self.fail_to(name, "writing the fence counter", e))?;
         // Records half made by a process that died: only a holder of the gate
         // makes records, so under it an unlocked one is certainly stale.
         for (path, _) in self.paths.tagged(name, "n") {
@@ -196,7 +221,7 @@ impl Session for LocalSession {
         };
         let record = self
             .create_locked(name, "h", req.token, &details.render())
-            .map_err(|e| self.fail(name, e))?;
+            .map_err(|e| self.fail_to(name, "recording the holder", e))?;
         files.push(record);
         drop(gate);
         for file in &files {
@@ -235,12 +260,12 @@ impl Session for LocalSession {
             return Ok(());
         }
         history::append(&self.path(&keys.name, "history"), cap, event)
-            .map_err(|e| self.fail(&keys.name, e))
+            .map_err(|e| self.fail_to(&keys.name, "writing the lock's history", e))
     }
 
     fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
         history::read(&self.path(&keys.name, "history"), limit)
-            .map_err(|e| self.fail(&keys.name, e))
+            .map_err(|e| self.fail_to(&keys.name, "reading the lock's history", e))
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -249,7 +274,7 @@ impl Session for LocalSession {
 
     fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         fs::write(self.record_path(&keys.name, "i", token), "")
-            .map_err(|e| self.fail(&keys.name, e))
+            .map_err(|e| self.fail_to(&keys.name, "writing an interrupt marker", e))
     }
 
     fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
@@ -357,6 +382,7 @@ impl Session for LocalSession {
     }
 
     fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+        self.readable(&keys.name)?;
         let holders = self.holders(&keys.name);
         let limit = holders
             .iter()
@@ -371,6 +397,7 @@ impl Session for LocalSession {
             limit,
             fence: self.fence(&keys.name),
             waiting: self.live(&keys.name, "w").len() as u64,
+            waiters: self.waiters(&keys.name),
             holders: holders
                 .iter()
                 .map(|d| HolderStatus {
@@ -383,11 +410,13 @@ impl Session for LocalSession {
                 })
                 .collect(),
             servers: None,
+            redisson: false,
         })
     }
 
     fn list(&mut self, _prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let entries = fs::read_dir(self.paths.dir()).map_err(|e| self.fail("*", e))?;
+        let entries = fs::read_dir(self.paths.dir())
+            .map_err(|e| lock_dir::unreadable(self.paths.dir(), &e))?;
         let mut names = Vec::new();
         for entry in entries.flatten() {
             let Ok(file) = entry.file_name().into_string() else {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::files::{field, held_by_someone, open, try_flock, Record};
 use super::LocalSession;
-use crate::backend::{HolderInfo, Kind};
+use crate::backend::{HolderInfo, Kind, WaiterStatus};
 use crate::clock;
 use crate::token::Token;
 
@@ -191,6 +191,30 @@ impl LocalSession {
             .collect()
     }
 
+    /// The live waiters of `name`, first come first, as `status` shows them
+    /// (a waiter record has its pid, note and when it asked; the host is
+    /// this one).
+    pub(super) fn waiters(&self, name: &str) -> Vec<WaiterStatus> {
+        let now = now_ns();
+        let mut found: Vec<(u128, WaiterStatus)> = self
+            .live(name, "w")
+            .iter()
+            .map(|(_, text)| {
+                let since = field(text, "since", "kind").and_then(|s| s.parse::<u128>().ok());
+                let status = WaiterStatus {
+                    host: crate::sys::process::host_name(),
+                    pid: field(text, "pid", "kind").unwrap_or_default(),
+                    note: field(text, "note", "kind").unwrap_or_default(),
+                    waiting_ms: since
+                        .map(|ns| u64::try_from(now.saturating_sub(ns) / 1_000_000).unwrap_or(0)),
+                };
+                (since.unwrap_or(u128::MAX), status)
+            })
+            .collect();
+        found.sort_by_key(|(since, _)| *since);
+        found.into_iter().map(|(_, w)| w).collect()
+    }
+
     /// Whether the waiter `token`'s record has not been marked for
     /// [`WAITER_STALE`].
     pub(super) fn stale_waiter(&self, name: &str, token: &str) -> bool {
@@ -204,7 +228,13 @@ impl LocalSession {
 
     /// Records this process as waiting for `name` (once per wait; the first
     /// registration's time keeps its place).
-    pub(super) fn register(&mut self, name: &str, token: &Token, kind: Kind) -> io::Result<()> {
+    pub(super) fn register(
+        &mut self,
+        name: &str,
+        token: &Token,
+        kind: Kind,
+        note: &str,
+    ) -> io::Result<()> {
         if let Some(waiting) = self.waiting.get_mut(name) {
             waiting.stamp();
             return Ok(());
@@ -213,6 +243,8 @@ impl LocalSession {
         let text = Record::new()
             .with("pid", std::process::id())
             .with("since", since)
+            // (One line: notes are cleaned to one line; `kind` stays last.)
+            .with("note", note.replace(['\n', '\r'], " "))
             .with("kind", kind_code(kind).chars().next().unwrap_or('x'))
             .render();
         let file = self.create_locked(name, "w", token, &text)?;

@@ -50,7 +50,7 @@ impl StandaloneSession {
         self.follow_master(limit);
         let window = match *self.source {
             Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
-            Source::Fixed(_) | Source::Cluster(_) => limit,
+            Source::Fixed(_) | Source::Rotating(_) | Source::Cluster(_) => limit,
         };
         self.call_within(keys, limit, window, idempotent, op)
     }
@@ -170,11 +170,16 @@ impl StandaloneSession {
         };
         let contact = Contact {
             server: &self.spec.display,
-            fixed_tcp: matches!(*self.source, Source::Fixed(_)) && socket.is_none(),
+            fixed_tcp: matches!(*self.source, Source::Fixed(_) | Source::Rotating(_))
+                && socket.is_none(),
             socket,
             tls: self.spec.is_tls(),
             first_contact: !self.answered,
             db: self.spec.info.redis_settings().db(),
+            user_without_password: {
+                let settings = self.spec.info.redis_settings();
+                settings.username().is_some() && settings.password().is_none()
+            },
         };
         diagnose::unavailable(err, limit, &contact)
     }

@@ -32,6 +32,9 @@ pub struct Contact<'a> {
     pub first_contact: bool,
     /// The database number asked for in the URL.
     pub db: i64,
+    /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
+    /// password written where the user goes (`redis://PASSWORD@host`).
+    pub user_without_password: bool,
 }
 
 /// The error for `err` met within `limit`: a usage error (2) when the URL asks
@@ -96,10 +99,26 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     let within = humantime::format_duration(limit);
     let text = err.to_string();
     let detail = err.detail().unwrap_or_default();
+    if err.kind() == ErrorKind::InvalidClientConfig
+        && text.starts_with(super::topology::PASSWORD_FILE)
+    {
+        return detail.to_owned();
+    }
     if err.code() == Some("NOAUTH")
         || (err.code() == Some("ERR") && detail.contains("unauthenticated"))
     {
-        return "the server needs a password: put it in the URL or in REDISCLI_AUTH".into();
+        if contact.user_without_password {
+            // (The user name is not repeated: it may be the password.)
+            return "the server needs a password, and the URL has a user name but no password: a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH or --password-file".into();
+        }
+        return "the server needs a password: put it in the URL, REDISCLI_AUTH or --password-file"
+            .into();
+    }
+    if contact.user_without_password
+        && (matches!(err.kind(), ErrorKind::AuthenticationFailed)
+            || err.code() == Some("WRONGPASS"))
+    {
+        return "authentication failed: the URL has a user name but no password; a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH".into();
     }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
         return "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
@@ -143,6 +162,17 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
             "connection closed by the server".into()
         };
     }
+    // rustls reads the system's trust store at connection time; a minimal
+    // image without ca-certificates has none.
+    if contact.tls
+        && (text.contains("opening directory")
+            || text.contains("native root CA certificates")
+            || text.contains("no CA certificates"))
+    {
+        return one_line(&format!(
+            "no system CA certificates ({text}): install ca-certificates, or pass --cacert FILE"
+        ));
+    }
     if contact.tls && text.contains("certificate") {
         return one_line(&format!(
             "TLS: {text} (check --cacert, or --cert and --key)"
@@ -158,6 +188,15 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
             format!("server error: {}", without_script_location(code, detail))
         }
         _ => one_line(&text),
+    }
+}
+
+/// What the server said (or what went wrong on the way), on one line, without
+/// a script's SHA and Lua line: for `check`, which shows a refusal as is.
+pub fn server_said(err: &RedisError) -> String {
+    match (err.code(), err.detail()) {
+        (Some(code), Some(detail)) => without_script_location(code, detail),
+        _ => one_line(&err.to_string()),
     }
 }
 
@@ -229,7 +268,9 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
                 command.to_uppercase()
             ));
         }
-        if detail.contains("keys") {
+        // Redis 7.0 says "... one of the keys used as arguments", Redis 7.2+ and
+        // Valkey "No permissions to access a key" (and likewise for channels).
+        if detail.contains(" key") {
             let keys = Keys::of(keys);
             let pattern = match &keys.redisson {
                 Some(channel) => format!("~{} and ~{channel}", keys.lock),
@@ -239,20 +280,102 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
                 "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
             ));
         }
-        if detail.contains("channels") {
+        if detail.contains(" channel") {
             return Some(format!(
                 "the Redis user may not use this lock's pub/sub channels: it needs \
                  &redisson_lock__channel:* and &{{*}}:rlock-int:* {acl}"
             ));
         }
     }
-    if detail.contains("can't run this command") {
+    if detail.contains("can't access at least one of the keys")
+        || detail.contains("no permissions to access")
+    {
+        let keys = Keys::of(keys);
+        let pattern = format!("~{}*", keys.lock.split('{').next().unwrap_or_default());
         return Some(format!(
-            "the Redis user may not run one of the commands rlock's scripts use \
-             ({SCRIPT_COMMANDS}) {acl}"
+            "the Redis user may not use this lock's keys inside rlock's scripts: it needs the key pattern {pattern} {acl}"
         ));
     }
-    None
+    script_refusal(err)
+}
+
+/// A command the server refused inside one of rlock's scripts (an ACL rule, a
+/// renamed or disabled command, one not allowed in scripts), or a server that
+/// runs no scripts at all: the command refused and the server's cause, in one
+/// line; None for other errors.
+pub fn script_refusal(err: &RedisError) -> Option<String> {
+    let detail = err.detail().unwrap_or_default();
+    let lower = detail.to_ascii_lowercase();
+    if lower.starts_with("unknown command") && lower.contains("eval") {
+        return Some(
+            "the server runs no Lua scripts (EVALSHA is an unknown command: renamed, disabled, \
+             or a server built without Lua); rlock's locks are scripts"
+                .into(),
+        );
+    }
+    let hint = if lower.contains("can't run this command")
+        || lower.contains("no permissions to run")
+    {
+        " (see \"ACL users\" in the README)"
+    } else if lower.contains("command called from") || lower.contains("not allowed from script") {
+        " (rlock's scripts need every command the README's ACL rules list)"
+    } else {
+        return None;
+    };
+    let command = refused_command(detail).unwrap_or_else(|| format!("one of {SCRIPT_COMMANDS}"));
+    let code = err.code().unwrap_or("ERR");
+    Some(one_line(&format!(
+        "the server refused {command} inside rlock's script: {code} {}{hint}",
+        server_cause(detail)
+    )))
+}
+
+/// The command a script was refused: as the server names it (Redis 8, Valkey:
+/// "no permissions to run the 'time' command"), else as the script's line
+/// shows it (Redis 6.2 and 7 name only the script's SHA1 and the line).
+fn refused_command(detail: &str) -> Option<String> {
+    if let Some(named) = detail
+        .split("run the '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+    {
+        return Some(named.to_uppercase());
+    }
+    let sha = detail
+        .split("call to f_")
+        .nth(1)
+        .or_else(|| detail.rsplit(" script: ").next())?
+        .get(..40)?;
+    let line: usize = detail
+        .split("@user_script:")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    let text = crate::script::line(sha, line)?;
+    let mut commands: Vec<String> = Vec::new();
+    for call in text.split("call('").skip(1) {
+        let command = call.split('\'').next().unwrap_or_default().to_uppercase();
+        if !command.is_empty() && !commands.contains(&command) {
+            commands.push(command);
+        }
+    }
+    (!commands.is_empty()).then(|| commands.join(" or "))
+}
+
+/// The server's words for a refusal inside a script, without the SHA1 and the
+/// Lua positions it wraps them in (Redis 6.2: `Error running script (call to
+/// f_SHA): @user_script:2: @user_script: 2: CAUSE`; 7 and later: `CAUSE
+/// script: SHA, on @user_script:2.`).
+fn server_cause(detail: &str) -> String {
+    let cause = match detail.rsplit_once(" script: ") {
+        Some((head, sha)) if sha.starts_with(|c: char| c.is_ascii_hexdigit()) => head,
+        _ => detail,
+    };
+    let cause = cause.rsplit("@user_script: ").next().unwrap_or(cause);
+    let cause = cause.trim_start_matches(|c: char| c.is_ascii_digit() || c == ':' || c == ' ');
+    cause.trim_end_matches([' ', '.', ',']).to_owned()
 }
 
 #[cfg(test)]
@@ -269,6 +392,62 @@ mod tests {
             "ERR Script attempted to access nonexistent global variable 'x'"
         );
         assert_eq!(without_script_location("ERR", "plain"), "ERR plain");
+    }
+
+    fn noperm(detail: &str) -> RedisError {
+        let kind = ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+        RedisError::from((kind, "", detail.to_owned()))
+    }
+
+    #[test]
+    fn key_and_channel_refusals_are_named_in_every_servers_words() {
+        let id = LockId::new("rlock", "x");
+        for detail in [
+            "this user has no permissions to access one of the keys used as arguments",
+            "No permissions to access a key",
+        ] {
+            let said = acl_denial(&noperm(detail), &id).unwrap();
+            assert!(said.contains("key pattern ~rlock:*"), "{detail}: {said}");
+        }
+        let id = LockId::redisson("jobs:a");
+        for detail in [
+            "this user has no permissions to access one of the channels used as arguments",
+            "No permissions to access a channel",
+        ] {
+            let said = acl_denial(&noperm(detail), &id).unwrap();
+            assert!(
+                said.contains("&redisson_lock__channel:*"),
+                "{detail}: {said}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_command_refused_in_a_script_is_named_as_each_server_words_it() {
+        let sha = crate::script::RAISE_FENCE.get_hash().to_owned();
+        let line = (1..200)
+            .find(|&n| crate::script::line(&sha, n).is_some_and(|l| l.contains("call('GET'")))
+            .unwrap();
+        let named = Some("GET".to_owned());
+        let v62 = format!(
+            "Error running script (call to f_{sha}): @user_script:{line}: @user_script: {line}: The user executing the script can't run this command or subcommand"
+        );
+        let v70 = format!(
+            "The user executing the script can't run this command or subcommand script: {sha}, on @user_script:{line}."
+        );
+        assert_eq!(refused_command(&v62), named);
+        assert_eq!(refused_command(&v70), named);
+        assert_eq!(
+            server_cause(&v62),
+            "The user executing the script can't run this command or subcommand"
+        );
+        assert_eq!(server_cause(&v70), server_cause(&v62));
+        let v80 = "ACL failure in script: User u has no permissions to run the 'time' command script: 6c48, on @user_script:2.";
+        assert_eq!(refused_command(v80).as_deref(), Some("TIME"));
+        assert_eq!(
+            server_cause(v80),
+            "ACL failure in script: User u has no permissions to run the 'time' command"
+        );
     }
 
     #[test]

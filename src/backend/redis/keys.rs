@@ -14,7 +14,8 @@ pub struct Keys {
     pub lock: String,
     /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
     pub holders: String,
-    /// Fencing counter, incremented on every new hold; never expires.
+    /// Fencing counter, raised on every new hold; expires 30 days after the
+    /// last fence handed out.
     pub fence: String,
     /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
     pub leases: String,
@@ -80,17 +81,29 @@ impl Keys {
 
     /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
     /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
+    /// Named by the token's digest, as everything Redis keeps is.
     pub fn wake_list(&self, token: &Token) -> String {
+        let digest = token.digest();
         match &self.redisson {
-            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, token.as_str()),
-            None => format!("{}:w:{}", self.lock, token.as_str()),
+            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, digest.as_str()),
+            None => format!("{}:w:{}", self.lock, digest.as_str()),
         }
     }
 
-    /// Every key a script gets, in the order of `src/lua/common.lua`, with
-    /// `token`'s wake-up list last.
-    pub fn script_keys(&self, token: &Token) -> [String; 9] {
-        [
+    /// The wake-up list of the waiter whose token has digest `digest`
+    /// (rlock's own layout).
+    pub fn wake_list_of(&self, digest: &str) -> String {
+        format!("{}:w:{digest}", self.lock)
+    }
+
+    /// Every key a script gets, in the order of `src/lua/common.lua`:
+    /// `token`'s wake-up list ninth, the history stream tenth (given to every
+    /// script, written only when the caller passes a history cap), then the
+    /// lists of the waiters whose digests are `others` (those the script may
+    /// write to).
+    pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
+        let mut keys = Vec::with_capacity(10 + others.len());
+        keys.extend([
             self.lock.clone(),
             self.holders.clone(),
             self.fence.clone(),
@@ -100,7 +113,10 @@ impl Keys {
             self.wexp.clone(),
             self.wkind.clone(),
             self.wake_list(token),
-        ]
+            self.history.clone(),
+        ]);
+        keys.extend(others.iter().map(|d| self.wake_list_of(d)));
+        keys
     }
 }
 
@@ -113,9 +129,19 @@ mod tests {
         let keys = Keys::new("rlock", "deploy");
         assert_eq!(keys.lock, "rlock:{deploy}");
         let token = Token::parse(&"0".repeat(32)).unwrap();
-        for key in keys.script_keys(&token).iter().skip(1) {
+        for key in keys.script_keys(&token, &["ab".into()]).iter().skip(1) {
             assert!(key.starts_with("rlock:{deploy}:"), "{key}");
         }
         assert_eq!(Keys::new("", "x").lock, "{x}");
+    }
+
+    #[test]
+    fn history_stands_tenth_and_other_lists_after_it() {
+        let keys = Keys::new("rlock", "deploy");
+        let token = Token::parse(&"0".repeat(32)).unwrap();
+        let given = keys.script_keys(&token, &["ab".into()]);
+        assert_eq!(given.len(), 11);
+        assert_eq!(given[9], "rlock:{deploy}:history");
+        assert_eq!(given[10], "rlock:{deploy}:w:ab");
     }
 }

@@ -11,6 +11,31 @@ use crate::error::Result;
 use crate::name::LockId;
 use crate::url::host_port;
 
+/// The masters (`host:port`) serving slots in a `CLUSTER SLOTS` reply, in
+/// the order of their slots.
+pub(super) fn masters_of(slots: &[Value]) -> Vec<String> {
+    let mut masters: Vec<String> = Vec::new();
+    for range in slots {
+        let Value::Array(fields) = range else {
+            continue;
+        };
+        let Some(Value::Array(master)) = fields.get(2) else {
+            continue;
+        };
+        let (Some(host), Some(port)) = (
+            master.first().and_then(as_string),
+            master.get(1).and_then(as_int),
+        ) else {
+            continue;
+        };
+        let addr = host_port(&host, port);
+        if !masters.contains(&addr) {
+            masters.push(addr);
+        }
+    }
+    masters
+}
+
 impl StandaloneSession {
     /// Names of the locks under `prefix` matching `pattern`, sorted.
     pub(super) fn list_locks(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
@@ -25,25 +50,7 @@ impl StandaloneSession {
         let slots: Vec<Value> = self.call(&probe, self.timeout(), true, |con| {
             redis::cmd("CLUSTER").arg("SLOTS").query(con)
         })?;
-        let mut masters: Vec<String> = Vec::new();
-        for range in &slots {
-            let Value::Array(fields) = range else {
-                continue;
-            };
-            let Some(Value::Array(master)) = fields.get(2) else {
-                continue;
-            };
-            let (Some(host), Some(port)) = (
-                master.first().and_then(as_string),
-                master.get(1).and_then(as_int),
-            ) else {
-                continue;
-            };
-            let addr = host_port(&host, port);
-            if !masters.contains(&addr) {
-                masters.push(addr);
-            }
-        }
+        let masters = masters_of(&slots);
         let home = self.node.take();
         for master in masters {
             self.node = Some(master);

@@ -7,13 +7,20 @@
 //! `topology` (where a connection goes: Sentinel, Cluster), `call` (one call
 //! with its retries, redirects and failover window), `reply` (decoding the
 //! scripts' replies), `redisson_wait` (waiting on Redisson's unlock channel),
-//! `list` (SCAN for lock names) and `diagnose` (an error as one line a user
-//! can act on).
+//! `redisson_status` (status and list of locks in Redisson's layout),
+//! `list` (SCAN for lock names), `diagnose` (an error as one line a user
+//! can act on) and `checks` (`rlock check`: is this server fit for locks?,
+//! with its probes in `check_probes` and `check_rights`).
 
 mod call;
+mod check_probes;
+mod check_rights;
+mod checks;
 mod diagnose;
 mod keys;
 mod list;
+mod loss;
+mod redisson_status;
 mod redisson_wait;
 mod reply;
 mod topology;
@@ -51,6 +58,8 @@ impl Standalone {
             Source::Sentinel(spec.clone())
         } else if spec.cluster.is_some() {
             Source::Cluster(spec.clone())
+        } else if spec.password_file.is_some() {
+            Source::Rotating(spec.clone())
         } else {
             Source::Fixed(client_for(spec.info.clone(), &spec.tls)?)
         };
@@ -75,6 +84,11 @@ impl Standalone {
     /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
     /// by what is left of a renewal's deadline).
     pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.open(limit)?))
+    }
+
+    /// A session with its connection open (within `limit`).
+    fn open(&self, limit: Duration) -> Result<StandaloneSession> {
         let mut session = StandaloneSession {
             source: Arc::clone(&self.source),
             spec: self.spec.clone(),
@@ -84,11 +98,14 @@ impl Standalone {
             answered: false,
             master: None,
             master_checked: None,
+            evicted_before: None,
+            lost: None,
+            next_up: std::collections::HashMap::new(),
         };
         if let Err(err) = session.con(limit) {
             return Err(session.unavailable(&err, limit));
         }
-        Ok(Box::new(session))
+        Ok(session)
     }
 }
 
@@ -115,6 +132,17 @@ struct StandaloneSession {
     /// and when the sentinels last named it.
     master: Option<String>,
     master_checked: Option<Instant>,
+    /// The server's `evicted_keys` after this session's first confirmed
+    /// renewal: a hold found gone later was evicted if the count grew.
+    evicted_before: Option<u64>,
+    /// `check`: why the server stopped answering a probe (no reply in time,
+    /// connection lost); later probes are not sent, so a stalled server costs
+    /// one timeout, not one per probe.
+    lost: Option<String>,
+    /// Per lock held (its key): the digests of the waiters first in line when
+    /// a script last said so. Their wake-up lists go with this session's
+    /// scripts on that lock, so a release can hand over in its own call.
+    next_up: std::collections::HashMap<String, Vec<String>>,
 }
 
 impl StandaloneSession {
@@ -124,14 +152,16 @@ impl StandaloneSession {
     }
 }
 
-/// A script invocation with every key of `keys` (see `src/lua/common.lua`).
+/// A script invocation with every key of `keys` (see `src/lua/common.lua`),
+/// and the wake-up lists of the waiters whose digests are `others`.
 fn with_keys<'a>(
     script: &'a redis::Script,
     keys: &Keys,
     token: &Token,
+    others: &[String],
 ) -> redis::ScriptInvocation<'a> {
     let mut invocation = script.prepare_invoke();
-    for key in keys.script_keys(token) {
+    for key in keys.script_keys(token, others) {
         invocation.key(key);
     }
     invocation
@@ -163,8 +193,10 @@ impl Session for StandaloneSession {
             }
             return Ok(attempt);
         }
-        let inherited = req
-            .inherited
+        // Redis knows holders by their tokens' digests only.
+        let digest = req.token.digest();
+        let inherited: Vec<Token> = req.inherited.iter().map(Token::digest).collect();
+        let listed = inherited
             .iter()
             .map(Token::as_str)
             .collect::<Vec<_>>()
@@ -177,14 +209,12 @@ impl Session for StandaloneSession {
         let record = req.record.filter(|(cap, _)| *cap > 0);
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
+        let others = self.others(&stored);
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token);
-            if record.is_some() {
-                invocation.key(&stored.history);
-            }
+            let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token, &others);
             invocation
-                .arg(req.token.as_str())
-                .arg(&inherited)
+                .arg(digest.as_str())
+                .arg(&listed)
                 .arg(millis(req.ttl))
                 .arg(&req.holder.host)
                 .arg(&req.holder.pid)
@@ -203,11 +233,31 @@ impl Session for StandaloneSession {
             }
             invocation.invoke(con)
         })?;
-        let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
-        if let Attempt::Acquired(hold) = &mut attempt {
-            hold.recorded &= record.is_some();
+        let (reply, next) =
+            self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
+        // The hold is named by a digest: back to the token it stands for.
+        match decode(reply, &keys.name, "acquire")? {
+            Attempt::Acquired(mut hold) => {
+                self.next_up.insert(stored.lock.clone(), next);
+                hold.recorded &= record.is_some();
+                hold.token = if hold.token == digest {
+                    req.token.clone()
+                } else {
+                    let at = inherited.iter().position(|d| *d == hold.token);
+                    match at {
+                        Some(at) => req.inherited[at].clone(),
+                        None => {
+                            return Err(crate::error::Error::internal(format!(
+                                "{}: the server named a holder this run does not know",
+                                keys.name
+                            )))
+                        }
+                    }
+                };
+                Ok(Attempt::Acquired(hold))
+            }
+            other => Ok(other),
         }
-        Ok(attempt)
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -226,10 +276,20 @@ impl Session for StandaloneSession {
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
             Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
-            Ok(Some((_, value))) => Ok(match value.strip_prefix('g').map(str::parse) {
-                Some(Ok(fence)) => Wake::Granted(Fence(fence)),
-                _ => Wake::Released,
-            }),
+            // "g<fence>,<digest>,...": handed the lock, and who stands first
+            // in line now.
+            Ok(Some((_, value))) => {
+                let mut parts = value.split(',');
+                let granted = parts.next().and_then(|g| g.strip_prefix('g'));
+                Ok(match granted.map(str::parse) {
+                    Some(Ok(fence)) => {
+                        let next = parts.map(str::to_owned).collect();
+                        self.next_up.insert(Keys::of(keys).lock, next);
+                        Wake::Granted(Fence(fence))
+                    }
+                    _ => Wake::Released,
+                })
+            }
             // Stopped and continued: a spurious wake-up; the caller looks again.
             Err(err) if interrupted(&err) => {
                 self.con = None;
@@ -286,12 +346,16 @@ impl Session for StandaloneSession {
             self.sub = None;
             return Ok(());
         }
-        self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::LEAVE, &Keys::of(keys), token)
-                .arg(token.as_str())
-                .invoke::<i64>(con)
-                .map(drop)
-        })
+        let stored = Keys::of(keys);
+        let others = self.others(&stored);
+        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+            with_keys(&script::LEAVE, &stored, token, &others)
+                .arg(token.digest().as_str())
+                .invoke(con)
+        })?;
+        self.next_up.remove(&stored.lock);
+        self.outcome(keys, &stored, token, reply, "leave", self.timeout())
+            .map(drop)
     }
 
     fn renew(
@@ -304,6 +368,7 @@ impl Session for StandaloneSession {
         let limit = limit.min(self.timeout());
         let start = Instant::now();
         self.follow_master(limit);
+        let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
         if keys.redisson {
             let field = token.redisson_field();
@@ -317,12 +382,28 @@ impl Session for StandaloneSession {
             })?;
             return Ok(held == 1);
         }
-        let held: i64 = self.call_within(keys, limit, limit, true, |con| {
-            with_keys(&script::RENEW, &Keys::of(keys), token)
-                .arg(token.as_str())
+        let stored = Keys::of(keys);
+        let others = self.others(&stored);
+        let reply: Value = self.call_within(keys, limit, limit, true, |con| {
+            with_keys(&script::RENEW, &stored, token, &others)
+                .arg(token.digest().as_str())
                 .arg(millis(ttl))
                 .invoke(con)
         })?;
+        // Any delivery within what is left of the renewal's bound.
+        let left = deadline.saturating_sub(start.elapsed());
+        let (reply, next) = self.outcome(keys, &stored, token, reply, "renew", left)?;
+        let held: i64 = decode(reply, &keys.name, "renew")?;
+        if held == 1 {
+            self.next_up.insert(stored.lock.clone(), next);
+        } else {
+            self.next_up.remove(&stored.lock);
+        }
+        if held == 1 && self.evicted_before.is_none() {
+            self.evicted_before = self
+                .info(keys, "stats")
+                .and_then(|i| loss::parse(&i).evicted);
+        }
         Ok(held == 1)
     }
 
@@ -341,11 +422,13 @@ impl Session for StandaloneSession {
         let record = record.filter(|(cap, _)| *cap > 0);
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
+            let sharded = if self.is_cluster() { "1" } else { "0" };
             let left: i64 = self.call(keys, self.timeout(), false, |con| {
                 script::REDISSON_RELEASE
                     .key(&stored.lock)
                     .key(channel)
                     .arg(&field)
+                    .arg(sharded)
                     .invoke(con)
             })?;
             let left = u64::try_from(left).ok();
@@ -356,17 +439,23 @@ impl Session for StandaloneSession {
             }
             return Ok(left);
         }
-        let left: i64 = self.call(keys, self.timeout(), false, |con| {
-            let mut invocation = with_keys(&script::RELEASE, &stored, token);
-            invocation.arg(token.as_str());
+        let others = self.others(&stored);
+        let reply: Value = self.call(keys, self.timeout(), false, |con| {
+            let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
+            invocation.arg(token.digest().as_str());
             if let Some((cap, event)) = record {
-                invocation.key(&stored.history).arg(cap);
+                invocation.arg(cap);
                 for (field, value) in event.fields() {
                     invocation.arg(field).arg(value);
                 }
             }
             invocation.invoke(con)
         })?;
+        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &keys.name, "release")?;
+        if left == 0 {
+            self.next_up.remove(&stored.lock);
+        }
         Ok(u64::try_from(left).ok())
     }
 
@@ -486,6 +575,7 @@ impl Session for StandaloneSession {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let stored = Keys::of(keys);
+        let cluster = self.is_cluster();
         let removed: i64 = match &stored.redisson {
             Some(channel) => self.call(keys, self.timeout(), false, |con| {
                 let (count, _, _): (i64, i64, i64) = redis::pipe()
@@ -498,25 +588,126 @@ impl Session for StandaloneSession {
                     .arg(channel)
                     .arg(0)
                     .query(con)?;
+                // Redisson's waiters on a Redis 7 Cluster listen with
+                // SSUBSCRIBE; before 7 there is no SPUBLISH (and no need).
+                if cluster {
+                    let _ = redis::cmd("SPUBLISH")
+                        .arg(channel)
+                        .arg(0)
+                        .query::<redis::Value>(con);
+                }
                 Ok(count)
             })?,
-            None => self.call(keys, self.timeout(), false, |con| {
-                with_keys(&script::FORCE, &stored, &nobody).invoke(con)
-            })?,
+            None => {
+                let reply: Value = self.call(keys, self.timeout(), false, |con| {
+                    with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
+                })?;
+                let (reply, _) = self.outcome(
+                    keys,
+                    &stored,
+                    &nobody,
+                    reply,
+                    "release --force",
+                    self.timeout(),
+                )?;
+                decode(reply, &keys.name, "release --force")?
+            }
         };
         Ok(u64::try_from(removed).unwrap_or(0))
     }
 
     fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+        if keys.redisson {
+            return self.redisson_status(keys);
+        }
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::STATUS, &Keys::of(keys), &nobody).invoke(con)
+            with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).invoke(con)
         })?;
         decode(reply, &keys.name, "status")
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
         self.list_locks(prefix, pattern)
+    }
+
+    fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
+        StandaloneSession::list_redisson(self, pattern)
+    }
+
+    fn why_gone(&mut self, keys: &LockId, held_for: Option<Duration>) -> Option<String> {
+        let info = self.info(keys, "default")?;
+        Some(loss::cause(
+            &loss::parse(&info),
+            self.evicted_before,
+            held_for,
+        ))
+    }
+}
+
+impl StandaloneSession {
+    /// The digests of the waiters this session last heard stand first in
+    /// line for lock `stored`: their lists go with its next script there.
+    fn others(&self, stored: &Keys) -> Vec<String> {
+        self.next_up.get(&stored.lock).cloned().unwrap_or_default()
+    }
+
+    /// A lock script's own reply and the waiters first in line, once the
+    /// messages it could not deliver (for lists it was not given) are
+    /// delivered by wake.lua, which is given them. That second call is best
+    /// effort: a message it fails to deliver (the connection lost, this
+    /// process killed) costs its waiter only latency, as the waiter looks
+    /// again when its block times out (half its ttl at most). `limit` bounds
+    /// that call (none is made when it is zero).
+    fn outcome(
+        &mut self,
+        keys: &LockId,
+        stored: &Keys,
+        token: &Token,
+        reply: Value,
+        what: &str,
+        limit: Duration,
+    ) -> Result<(Value, Vec<String>)> {
+        let Some((reply, outbox, next)) = reply::split(reply) else {
+            return Err(crate::error::Error::internal(format!(
+                "{}: unexpected reply to {what}",
+                keys.name
+            )));
+        };
+        if outbox.len() >= 2 && !limit.is_zero() {
+            let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
+            let delivered = self.call_within(keys, limit, limit, false, |con| {
+                with_keys(&script::WAKE, stored, token, &lists)
+                    .arg(&outbox)
+                    .invoke::<i64>(con)
+            });
+            if let Err(err) = delivered {
+                crate::report::verbose(|| {
+                    format!("{}: waking the waiters after {what}: {err}", keys.name)
+                });
+            }
+        }
+        Ok((reply, next))
+    }
+
+    /// Whether locks live on a Redis Cluster.
+    fn is_cluster(&self) -> bool {
+        matches!(*self.source, Source::Cluster(_))
+    }
+
+    /// INFO `section` from the server of lock `keys`, within the connect
+    /// timeout; None when it cannot be had (a user without +info).
+    fn info(&mut self, keys: &LockId, section: &str) -> Option<String> {
+        let answer = self.call(keys, self.timeout(), true, |con| {
+            redis::cmd("INFO").arg(section).query::<String>(con)
+        });
+        match answer {
+            Ok(info) => Some(info),
+            Err(err) => {
+                crate::report::verbose(|| format!("{}: INFO {section}: {err}", keys.name));
+                None
+            }
+        }
     }
 }
 

@@ -6,10 +6,11 @@
 use super::keys::Keys;
 use std::time::Duration;
 
-use redis::Value;
+use redis::{Connection, Value};
 
 use super::call::interrupted;
 use super::reply::as_string;
+use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::backend::Wake;
 use crate::error::Result;
@@ -29,24 +30,7 @@ impl StandaloneSession {
         }
         self.sub = None;
         let limit = self.timeout();
-        let opened = self
-            .source
-            .client(limit)
-            .and_then(|client| client.get_connection_with_timeout(limit))
-            .and_then(|mut con| {
-                con.set_read_timeout(Some(limit))?;
-                con.set_write_timeout(Some(limit))?;
-                let cmd = redis::cmd("SUBSCRIBE")
-                    .arg(channel)
-                    .arg(Keys::of(keys).wake_list(token))
-                    .get_packed_command();
-                con.send_packed_command(&cmd)?;
-                // One confirmation per channel, or one error (an ACL refusal)
-                // for the whole command.
-                con.recv_response()?.extract_error()?;
-                con.recv_response()?.extract_error()?;
-                Ok(con)
-            });
+        let opened = self.open_subscription(keys, channel, token, limit);
         match opened {
             Ok(con) => {
                 self.sub = Some((keys.name.clone(), con));
@@ -54,6 +38,64 @@ impl StandaloneSession {
             }
             Err(err) => Err(self.unavailable_for(keys, &err, limit)),
         }
+    }
+
+    /// A connection subscribed to Redisson's unlock channel and this waiter's
+    /// interrupt channel. On a Cluster also with SSUBSCRIBE to the unlock
+    /// channel, at the node that serves its slot (MOVED says which): Redisson
+    /// on a Redis 7 Cluster publishes its unlocks with SPUBLISH.
+    fn open_subscription(
+        &self,
+        keys: &LockId,
+        channel: &str,
+        token: &Token,
+        limit: Duration,
+    ) -> redis::RedisResult<Connection> {
+        let mut node = self.node.clone();
+        let mut moved = None;
+        for _ in 0..3 {
+            let client = match (&*self.source, &node) {
+                (Source::Cluster(spec), Some(addr)) => node_client(spec, addr)?,
+                (source, _) => source.client(limit)?,
+            };
+            let mut con = client.get_connection_with_timeout(limit)?;
+            con.set_read_timeout(Some(limit))?;
+            con.set_write_timeout(Some(limit))?;
+            let cmd = redis::cmd("SUBSCRIBE")
+                .arg(channel)
+                .arg(Keys::of(keys).wake_list(token))
+                .get_packed_command();
+            con.send_packed_command(&cmd)?;
+            // One confirmation per channel, or one error (an ACL refusal)
+            // for the whole command.
+            con.recv_response()?.extract_error()?;
+            con.recv_response()?.extract_error()?;
+            if !matches!(*self.source, Source::Cluster(_)) {
+                return Ok(con);
+            }
+            con.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command())?;
+            match con.recv_response()?.extract_error() {
+                Ok(_) => return Ok(con),
+                Err(err) => match err.redirect_node() {
+                    Some((addr, _)) => {
+                        node = Some(addr.to_owned());
+                        moved = Some(err);
+                    }
+                    // Before Redis 7 there is no sharded pub/sub, and no
+                    // Redisson that uses it.
+                    None if err
+                        .detail()
+                        .unwrap_or_default()
+                        .to_ascii_lowercase()
+                        .contains("unknown command") =>
+                    {
+                        return Ok(con)
+                    }
+                    None => return Err(err),
+                },
+            }
+        }
+        Err(moved.unwrap_or_else(|| redis::RedisError::from((redis::ErrorKind::Io, "no node"))))
     }
 
     /// `--redisson`: waits for a message on the subscribed channels.

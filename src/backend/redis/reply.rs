@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus};
+use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus, WaiterStatus};
 use crate::error::{Error, Result};
 use crate::token::{Fence, Token};
 
@@ -32,6 +32,27 @@ impl FromRedisValue for LockStatus {
     fn from_redis_value(reply: Value) -> Result<Self, ParsingError> {
         parse_status(reply).ok_or_else(|| "not a reply to status".into())
     }
+}
+
+/// The parts of a reply of rlock's own lock scripts (common.lua's `done()`):
+/// the script's own reply, its outbox (digest, message, ...) and the digests
+/// of the waiters first in line; None for a reply of another shape.
+pub(super) fn split(reply: Value) -> Option<(Value, Vec<String>, Vec<String>)> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let mut items = items.into_iter();
+    let own = items.next()?;
+    let strings = |v: Option<Value>| -> Option<Vec<String>> {
+        match v {
+            Some(Value::Array(list)) => list.iter().map(as_string).collect(),
+            None | Some(Value::Nil) => Some(Vec::new()),
+            _ => None,
+        }
+    };
+    let outbox = strings(items.next())?;
+    let next = strings(items.next())?;
+    Some((own, outbox, next))
 }
 
 /// acquire.lua's (and redisson_acquire.lua's) reply: `{1, owner, fence, count}`
@@ -81,7 +102,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
     }
 }
 
-/// status.lua's reply: `{kind, limit, fence, waiting, holders}`.
+/// status.lua's reply: `{kind, limit, fence, waiting, holders, waiters}`.
 fn parse_status(reply: Value) -> Option<LockStatus> {
     let Value::Array(items) = reply else {
         return None;
@@ -104,6 +125,21 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
             .collect(),
         _ => Vec::new(),
     };
+    let waiters = match items.get(5) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(|w| match w {
+                Value::Array(f) if f.len() >= 4 => Some(WaiterStatus {
+                    host: as_string(&f[0])?,
+                    pid: as_string(&f[1])?,
+                    note: as_string(&f[2])?,
+                    waiting_ms: number(&f[3]),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let limit = number(items.get(1)?).unwrap_or(1);
     Some(LockStatus {
         kind: Kind::from_code(
@@ -114,7 +150,9 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
         fence: number(items.get(2)?).unwrap_or(0),
         waiting: number(items.get(3)?).unwrap_or(0),
         holders,
+        waiters,
         servers: None,
+        redisson: false,
     })
 }
 

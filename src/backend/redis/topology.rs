@@ -17,6 +17,9 @@ use crate::url::{host_port, ServerSpec};
 /// Where connections go.
 pub(super) enum Source {
     Fixed(Client),
+    /// A fixed server whose password is read from `--password-file` for each
+    /// connection.
+    Rotating(ServerSpec),
     /// Asked anew at every connection, so a failover is followed.
     Sentinel(ServerSpec),
     /// Cluster seeds; each session follows MOVED to its lock's node.
@@ -46,6 +49,12 @@ impl Source {
     pub(super) fn client(&self, limit: Duration) -> redis::RedisResult<Client> {
         match self {
             Source::Fixed(client) => Ok(client.clone()),
+            Source::Rotating(spec) => {
+                let info = spec.info.clone().set_redis_settings(credentials(spec)?);
+                client_for(info, &spec.tls).map_err(|e| {
+                    RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string()))
+                })
+            }
             Source::Sentinel(spec) => master_client(spec, limit),
             Source::Cluster(spec) => node_client(spec, &spec.cluster.as_ref().expect("seeds")[0]),
         }
@@ -70,10 +79,27 @@ pub(super) fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<C
     let scheme = if spec.is_tls() { "rediss" } else { "redis" };
     let info =
         redis::IntoConnectionInfo::into_connection_info(format!("{scheme}://{addr}").as_str())?;
-    let info = info.set_redis_settings(spec.info.redis_settings().clone());
+    let info = info.set_redis_settings(credentials(spec)?);
     client_for(info, &spec.tls)
         .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
 }
+
+/// The URL's credentials and db, with the password read again from
+/// `--password-file` when one is given.
+fn credentials(spec: &ServerSpec) -> redis::RedisResult<redis::RedisConnectionInfo> {
+    let settings = spec.info.redis_settings().clone();
+    match &spec.password_file {
+        None => Ok(settings),
+        Some(file) => crate::url::read_password_file(file)
+            .map(|password| settings.set_password(password))
+            .map_err(|cause| {
+                RedisError::from((ErrorKind::InvalidClientConfig, PASSWORD_FILE, cause))
+            }),
+    }
+}
+
+/// The description of an error reading `--password-file` at a connection.
+pub(super) const PASSWORD_FILE: &str = "password file";
 
 /// Asks the sentinels, in order, where the master is, and opens a client for it
 /// with the URL's credentials, db and TLS settings.

@@ -4,7 +4,9 @@
 use super::redis_server::RedisServer;
 
 /// Runs script `file` ("acquire", "release", "renew", "leave", "force") for `token` on lock
-/// `name` (prefix rlock) with ARGV `token, args...`.
+/// `name` (prefix rlock) with ARGV `token, args...`, as rlock's client does: the
+/// messages the script could not deliver (its outbox: for wake-up lists it was not
+/// given) are delivered by wake.lua, which is given them. Returns the script's own reply.
 pub fn script(
     redis: &RedisServer,
     file: &str,
@@ -12,7 +14,32 @@ pub fn script(
     token: &str,
     args: &[&str],
 ) -> redis::Value {
-    let common = include_str!("../../../src/lua/common.lua");
+    let mut parts = undelivered(redis, file, name, token, args);
+    let outbox: Vec<String> = redis::FromRedisValue::from_redis_value(parts[1].clone()).unwrap();
+    deliver(redis, name, token, &outbox);
+    parts.swap_remove(0)
+}
+
+/// Runs wake.lua, as the client does, with `outbox` (digest, message, ...)
+/// and the lists it names among the KEYS. The number of messages delivered.
+pub fn deliver(redis: &RedisServer, name: &str, token: &str, outbox: &[String]) -> i64 {
+    if outbox.is_empty() {
+        return 0;
+    }
+    let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
+    let wake = include_str!("../../../src/lua/wake.lua");
+    redis::FromRedisValue::from_redis_value(eval(redis, wake, name, token, &lists, outbox)).unwrap()
+}
+
+/// [`script`] without delivering the outbox (a client that died between its
+/// two calls): the whole reply, {reply, outbox, next}.
+pub fn undelivered(
+    redis: &RedisServer,
+    file: &str,
+    name: &str,
+    token: &str,
+    args: &[&str],
+) -> Vec<redis::Value> {
     let body = match file {
         "acquire" => include_str!("../../../src/lua/acquire.lua"),
         "release" => include_str!("../../../src/lua/release.lua"),
@@ -21,8 +48,22 @@ pub fn script(
         "force" => include_str!("../../../src/lua/force.lua"),
         other => panic!("no script {other}"),
     };
+    let mut argv = vec![token.to_owned()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    let reply = eval(redis, body, name, token, &[], &argv);
+    let redis::Value::Array(parts) = reply else {
+        panic!("{file}: not a reply of common.lua's done(): {reply:?}")
+    };
+    assert_eq!(parts.len(), 3, "{file}: {parts:?}");
+    parts
+}
+
+/// The keys a script of lock `name` gets: common.lua's ten, with `token`'s
+/// wake-up list ninth and the history stream tenth, then the lists of the
+/// digests `others`.
+pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
     let base = format!("rlock:{{{name}}}");
-    let keys = [
+    let mut keys = vec![
         base.clone(),
         format!("{base}:holders"),
         format!("{base}:fence"),
@@ -32,12 +73,26 @@ pub fn script(
         format!("{base}:wexp"),
         format!("{base}:wkind"),
         format!("{base}:w:{token}"),
+        format!("{base}:history"),
     ];
+    keys.extend(others.iter().map(|d| format!("{base}:w:{d}")));
+    keys
+}
+
+fn eval(
+    redis: &RedisServer,
+    body: &str,
+    name: &str,
+    token: &str,
+    others: &[String],
+    argv: &[String],
+) -> redis::Value {
+    let common = include_str!("../../../src/lua/common.lua");
+    let keys = keys(name, token, others);
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(format!("{common}{body}"))
         .arg(keys.len())
         .arg(&keys[..])
-        .arg(token)
-        .arg(args);
+        .arg(argv);
     cmd.query(&mut redis.con()).unwrap()
 }

@@ -8,6 +8,7 @@ pub mod prom;
 pub mod redis_server;
 pub mod rlock;
 pub mod scratch;
+pub mod terminal;
 
 use std::time::{Duration, Instant};
 

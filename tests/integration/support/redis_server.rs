@@ -1,4 +1,8 @@
 //! A real `redis-server` on a free 127.0.0.1 port, killed by PID on drop.
+//!
+//! `RLOCK_TEST_SERVER` names the server binary (a path, or a name looked up in
+//! PATH; default `redis-server`): scripts/test runs the core groups again with
+//! each server of the matrix (Redis 6.2, 8.2, Valkey 8.1).
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -13,6 +17,33 @@ pub struct RedisServer {
     dir: Scratch,
     password: Option<String>,
     extra: Vec<String>,
+}
+
+/// The server binary every test spawns: `$RLOCK_TEST_SERVER`, else `redis-server`.
+/// Sentinels are the same binary with `--sentinel`.
+pub fn server_bin() -> std::ffi::OsString {
+    std::env::var_os("RLOCK_TEST_SERVER")
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "redis-server".into())
+}
+
+/// The server's version from `--version` (`Redis server v=6.2.5 ...`,
+/// `Valkey server v=8.1.8 ...`), asked once: (major, minor).
+pub fn server_version() -> (u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(server_bin())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {:?} --version: {e}", server_bin()));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or_else(|| panic!("no v= in {:?} --version: {text}", server_bin()));
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    })
 }
 
 /// A 127.0.0.1 port nothing listens on (at the moment of asking).
@@ -128,8 +159,10 @@ impl RedisServer {
         }) && self.proc.try_status().is_none()
     }
 
+    /// The server's log, after what it printed before opening it (a refused
+    /// option, e.g. one this server version does not know).
     fn log(&self) -> String {
-        self.dir.read("redis.log")
+        self.dir.read("redis.stderr") + &self.dir.read("redis.log")
     }
 
     pub fn pid(&self) -> u32 {
@@ -204,8 +237,27 @@ impl RedisServer {
     }
 }
 
+/// Drops the options a server older than 7 does not know and whose effect it has
+/// by default (`--enable-debug-command`: DEBUG is always enabled before 7), so
+/// one test runs on every server of the matrix.
+fn for_this_server(extra: &[String]) -> Vec<String> {
+    if server_version() >= (7, 0) {
+        return extra.to_vec();
+    }
+    let mut kept = Vec::new();
+    let mut args = extra.iter();
+    while let Some(a) = args.next() {
+        if a == "--enable-debug-command" {
+            args.next();
+        } else {
+            kept.push(a.clone());
+        }
+    }
+    kept
+}
+
 fn spawn(port: u16, dir: &Scratch, extra: &[String]) -> Proc {
-    let child = Command::new("redis-server")
+    let child = Command::new(server_bin())
         .args([
             "--port",
             &port.to_string(),
@@ -220,12 +272,17 @@ fn spawn(port: u16, dir: &Scratch, extra: &[String]) -> Proc {
         .arg(dir.path())
         .arg("--logfile")
         .arg(dir.path().join("redis.log"))
-        .args(extra)
+        .args(for_this_server(extra))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("redis.stderr")).unwrap())
         .spawn()
-        .expect("redis-server must be installed (scripts/test installs it)");
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {:?} ({e}): scripts/test installs it",
+                server_bin()
+            )
+        });
     Proc::new(child)
 }
 

@@ -1,0 +1,125 @@
+//! Why a hold was found gone, as far as the server can tell: read once, with
+//! INFO, when a renewal or a release finds the hold missing. A restart shows
+//! as an uptime shorter than the hold; an eviction as `evicted_keys` grown
+//! under an evicting `maxmemory-policy` (managed caches default to
+//! `volatile-lru`, which evicts keys with a TTL: every key of a held lock).
+
+use std::time::Duration;
+
+/// What INFO says that bears on a lost hold.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Snapshot {
+    pub uptime: Option<Duration>,
+    pub evicted: Option<u64>,
+    pub policy: Option<String>,
+    pub maxmemory: Option<u64>,
+}
+
+/// Reads the fields of INFO's `server`, `memory` and `stats` sections.
+pub(super) fn parse(info: &str) -> Snapshot {
+    let mut snapshot = Snapshot::default();
+    for line in info.lines() {
+        let Some((field, value)) = line.trim_end().split_once(':') else {
+            continue;
+        };
+        match field {
+            "uptime_in_seconds" => snapshot.uptime = value.parse().ok().map(Duration::from_secs),
+            "evicted_keys" => snapshot.evicted = value.parse().ok(),
+            "maxmemory_policy" => snapshot.policy = Some(value.to_owned()),
+            "maxmemory" => snapshot.maxmemory = value.parse().ok(),
+            _ => {}
+        }
+    }
+    snapshot
+}
+
+/// The likely cause, for the one line that reports the loss. `evicted_before`
+/// is `evicted_keys` while the hold was known to be ours (None: not read);
+/// `held_for` how long ago the hold began (None: not known here).
+pub(super) fn cause(
+    now: &Snapshot,
+    evicted_before: Option<u64>,
+    held_for: Option<Duration>,
+) -> String {
+    if let (Some(uptime), Some(held_for)) = (now.uptime, held_for) {
+        // Whole seconds, rounded down: the server may have been up for up
+        // to a second more.
+        if uptime + Duration::from_secs(1) < held_for {
+            return format!(
+                "lost in a server restart: the server has been up for {}, the hold began {} ago \
+                 (a server without appendonly forgets every hold when it restarts)",
+                seconds(uptime),
+                seconds(held_for)
+            );
+        }
+    }
+    let policy = now.policy.as_deref().unwrap_or_default();
+    let evicting = now.maxmemory.unwrap_or(0) > 0 && !policy.is_empty() && policy != "noeviction";
+    let evicted = now.evicted.unwrap_or(0);
+    match evicted_before {
+        Some(before) if evicted > before => {
+            return format!(
+                "evicted under memory pressure: the server evicted {} keys while it was held \
+                 (maxmemory-policy {policy}; use noeviction)",
+                evicted - before
+            )
+        }
+        None if evicting && evicted > 0 => {
+            return format!(
+                "most likely evicted under memory pressure (maxmemory-policy {policy}, {evicted} \
+                 keys evicted since the server started; use noeviction)"
+            )
+        }
+        _ => {}
+    }
+    // A run's hold cannot have expired: rlock kept its lease. A script's
+    // (`acquire`) may have.
+    let what = match held_for {
+        Some(_) => "released by force or deleted by another client",
+        None => "expired, released by force, or deleted by another client",
+    };
+    format!("{what}: the server neither restarted nor evicted keys")
+}
+
+/// "12s", "1m 5s": whole seconds.
+fn seconds(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INFO: &str = "# Server\r\nredis_version:7.0.15\r\nuptime_in_seconds:3\r\n\r\n# Memory\r\nmaxmemory:3145728\r\nmaxmemory_policy:volatile-lru\r\n# Stats\r\nevicted_keys:2175\r\n";
+
+    #[test]
+    fn info_is_read_field_by_field() {
+        let s = parse(INFO);
+        assert_eq!(s.uptime, Some(Duration::from_secs(3)));
+        assert_eq!(s.evicted, Some(2175));
+        assert_eq!(s.policy.as_deref(), Some("volatile-lru"));
+        assert_eq!(s.maxmemory, Some(3_145_728));
+    }
+
+    #[test]
+    fn a_restart_comes_first_then_an_eviction_then_force() {
+        let s = parse(INFO);
+        let held = Some(Duration::from_secs(10));
+        assert!(cause(&s, None, held).starts_with("lost in a server restart"));
+        let young = Some(Duration::from_millis(3500));
+        assert!(!cause(&s, None, young).starts_with("lost in a server restart"));
+        let s = Snapshot {
+            uptime: Some(Duration::from_secs(100)),
+            ..parse(INFO)
+        };
+        assert!(cause(&s, Some(2000), held)
+            .starts_with("evicted under memory pressure: the server evicted 175 keys"));
+        assert!(cause(&s, None, held).starts_with("most likely evicted"));
+        assert!(cause(&s, Some(2175), held).starts_with("released by force"));
+        let calm = Snapshot {
+            policy: Some("noeviction".into()),
+            ..s
+        };
+        assert!(cause(&calm, None, held).starts_with("released by force"));
+    }
+}

@@ -1,0 +1,152 @@
+//! `status --redisson` and `list --redisson`: locks stored in Redisson's
+//! layout (a hash at key NAME, `"<uuid>:<thread-id>"` → hold count, with a
+//! PEXPIRE lease), whether rlock (`--redisson`) or a Redisson client holds
+//! them. Redisson records no host, pid, command or waiters: what is shown is
+//! what the hash tells (the holder's thread id, its hold count, the lease
+//! left), never the owner field itself, which is a capability to unlock.
+
+use std::collections::BTreeMap;
+
+use super::keys::Keys;
+use super::topology::Source;
+use super::StandaloneSession;
+use crate::backend::{HolderStatus, Kind, LockStatus};
+use crate::error::{Cause, Error, Result};
+use crate::name::LockId;
+
+/// Whether `field` looks like a Redisson owner field: a UUID (Redisson's
+/// client id) and a thread id.
+fn owner_field(field: &str) -> Option<&str> {
+    let (id, thread) = field.rsplit_once(':')?;
+    let uuid = id.len() >= 32 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let digits = !thread.is_empty() && thread.bytes().all(|b| b.is_ascii_digit());
+    (uuid && digits).then_some(thread)
+}
+
+impl StandaloneSession {
+    /// The lock `keys` (a `--redisson` lock) as Redisson's hash shows it.
+    pub(super) fn redisson_status(&mut self, keys: &LockId) -> Result<LockStatus> {
+        let stored = Keys::of(keys);
+        let kind: String = self.call(keys, self.timeout(), true, |con| {
+            redis::cmd("TYPE").arg(&stored.lock).query(con)
+        })?;
+        let free = |fence| LockStatus {
+            kind: None,
+            limit: 1,
+            fence,
+            waiting: 0,
+            holders: Vec::new(),
+            waiters: Vec::new(),
+            servers: None,
+            redisson: true,
+        };
+        let (fields, pttl, fence): (BTreeMap<String, String>, i64, Option<String>) =
+            match kind.as_str() {
+                "none" | "hash" => self.call(keys, self.timeout(), true, |con| {
+                    redis::pipe()
+                        .atomic()
+                        .cmd("HGETALL")
+                        .arg(&stored.lock)
+                        .cmd("PTTL")
+                        .arg(&stored.lock)
+                        .cmd("GET")
+                        .arg(&stored.fence)
+                        .query(con)
+                })?,
+                other => {
+                    return Err(Error::from(Cause::ForeignKey(format!(
+                        "key {} holds a {other}, not a Redisson lock hash",
+                        keys.name
+                    )))
+                    .in_lock(&keys.name))
+                }
+            };
+        let fence = fence.and_then(|f| f.parse().ok()).unwrap_or(0);
+        if fields.is_empty() {
+            return Ok(free(fence));
+        }
+        let mut holders = Vec::new();
+        for (field, count) in &fields {
+            let Some(thread) = owner_field(field) else {
+                return Err(Error::from(Cause::ForeignKey(format!(
+                    "key {} is a hash that is not a Redisson lock (a field is not \"<uuid>:<thread-id>\")",
+                    keys.name
+                )))
+                .in_lock(&keys.name));
+            };
+            holders.push(HolderStatus {
+                host: String::new(),
+                pid: String::new(),
+                command: format!("Redisson thread {thread}, {count} hold(s)"),
+                note: String::new(),
+                since_ms: 0,
+                lease_ms: u64::try_from(pttl).ok(),
+            });
+        }
+        Ok(LockStatus {
+            kind: Some(Kind::Exclusive),
+            holders,
+            ..free(fence)
+        })
+    }
+
+    /// Keys matching `pattern` that hold a Redisson lock (SCAN ... TYPE
+    /// hash, then each hash's fields looked at), sorted.
+    pub(super) fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
+        let probe = LockId::redisson(pattern);
+        if matches!(*self.source, Source::Cluster(_)) {
+            return Err(Error::usage(
+                "list --redisson is not supported on a Cluster; use status --redisson NAME",
+            ));
+        }
+        let mut names = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) =
+                self.call(&probe, self.timeout(), true, |con| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(500)
+                        .arg("TYPE")
+                        .arg("hash")
+                        .query(con)
+                })?;
+            for key in batch {
+                if key.contains(['{', '}']) || crate::name::validate(&key).is_err() {
+                    continue;
+                }
+                let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {
+                    redis::cmd("HKEYS").arg(&key).query(con)
+                })?;
+                if !fields.is_empty() && fields.iter().all(|f| owner_field(f).is_some()) {
+                    names.push(key);
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_fields_are_a_uuid_and_a_thread_id() {
+        assert_eq!(
+            owner_field("0d1c9a4e-7f0b-4a55-9d36-6b0f1f3a2c11:57"),
+            Some("57")
+        );
+        assert_eq!(owner_field("name"), None);
+        assert_eq!(owner_field("0d1c9a4e-7f0b-4a55-9d36-6b0f1f3a2c11:x"), None);
+    }
+}

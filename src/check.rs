@@ -1,0 +1,206 @@
+//! `rlock check` (README: "Is a server fit for locks?"): asks the configured
+//! server(s) everything rlock's guarantees rest on and prints one line per
+//! check, `ok`, `warn`, `fail` or `unknown`, with what was seen and the fix.
+//!
+//! Exit 0 when no check warns or fails, 1 when one warns, 69 when rlock
+//! cannot work there: on one server, any `fail`; on a Redlock quorum, fewer
+//! servers without a `fail` than a quorum (a failing server short of that is
+//! a warning: the quorum carries on without it). `unknown` (the server would
+//! not say) changes nothing. A non-zero exit also prints one `rlock: check:`
+//! line on stderr.
+
+use std::fmt::Write as _;
+
+use crate::backend::fitness::{Finding, Verdict};
+use crate::backend::{check_dir, Standalone};
+use crate::config::{Config, Target};
+use crate::error::Result;
+use crate::exit::Exit;
+use crate::report;
+
+/// `rlock check [--json]`.
+pub fn check(config: &Config, json: bool) -> Result<Exit> {
+    let (server, findings, exit, summary) = match &config.target {
+        Target::Local(dir) => {
+            let findings = check_dir(dir);
+            let (exit, summary) = verdict_of(&findings);
+            (findings[0].server.clone(), findings, exit, summary)
+        }
+        Target::Single(spec) => {
+            let findings = Standalone::new(spec.as_ref().clone())?.check(&config.prefix);
+            let (exit, summary) = verdict_of(&findings);
+            (spec.display.clone(), findings, exit, summary)
+        }
+        Target::Quorum(specs) => {
+            let mut findings = Vec::new();
+            let mut fit = 0;
+            for spec in specs {
+                let found = Standalone::new(spec.clone())?.check(&config.prefix);
+                if found.iter().all(|f| f.verdict != Verdict::Fail) {
+                    fit += 1;
+                }
+                findings.extend(found);
+            }
+            let servers: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
+            let server = servers.join(", ");
+            let quorum = specs.len() / 2 + 1;
+            let verdict = if fit == specs.len() {
+                Verdict::Ok
+            } else if fit >= quorum {
+                Verdict::Warn
+            } else {
+                Verdict::Fail
+            };
+            findings.push(Finding::new(
+                "quorum",
+                &server,
+                verdict,
+                format!(
+                    "Redlock over {} servers, quorum {quorum}: {fit} fit for locks{}",
+                    specs.len(),
+                    match verdict {
+                        Verdict::Ok => String::new(),
+                        Verdict::Warn => format!(
+                            "; {} failed above: every lock now needs {quorum} of the {fit} left",
+                            specs.len() - fit
+                        ),
+                        _ => format!("; a lock needs {quorum}: fix the failures above"),
+                    }
+                ),
+            ));
+            let (exit, summary) = quorum_verdict(&findings, verdict);
+            (server, findings, exit, summary)
+        }
+    };
+    let several = matches!(config.target, Target::Quorum(_));
+    let out = if json {
+        to_json(&server, &findings)
+    } else {
+        lines(&findings, several)
+    };
+    crate::output::report(&out)?;
+    if let Some(summary) = summary {
+        report::error(&format!("check: {summary}"));
+    }
+    Ok(exit)
+}
+
+/// The exit and stderr line for one server's findings.
+fn verdict_of(findings: &[Finding]) -> (Exit, Option<String>) {
+    if let Some(fail) = findings.iter().find(|f| f.verdict == Verdict::Fail) {
+        return (
+            Exit::Unavailable,
+            Some(match fail.detail.starts_with(&fail.server) {
+                true => format!("{}: {}", fail.name, fail.detail),
+                false => format!("{}: {}: {}", fail.server, fail.name, fail.detail),
+            }),
+        );
+    }
+    warnings(findings)
+}
+
+/// A Redlock quorum: 69 only when the quorum itself fails.
+fn quorum_verdict(findings: &[Finding], quorum: Verdict) -> (Exit, Option<String>) {
+    if quorum == Verdict::Fail {
+        let detail = &findings.last().expect("the quorum finding").detail;
+        return (Exit::Unavailable, Some(detail.clone()));
+    }
+    warnings(findings)
+}
+
+fn warnings(findings: &[Finding]) -> (Exit, Option<String>) {
+    let warned: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| matches!(f.verdict, Verdict::Warn | Verdict::Fail))
+        .collect();
+    if warned.is_empty() {
+        return (Exit::Success, None);
+    }
+    let names: Vec<&str> = warned.iter().map(|f| f.name).collect();
+    (
+        Exit::Warnings,
+        Some(format!(
+            "{} warning(s): {} (see the lines above)",
+            warned.len(),
+            names.join(", ")
+        )),
+    )
+}
+
+/// One line per check: result, name, what was seen and the fix (with several
+/// servers, the detail starts with the server).
+fn lines(findings: &[Finding], several: bool) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let server = if several && f.name != "quorum" && !f.detail.starts_with(&f.server) {
+            format!("{}: ", f.server)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{:<7} {:<14} {server}{}",
+            f.verdict.word(),
+            f.name,
+            report::sanitize(&f.detail)
+        );
+    }
+    out
+}
+
+/// `{"server": ..., "checks": [{"name", "server", "result", "detail"}]}` on one line.
+fn to_json(server: &str, findings: &[Finding]) -> String {
+    let checks: Vec<String> = findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{{\"name\":{},\"server\":{},\"result\":\"{}\",\"detail\":{}}}",
+                crate::status::json_string(f.name),
+                crate::status::json_string(&f.server),
+                f.verdict.word(),
+                crate::status::json_string(&f.detail)
+            )
+        })
+        .collect();
+    format!(
+        "{{\"server\":{},\"checks\":[{}]}}\n",
+        crate::status::json_string(server),
+        checks.join(",")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(name: &'static str, verdict: Verdict) -> Finding {
+        Finding::new(name, "h:1", verdict, "seen")
+    }
+
+    #[test]
+    fn exit_is_0_when_all_ok_1_on_a_warning_69_on_a_failure() {
+        let ok = [finding("a", Verdict::Ok), finding("b", Verdict::Unknown)];
+        assert_eq!(verdict_of(&ok).0, Exit::Success);
+        assert!(verdict_of(&ok).1.is_none());
+        let warn = [
+            finding("a", Verdict::Ok),
+            finding("persistence", Verdict::Warn),
+        ];
+        assert_eq!(verdict_of(&warn).0.code(), 1);
+        assert!(verdict_of(&warn).1.unwrap().contains("persistence"));
+        let fail = [
+            finding("a", Verdict::Warn),
+            finding("reachable", Verdict::Fail),
+        ];
+        assert_eq!(verdict_of(&fail).0.code(), 69);
+    }
+
+    #[test]
+    fn json_has_server_and_checks() {
+        let json = to_json("h:1", &[finding("eviction", Verdict::Warn)]);
+        assert_eq!(
+            json,
+            "{\"server\":\"h:1\",\"checks\":[{\"name\":\"eviction\",\"server\":\"h:1\",\"result\":\"warn\",\"detail\":\"seen\"}]}\n"
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! `rlock check` (issue 23): one line per check on real servers; the
+//! contract's passing server (AOF on, noeviction, a user allowed everything)
+//! exits 0; eviction, no AOF and missing rights are named; a server that
+//! refuses to say is `unknown`, never a crash; each server of a quorum is
+//! checked.
+
+use std::process::Output;
+
+use crate::acl::RULES;
+use crate::support::redis_server::{refusing_port, RedisServer};
+use crate::support::rlock::{assert_fails, bare, code, output, rlock, show, stdout};
+use crate::support::scratch::Scratch;
+
+/// Every check a reachable Redis server gets, in order.
+const CHECKS: &[&str] = &[
+    "reachable",
+    "user",
+    "topology",
+    "scripts",
+    "script-time",
+    "atomic-scripts",
+    "blpop-timeout",
+    "rights",
+    "version",
+    "eviction",
+    "persistence",
+    "replicas",
+];
+
+/// A server fit for locks: the contract's example.
+const FIT: &[&str] = &["--appendonly", "yes", "--maxmemory-policy", "noeviction"];
+
+/// (result, name, detail) of each line, asserting the line's shape.
+fn lines(out: &Output) -> Vec<(String, String, String)> {
+    stdout(out)
+        .lines()
+        .map(|line| {
+            let mut words = line.split_whitespace();
+            let result = words.next().unwrap_or_default().to_owned();
+            let name = words.next().unwrap_or_default().to_owned();
+            let detail = words.collect::<Vec<_>>().join(" ");
+            assert!(
+                ["ok", "warn", "fail", "unknown"].contains(&result.as_str()),
+                "line {line:?}: {}",
+                show(out)
+            );
+            assert!(!detail.is_empty(), "line {line:?} says nothing");
+            (result, name, detail)
+        })
+        .collect()
+}
+
+fn line<'a>(all: &'a [(String, String, String)], name: &str) -> &'a (String, String, String) {
+    all.iter()
+        .find(|(_, n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name} line in {all:?}"))
+}
+
+fn check(url: &str, extra: &[&str]) -> Output {
+    output(rlock(url).arg("check").args(extra))
+}
+
+#[test]
+fn a_server_without_aof_warns_on_persistence_and_exits_1() {
+    let redis = RedisServer::start();
+    let out = check(&redis.url(), &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    let names: Vec<&str> = all.iter().map(|(_, n, _)| n.as_str()).collect();
+    assert_eq!(names, CHECKS, "{}", show(&out));
+    let (result, _, detail) = line(&all, "persistence");
+    assert_eq!(result, "warn");
+    assert!(detail.contains("appendonly"), "{detail}");
+    for (result, name, detail) in &all {
+        if name != "persistence" {
+            assert_eq!(result, "ok", "{name}: {detail}");
+        }
+    }
+    let err = assert_fails(&out, 1);
+    assert!(err.contains("persistence"), "{err}");
+    assert!(
+        redis.keys().is_empty(),
+        "probe keys left: {:?}",
+        redis.keys()
+    );
+}
+
+#[test]
+fn a_server_with_aof_and_noeviction_passes_with_0() {
+    let redis = RedisServer::start_with(FIT);
+    let out = check(&redis.url(), &[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    assert_eq!(all.len(), CHECKS.len(), "{}", show(&out));
+    for (result, name, detail) in &all {
+        assert_eq!(result, "ok", "{name}: {detail}");
+    }
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+    let version = &line(&all, "version").2;
+    assert!(
+        version.contains("Redis") || version.contains("Valkey"),
+        "{version}"
+    );
+    assert!(line(&all, "user").2.contains("default"));
+}
+
+#[test]
+fn maxmemory_with_volatile_lru_warns_that_held_locks_may_be_evicted() {
+    let mut args = vec!["--maxmemory", "3mb", "--maxmemory-policy", "volatile-lru"];
+    args.extend_from_slice(&["--appendonly", "yes"]);
+    let redis = RedisServer::start_with(&args);
+    let out = check(&redis.url(), &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "eviction");
+    assert_eq!(result, "warn");
+    assert!(
+        detail.contains("evict held locks") && detail.contains("use noeviction"),
+        "{detail}"
+    );
+    assert!(detail.contains("volatile-lru"), "{detail}");
+}
+
+#[test]
+fn an_unreachable_server_is_one_failed_line_and_exit_69() {
+    let (_held, port) = refusing_port();
+    let out = check(&format!("redis://127.0.0.1:{port}"), &[]);
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("connection refused"), "{err}");
+    let all = lines(&out);
+    assert_eq!(all.len(), 1, "{}", show(&out));
+    assert_eq!(
+        (all[0].0.as_str(), all[0].1.as_str()),
+        ("fail", "reachable")
+    );
+}
+
+#[test]
+fn a_wrong_password_fails_the_reachable_check_without_showing_it() {
+    let redis = RedisServer::start_with(&["--requirepass", "right-pw"]);
+    let out = check(
+        &format!("redis://:wrong-pw-xyz@127.0.0.1:{}", redis.port),
+        &[],
+    );
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("authentication failed"), "{err}");
+    assert!(!stdout(&out).contains("wrong-pw-xyz") && !err.contains("wrong-pw-xyz"));
+}
+
+#[test]
+fn config_renamed_away_leaves_eviction_and_persistence_to_info() {
+    let redis = RedisServer::start_with(&["--rename-command", "CONFIG", ""]);
+    let out = check(&redis.url(), &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    assert_eq!(all.len(), CHECKS.len(), "{}", show(&out));
+    assert_eq!(line(&all, "eviction").0, "ok");
+    assert_eq!(line(&all, "persistence").0, "warn");
+}
+
+#[test]
+fn a_server_that_refuses_info_and_config_is_unknown_never_a_crash() {
+    let redis = RedisServer::start_with(FIT);
+    redis.cmd::<String>(&[
+        "ACL", "SETUSER", "shy", "on", ">shy-pw", "~*", "&*", "+@all", "-info", "-config",
+    ]);
+    let url = format!("redis://shy:shy-pw@127.0.0.1:{}", redis.port);
+    let out = check(&url, &[]);
+    // unknown is no verdict: nothing warns, so the check passes.
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    for name in ["version", "eviction", "persistence", "replicas"] {
+        let (result, _, detail) = line(&all, name);
+        assert_eq!(result, "unknown", "{name}: {detail}");
+        assert!(detail.contains("refused"), "{name}: {detail}");
+    }
+    assert!(line(&all, "user").2.contains("shy"));
+}
+
+#[test]
+fn a_user_without_time_fails_the_rights_check_naming_it_and_exits_69() {
+    let redis = RedisServer::start_with(FIT);
+    let mut args = vec!["ACL", "SETUSER", "locker", "on", ">locker-pw"];
+    args.extend_from_slice(RULES);
+    args.push("-time");
+    redis.cmd::<String>(&args);
+    let out = check(
+        &format!("redis://locker:locker-pw@127.0.0.1:{}", redis.port),
+        &[],
+    );
+    let err = assert_fails(&out, 69);
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "rights");
+    assert_eq!(result, "fail", "{}", show(&out));
+    assert!(
+        detail.contains("TIME") && detail.contains("+time"),
+        "{detail}"
+    );
+    assert_eq!(line(&all, "script-time").0, "fail");
+    assert!(err.contains("TIME"), "{err}");
+    assert!(!stdout(&out).contains("locker-pw") && !err.contains("locker-pw"));
+}
+
+#[test]
+fn the_readmes_acl_rules_pass_and_a_user_without_wait_is_warned() {
+    let redis = RedisServer::start_with(FIT);
+    let mut args = vec!["ACL", "SETUSER", "locker", "on", ">locker-pw"];
+    args.extend_from_slice(RULES);
+    redis.cmd::<String>(&args);
+    let url = format!("redis://locker:locker-pw@127.0.0.1:{}", redis.port);
+    let out = check(&url, &[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    redis.cmd::<String>(&["ACL", "SETUSER", "locker", "-wait"]);
+    let out = check(&url, &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "rights");
+    assert_eq!(result, "warn");
+    assert!(
+        detail.contains("WAIT") && detail.contains("--min-replicas"),
+        "{detail}"
+    );
+}
+
+/// Runs python3 on `json`: fails the test unless it parses and has the
+/// contract's shape.
+fn assert_json_shape(json: &str, servers: usize) {
+    let script = format!(
+        "import json,sys\n\
+         d=json.loads(sys.stdin.read())\n\
+         assert isinstance(d['server'], str), d\n\
+         assert len(d['checks']) >= {}, d\n\
+         for c in d['checks']:\n    assert c['result'] in ('ok','warn','fail','unknown'), c\n    assert c['name'] and c['detail'] and c['server'], c\n\
+         assert len({{c['server'] for c in d['checks']}} - {{d['server']}}) == {}, d\n",
+        CHECKS.len() * servers,
+        if servers > 1 { servers } else { 0 },
+    );
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(json.as_bytes())
+        .unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "not the contract's JSON: {json}"
+    );
+}
+
+#[test]
+fn json_has_the_server_and_its_checks() {
+    let redis = RedisServer::start();
+    let out = check(&redis.url(), &["--json"]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let json = stdout(&out);
+    assert_eq!(json.lines().count(), 1, "{json}");
+    assert!(json.contains(&format!("\"server\":\"127.0.0.1:{}\"", redis.port)));
+    assert!(
+        json.contains("\"name\":\"persistence\",\"server\""),
+        "{json}"
+    );
+    assert!(json.contains("\"result\":\"warn\""), "{json}");
+    assert_json_shape(&json, 1);
+}
+
+#[test]
+fn each_server_of_a_quorum_is_checked_and_the_quorum_decides_the_exit() {
+    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_with(FIT)).collect();
+    let urls = || {
+        servers
+            .iter()
+            .map(|s| s.url())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let all_up = urls();
+    let out = check(&all_up, &[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    assert_eq!(all.len(), 3 * CHECKS.len() + 1, "{}", show(&out));
+    for server in &servers {
+        let here = format!("127.0.0.1:{}", server.port);
+        let count = all
+            .iter()
+            .filter(|(_, _, d)| {
+                d.strip_prefix(&here)
+                    .is_some_and(|rest| rest.starts_with([':', ' ']))
+            })
+            .count();
+        assert_eq!(count, CHECKS.len(), "{here} {}", show(&out));
+    }
+    let (result, _, detail) = line(&all, "quorum");
+    assert_eq!(result, "ok");
+    assert!(
+        detail.contains("3 servers") && detail.contains("quorum 2"),
+        "{detail}"
+    );
+    let json = stdout(&output(rlock(&all_up).args(["check", "--json"])));
+    assert_json_shape(&json, 3);
+
+    // One down: the quorum carries on, with a warning.
+    servers[0].stop();
+    let out = check(&all_up, &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    assert_eq!(line(&all, "reachable").0, "fail");
+    assert_eq!(line(&all, "quorum").0, "warn");
+
+    // Two down: no quorum.
+    servers[1].stop();
+    let out = check(&all_up, &[]);
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("quorum 2"), "{err}");
+    assert_eq!(line(&lines(&out), "quorum").0, "fail");
+}
+
+#[test]
+fn file_urls_check_the_lock_directory() {
+    let dir = Scratch::new();
+    let locks = dir.path().join("locks");
+    let out = output(
+        bare()
+            .arg("--url")
+            .arg(format!("file:{}", locks.display()))
+            .arg("check"),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    assert_eq!(line(&all, "directory").0, "ok");
+    assert_eq!(line(&all, "topology").0, "ok");
+}
+
+#[test]
+fn a_stalled_server_fails_within_the_connect_timeout_not_once_per_check() {
+    let redis = RedisServer::start();
+    redis.freeze();
+    let started = std::time::Instant::now();
+    let out = output(rlock(&redis.url()).args(["--connect-timeout", "1s", "check"]));
+    let took = started.elapsed();
+    redis.thaw();
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("no reply within 1s"), "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let all = lines(&out);
+    assert_eq!(all.len(), 1, "{}", show(&out));
+    assert_eq!(
+        (all[0].0.as_str(), all[0].1.as_str()),
+        ("fail", "reachable")
+    );
+}
+
+/// A server that runs a script's commands one by one (here a proxy in front
+/// of Redis that does so for the probe's script) fails the atomicity check:
+/// rlock cannot exclude anything there.
+#[test]
+fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
+    use std::io::BufRead;
+    let redis = RedisServer::start_with(FIT);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut child = std::process::Command::new("python3")
+        .arg(format!(
+            "{root}/tests/integration/support/non_atomic_proxy.py"
+        ))
+        .arg(redis.port.to_string())
+        .arg(format!("{root}/src/lua/check_atomic.lua"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let stdout_pipe = child.stdout.take().unwrap();
+    let _proxy = crate::support::process::Proc::new(child);
+    let mut port = String::new();
+    std::io::BufReader::new(stdout_pipe)
+        .read_line(&mut port)
+        .unwrap();
+    let port = port.trim();
+    assert!(!port.is_empty(), "the proxy did not start");
+    let out = check(&format!("redis://127.0.0.1:{port}"), &[]);
+    let err = assert_fails(&out, 69);
+    assert!(err.contains("atomic"), "{err}");
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "atomic-scripts");
+    assert_eq!(result, "fail", "{}", show(&out));
+    assert!(detail.contains("half done"), "{detail}");
+    // Everything else about the server behind the proxy is fine.
+    for (result, name, detail) in &all {
+        if name != "atomic-scripts" {
+            assert_eq!(result, "ok", "{name}: {detail}");
+        }
+    }
+}
