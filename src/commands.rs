@@ -196,9 +196,10 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// `release --force`, recording a `forced` event for each hold it removed:
-/// whose hold (host, pid, command, fence, how long it was held), and by whom
-/// in the note.
+/// `release --force`: says on stderr whom it removed ([`report_forced`]) and,
+/// with `--history`, records a `forced` event for each hold it removed: whose
+/// hold (host, pid, command, fence, how long it was held), and by whom in the
+/// note.
 fn force(
     session: &mut dyn crate::backend::Session,
     keys: &crate::name::LockId,
@@ -206,12 +207,20 @@ fn force(
     caller: &crate::backend::HolderInfo,
     caller_pid: u32,
 ) -> Result<Exit> {
-    let before = session.status(keys).ok();
+    // Whom the force removes, as status sees them just before (a Redisson
+    // lock stores no holder details to show).
+    let before = match args.redisson {
+        true => None,
+        false => session.status(keys).ok(),
+    };
     let removed = session.force_release(keys)?;
     if removed == 0 {
         return Err(Error::from(Cause::NotHeld("nothing held the lock".into())).in_lock(&args.name));
     }
-    report::verbose(|| format!("{}: forced {removed} hold(s) out", args.name));
+    report_forced(&args.name, removed, before.as_ref());
+    if args.history == 0 {
+        return Ok(Exit::Success);
+    }
     let now = crate::clock::now_ms();
     let by = format!("forced by pid {caller_pid} on {}", caller.host);
     let victims = before.map(|s| (s.holders, s.fence)).unwrap_or_default();
@@ -340,40 +349,20 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
         ..crate::holder::event("released", &caller)
     };
     let record = (args.history > 0).then_some((args.history, &released));
-    if token.is_none() && args.history > 0 {
+    let Some(token) = token else {
         return force(session.as_mut(), &keys, args, &caller, caller_pid);
-    }
-    match token {
-        Some(token) => match session.release_recorded(&keys, &token, record)? {
-            Some(left) => {
-                report::verbose(|| {
-                    format!(
-                        "{}: released (holds left for this token: {left})",
-                        args.name
-                    )
-                });
-                Ok(Exit::Success)
-            }
-            None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
-        },
-        None => {
-            // Whom the force removes, as status sees them just before (a
-            // Redisson lock stores no holder details to show).
-            let before = match args.redisson {
-                true => None,
-                false => session.status(&keys).ok(),
-            };
-            match session.force_release(&keys)? {
-                0 => {
-                    Err(Error::from(Cause::NotHeld("nothing held the lock".into()))
-                        .in_lock(&args.name))
-                }
-                n => {
-                    report_forced(&args.name, n, before.as_ref());
-                    Ok(Exit::Success)
-                }
-            }
+    };
+    match session.release_recorded(&keys, &token, record)? {
+        Some(left) => {
+            report::verbose(|| {
+                format!(
+                    "{}: released (holds left for this token: {left})",
+                    args.name
+                )
+            });
+            Ok(Exit::Success)
         }
+        None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
     }
 }
 
