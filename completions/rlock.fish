@@ -43,6 +43,8 @@ complete -c rlock -n "__fish_rlock_needs_command" -f -a "release" -d 'Give up a 
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl) and waiters. Never owner tokens'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "check" -d 'Check that the server(s) can keep rlock\'s promises: one line per check'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "history" -d 'Show the lock\'s last events, newest first: acquired, released, lost, busy, forced, max-hold, interrupted, with host, pid, command, fence and how long it waited or held'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "metrics" -d 'Print the locks\' state in Prometheus\' text format (for node_exporter\'s textfile collector or a scrape wrapper)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s w -l wait -l timeout -d 'Give up after waiting this long for the lock (default: wait forever)' -r
@@ -53,7 +55,10 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-c
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l history -d 'Keep the lock\'s last N events for `rlock history` (acquired, released, busy, lost, ...); 0 records nothing. A failed write is a -v note' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it ends and is killed just before it ends (exit 70)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l max-hold -d 'Stop COMMAND this long after it started, as timeout(1) does: SIGTERM to its process group, SIGKILL --kill-after later; the lock is released and rlock exits 124' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l metrics-file -d 'When the run ends, write its outcome to FILE in Prometheus\' text format (for node_exporter\'s textfile collector), keeping other locks\' series' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
@@ -80,6 +85,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-ex
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l history -d 'Keep the lock\'s last N events for `rlock history` (acquired, released, busy, lost, ...); 0 records nothing. A failed write is a -v note' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost. With file:DIR it is required: the watchdog keeps the lock files open' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
@@ -112,6 +118,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -s q -l quiet -d 'Pri
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The owner token `rlock acquire` printed: releases only that hold [default: $RLOCK_TOKEN]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l history -d 'Keep the lock\'s last N events for `rlock history` (the release, or with --force whose hold was removed); 0 records nothing' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
@@ -164,6 +171,31 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'L
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l json -d 'A JSON array of events, newest first'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
@@ -175,15 +207,17 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl) and waiters. Never owner tokens'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "check" -d 'Check that the server(s) can keep rlock\'s promises: one line per check'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to --ttl from now'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl) and waiters. Never owner tokens'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "check" -d 'Check that the server(s) can keep rlock\'s promises: one line per check'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "history" -d 'Show the lock\'s last events, newest first: acquired, released, lost, busy, forced, max-hold, interrupted, with host, pid, command, fence and how long it waited or held'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "metrics" -d 'Print the locks\' state in Prometheus\' text format (for node_exporter\'s textfile collector or a scrape wrapper)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # After `--`: a command, then that command's own arguments (as flock's completion).
 function __fish_rlock_after_dashes

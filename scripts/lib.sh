@@ -18,6 +18,16 @@ need_packages() {
   fi
 }
 
+# need_python_module MODULE SPEC: installs SPEC (a pinned pip requirement) when
+# python3 cannot import MODULE.
+need_python_module() {
+  need_packages python3 python3
+  python3 -c "import $1" >/dev/null 2>&1 && return 0
+  need_packages pip3 python3-pip
+  echo "== pip install $2"
+  python3 -m pip install -q "$2" || python3 -m pip install -q --break-system-packages "$2"
+}
+
 need_redis() {
   need_packages redis-server redis-server redis-cli redis-tools
 }

@@ -244,12 +244,13 @@ pub fn group_alive(pgid: libc::pid_t) -> bool {
 /// would go on working without the lock, so they get SIGTERM, then SIGKILL
 /// after `grace`, before the lock is released. Returns true once the group is
 /// empty; false when SIGKILL could not empty it within a last second (a member
-/// stuck in the kernel, or one rlock may not signal).
-pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared) -> bool {
+/// stuck in the kernel, or one rlock may not signal). `stopping`: COMMAND's
+/// group was already being stopped (`--max-hold`), so no news to report.
+pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared, stopping: bool) -> bool {
     if !group_alive(pgid) {
         return true;
     }
-    if !shared.lost() {
+    if !shared.lost() && !stopping {
         crate::report::error(&format!(
             "{}: COMMAND exited but left processes running in its process group; \
              stopping them before releasing the lock",

@@ -74,6 +74,12 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         false,
     );
     wanted.replica_timeout = config.connect_timeout;
+    let cap = args.lock.history;
+    let acquired = crate::holder::event("acquired", &holder);
+    if cap > 0 {
+        wanted.record = Some((cap, acquired.clone()));
+    }
+    let waiting_since = std::time::Instant::now();
     if let Some(watched) = &watched {
         while_pid::interrupt_on_exit(watched, &shared);
     }
@@ -87,8 +93,36 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         }
         (_, err) => err,
     };
-    let (mut session, holds, _) =
-        wait::acquire(&backend, &wanted, &args.name, &shared).map_err(caller_gone)?;
+    let waited = || u64::try_from(waiting_since.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (mut session, holds, _) = match wait::acquire(&backend, &wanted, &args.name, &shared) {
+        Ok(acquired) => acquired,
+        Err(err) => {
+            let kind = match err.exit() {
+                Exit::NotAcquired(_) => Some("busy"),
+                Exit::Signal(_) => Some("interrupted"),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                let event = crate::event::Event {
+                    waited_ms: Some(waited()),
+                    exit: Some(i64::from(err.exit().code())),
+                    ..crate::holder::event(kind, &holder)
+                };
+                crate::history::record_after(backend.as_ref(), &keys, cap, &event);
+            }
+            return Err(caller_gone(err));
+        }
+    };
+    if cap > 0 && !holds[0].recorded && holds[0].count == 1 {
+        let event = crate::event::Event {
+            waited_ms: Some(waited()),
+            fence: Some(holds[0].fence.0),
+            ..acquired.clone()
+        };
+        if let Err(err) = session.record(&keys[0], cap, &event) {
+            report::verbose(|| format!("{}: history not written: {err}", args.name));
+        }
+    }
     let token = &holds[0].token;
     let give_back = |session: &mut Box<dyn crate::backend::Session>, err: Error| {
         let _ = session.release(&keys[0], token);
@@ -160,6 +194,79 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         return Err(give_back(&mut session, Error::internal(cause)));
     }
     Ok(Exit::Success)
+}
+
+/// `release --force`: says on stderr whom it removed ([`report_forced`]) and,
+/// with `--history`, records a `forced` event for each hold it removed: whose
+/// hold (host, pid, command, fence, how long it was held), and by whom in the
+/// note.
+fn force(
+    session: &mut dyn crate::backend::Session,
+    keys: &crate::name::LockId,
+    args: &ReleaseArgs,
+    caller: &crate::backend::HolderInfo,
+    caller_pid: u32,
+) -> Result<Exit> {
+    // Whom the force removes, as status sees them just before (a Redisson
+    // lock stores no holder details to show).
+    let before = match args.redisson {
+        true => None,
+        false => session.status(keys).ok(),
+    };
+    let removed = session.force_release(keys)?;
+    if removed == 0 {
+        return Err(Error::from(Cause::NotHeld("nothing held the lock".into())).in_lock(&args.name));
+    }
+    report_forced(&args.name, removed, before.as_ref());
+    if args.history == 0 {
+        return Ok(Exit::Success);
+    }
+    let now = crate::clock::now_ms();
+    let by = format!("forced by pid {caller_pid} on {}", caller.host);
+    let victims = before.map(|s| (s.holders, s.fence)).unwrap_or_default();
+    let single = victims.0.len() == 1;
+    let events: Vec<crate::event::Event> = if victims.0.is_empty() {
+        vec![crate::event::Event {
+            event: "forced".into(),
+            note: by.clone(),
+            ..crate::event::Event::default()
+        }]
+    } else {
+        victims
+            .0
+            .iter()
+            .map(|h| crate::event::Event {
+                event: "forced".into(),
+                host: h.host.clone(),
+                pid: h.pid.parse().ok(),
+                command: h.command.clone(),
+                note: by.clone(),
+                fence: single.then_some(victims.1),
+                held_ms: (h.since_ms > 0).then(|| now.saturating_sub(h.since_ms)),
+                ..crate::event::Event::default()
+            })
+            .collect()
+    };
+    for event in &events {
+        if let Err(err) = session.record(keys, args.history, event) {
+            report::verbose(|| format!("{}: history not written: {err}", args.name));
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// The command line of this process's parent (the script that called it),
+/// as the kernel records it.
+fn caller_argv() -> Vec<String> {
+    let caller = crate::sys::process::parent_pid();
+    std::fs::read(format!("/proc/{caller}/cmdline"))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A token that is not even well-formed cannot hold the lock: exit 1, like a
@@ -234,37 +341,28 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     let backend = config.backend()?;
     let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
-    match token {
-        Some(token) => match session.release(&keys, &token)? {
-            Some(left) => {
-                report::verbose(|| {
-                    format!(
-                        "{}: released (holds left for this token: {left})",
-                        args.name
-                    )
-                });
-                Ok(Exit::Success)
-            }
-            None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
-        },
-        None => {
-            // Whom the force removes, as status sees them just before (a
-            // Redisson lock stores no holder details to show).
-            let before = match args.redisson {
-                true => None,
-                false => session.status(&keys).ok(),
-            };
-            match session.force_release(&keys)? {
-                0 => {
-                    Err(Error::from(Cause::NotHeld("nothing held the lock".into()))
-                        .in_lock(&args.name))
-                }
-                n => {
-                    report_forced(&args.name, n, before.as_ref());
-                    Ok(Exit::Success)
-                }
-            }
+    // The caller (the script that releases) as the event's process.
+    let caller = crate::holder::described(&caller_argv(), &config.note);
+    let caller_pid = crate::sys::process::parent_pid();
+    let released = crate::event::Event {
+        pid: Some(u64::from(caller_pid)),
+        ..crate::holder::event("released", &caller)
+    };
+    let record = (args.history > 0).then_some((args.history, &released));
+    let Some(token) = token else {
+        return force(session.as_mut(), &keys, args, &caller, caller_pid);
+    };
+    match session.release_recorded(&keys, &token, record)? {
+        Some(left) => {
+            report::verbose(|| {
+                format!(
+                    "{}: released (holds left for this token: {left})",
+                    args.name
+                )
+            });
+            Ok(Exit::Success)
         }
+        None => Err(not_held(session.as_mut(), &keys).in_lock(&args.name)),
     }
 }
 

@@ -22,6 +22,8 @@ pub enum Exit {
     LockLost,
     /// 75 by default: lock not acquired (taken, or `--wait` elapsed); `-E` changes it.
     NotAcquired(u8),
+    /// 124: COMMAND ran past `--max-hold` and was stopped (as `timeout(1)`).
+    TimedOut,
     /// 125: any other failure of rlock itself.
     Internal,
     /// 126: COMMAND found but not executable.
@@ -46,6 +48,7 @@ impl Exit {
             Exit::Unavailable => 69,
             Exit::LockLost => 70,
             Exit::NotAcquired(code) => code,
+            Exit::TimedOut => 124,
             Exit::Internal => 125,
             Exit::CannotExecute => 126,
             Exit::NotFound => 127,
@@ -72,6 +75,7 @@ mod tests {
         assert_eq!(Exit::LockLost.code(), 70);
         assert_eq!(Exit::NotAcquired(NOT_ACQUIRED_DEFAULT).code(), 75);
         assert_eq!(Exit::NotAcquired(9).code(), 9);
+        assert_eq!(Exit::TimedOut.code(), 124);
         assert_eq!(Exit::Internal.code(), 125);
         assert_eq!(Exit::CannotExecute.code(), 126);
         assert_eq!(Exit::NotFound.code(), 127);

@@ -202,6 +202,15 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_LEASE\fR
 \fB--lease\fR: fixed lease without renewal (\fBrun\fR).
 .TP
+\fBRLOCK_MAX_HOLD\fR
+\fB--max-hold\fR: stop COMMAND this long after it started, exit 124 (\fBrun\fR).
+.TP
+\fBRLOCK_HISTORY\fR
+\fB--history\fR: how many of the lock's last events to keep for \fBrlock history\fR (default 100; 0: none).
+.TP
+\fBRLOCK_METRICS_FILE\fR
+\fB--metrics-file\fR: where \fBrun\fR writes its outcome in Prometheus' text format.
+.TP
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP
@@ -265,6 +274,9 @@ The lock was lost or the lease ended while COMMAND ran; COMMAND was stopped.
 75
 The lock was not acquired (taken, or \fB--wait\fR elapsed); changed by \fB-E\fR.
 .TP
+124
+COMMAND ran past \fB--max-hold\fR and was stopped (SIGTERM, then SIGKILL after \fB--kill-after\fR); the lock was released.
+.TP
 125
 Any other failure of rlock itself.
 .TP
@@ -299,6 +311,15 @@ Who holds the lock (pid, host, command and note), since when, who waits.
 \fBrlock status --check deploy || alert 'deploy is not running'\fR
 Monitoring: exits 1 when the lock is free.
 .TP
+\fBrlock run --metrics-file /var/lib/node_exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
+What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status); a hung backup is stopped after 3 hours (exit 124).
+.TP
+\fBrlock history nightly-backup\fR, \fBrlock history --json --limit 10 deploy\fR
+What happened last night: the lock's last events, newest first (acquired, released, busy, lost, forced, max-hold, interrupted), with host, pid, command, fence, time waited or held and exit status.
+.TP
+\fBrlock metrics 'deploy-*'\fR
+The locks now, in Prometheus' text format.
+.TP
 \fBrlock release deploy --force\fR
 Break any hold (operators); the evicted run stops its COMMAND and exits 70.
 "#;
@@ -314,6 +335,7 @@ mod tests {
         for needle in [
             "--no-wait",
             "--kill-after",
+            "--max-hold",
             "--shared",
             "--limit",
             "--fair",

@@ -46,3 +46,16 @@ pub(crate) fn described(argv: &[String], note: &str) -> HolderInfo {
 pub(crate) fn hostname() -> String {
     crate::sys::process::host_name()
 }
+
+/// An event of `kind` for the lock's history about the holder `holder`
+/// describes.
+pub(crate) fn event(kind: &str, holder: &HolderInfo) -> crate::event::Event {
+    crate::event::Event {
+        event: kind.to_owned(),
+        host: holder.host.clone(),
+        pid: holder.pid.parse().ok(),
+        note: holder.note.clone(),
+        command: holder.command.clone(),
+        ..crate::event::Event::default()
+    }
+}

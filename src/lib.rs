@@ -19,13 +19,17 @@ pub(crate) mod clock;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub mod error;
+pub(crate) mod event;
 pub mod exit;
 pub mod generate;
+pub(crate) mod history;
 pub(crate) mod holder;
+pub(crate) mod metrics;
 pub(crate) mod name;
 pub(crate) mod note;
 pub(crate) mod outage;
 pub(crate) mod output;
+pub(crate) mod prometheus;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -95,6 +99,13 @@ pub fn run(cli: Cli) -> Result<Exit> {
             json,
             redisson,
         } => status::list(&config(None)?, pattern, *json, *redisson),
+        Command::History {
+            name,
+            limit,
+            json,
+            redisson,
+        } => history::history(&config(None)?, name, *limit, *json, *redisson),
+        Command::Metrics { patterns } => metrics::metrics(&config(None)?, patterns),
         Command::Check { json } => check::check(&config(None)?, *json),
         Command::Completions { shell } => {
             use std::io::Write;

@@ -4,13 +4,92 @@
 use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::error::Result;
+use crate::event::Event;
 use crate::exit::Exit;
-use crate::supervisor::Prepared;
+use crate::supervisor::{Outcome, Prepared};
 
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
-/// in its group), release, in that order (see [`crate::supervisor`]).
+/// in its group), release, in that order (see [`crate::supervisor`]); then
+/// writes the `--metrics-file`, whatever the end.
 pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
-    Prepared::new(config, args)?
+    let outcome = Outcome::default();
+    let result = supervise(config, args, &outcome);
+    let usage = matches!(&result, Err(e) if e.exit() == Exit::Usage);
+    if let (Some(path), false) = (&args.metrics_file, usage) {
+        let mut names: Vec<String> = Vec::new();
+        for name in &args.names {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        crate::metrics::write_run_file(path, &names, &outcome, &result);
+    }
+    if !usage {
+        record_end(config, args, &outcome, &result);
+    }
+    result
+}
+
+/// The events only the run's end knows: not acquired (`busy`), a wait
+/// stopped by a signal (`interrupted`), a hold lost (`lost`, with the cause
+/// in the note). Acquisitions and releases are recorded by their scripts.
+fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Result<Exit>) {
+    let cap = args.lock.history;
+    let kind = match result {
+        Ok(Exit::LockLost) => "lost",
+        Err(err) => match err.exit() {
+            Exit::NotAcquired(_) => "busy",
+            Exit::Signal(_) if outcome.acquired.get().is_none() => "interrupted",
+            Exit::LockLost => "lost",
+            _ => return,
+        },
+        Ok(_) => return,
+    };
+    let Some(holder) = outcome.holder.borrow().clone() else {
+        return;
+    };
+    if cap == 0 {
+        return;
+    }
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let mut event = crate::holder::event(kind, &holder);
+    event.exit = Some(i64::from(match result {
+        Ok(exit) => exit.code(),
+        Err(err) => err.exit().code(),
+    }));
+    if kind == "lost" {
+        event.held_ms = outcome
+            .held
+            .get()
+            .or_else(|| outcome.acquired.get().map(|at| at.elapsed()))
+            .map(ms);
+        event.note = match (outcome.lost.borrow().clone(), result) {
+            (Some(cause), _) => cause,
+            (None, Err(err)) => err.to_string(),
+            (None, Ok(_)) => String::new(),
+        };
+    } else {
+        event.waited_ms = outcome.waiting_since.get().map(|since| ms(since.elapsed()));
+    }
+    let Ok(backend) = config.backend() else {
+        return;
+    };
+    let fences = outcome.fences.borrow().clone();
+    let mut names: Vec<&String> = args.names.iter().collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let lock = config.lock_id(args.lock.redisson, name);
+        let event = Event {
+            fence: fences.iter().find(|(n, _)| n == name).map(|(_, f)| *f),
+            ..event.clone()
+        };
+        crate::history::record_after(backend.as_ref(), &[lock], cap, &event);
+    }
+}
+
+fn supervise(config: &Config, args: &RunArgs, outcome: &Outcome) -> Result<Exit> {
+    Prepared::new(config, args, outcome)?
         .acquire()?
         .spawn()?
         .wait()

@@ -135,12 +135,15 @@ impl Shared {
         *self.phase() = phase;
     }
 
-    /// Sends `signal` to COMMAND's whole process group if COMMAND has not exited.
-    pub fn signal_group(&self, signal: i32) {
+    /// Sends `signal` to COMMAND's whole process group if COMMAND has not
+    /// exited; false when it had (nothing sent).
+    pub fn signal_group(&self, signal: i32) -> bool {
         if let Phase::Running { pid, exited: false } = *self.phase() {
             // COMMAND has not been reaped: its group cannot have been reused.
             crate::sys::process::signal_group(pid, signal);
+            return true;
         }
+        false
     }
 
     /// Interrupts a wait as `signal` would, from another thread (the

@@ -48,6 +48,9 @@ pub static REDISSON_RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(REDIS
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
 pub static REDISSON_RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(REDISSON_RELEASE_LUA));
 
+/// Add one event to a lock's history (events known only after their script).
+pub static RECORD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/record.lua")));
+
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
 pub static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_LUA));
 

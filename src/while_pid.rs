@@ -102,7 +102,9 @@ pub fn start(
         .arg("--pid")
         .arg(watched.pid().to_string())
         .arg("--ttl")
-        .arg(humantime::format_duration(args.lock.ttl).to_string());
+        .arg(humantime::format_duration(args.lock.ttl).to_string())
+        .arg("--history")
+        .arg(args.lock.history.to_string());
     if args.lock.redisson {
         cmd.arg("--redisson");
     }
@@ -188,13 +190,33 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     };
     let watched = Watched::inherited(args.pid, inherited("RLOCK_KEEP_PIDFD"));
     let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
+    // The process the hold followed, for the `released` event.
+    let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut released =
+        crate::holder::event("released", &crate::holder::described(&argv, &config.note));
+    released.pid = Some(u64::from(args.pid));
     if let crate::config::Target::Local(dir) = &config.target {
         let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
             .unwrap_or_default()
             .split(',')
             .filter_map(|fd| fd.parse().ok())
             .collect();
-        crate::backend::keep_while(dir, &args.name, &token, &watched, &fds, &mut ready)?;
+        crate::backend::keep_while(
+            dir,
+            &args.name,
+            &token,
+            &watched,
+            &fds,
+            &mut ready,
+            Some((args.history, released)),
+        )?;
         return Ok(Exit::Success);
     }
     let backend = config.backend()?;
@@ -211,9 +233,24 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     let period = args.ttl / 3;
     let margin = crate::clock::drift(args.ttl);
     let mut confirmed = Instant::now();
+    // The process the hold followed, for the `released` event.
+    let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut released =
+        crate::holder::event("released", &crate::holder::described(&argv, &config.note));
+    released.pid = Some(u64::from(args.pid));
+    let started = Instant::now();
     loop {
         if watched.exits_within(period) {
-            let _ = session.release(&keys, &token);
+            released.held_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(0));
+            let record = (args.history > 0).then_some((args.history, &released));
+            let _ = session.release_recorded(&keys, &token, record);
             return Ok(Exit::Success);
         }
         match session.renew(&keys, &token, args.ttl, config.connect_timeout) {

@@ -18,6 +18,7 @@ pub use local::{check_dir, keep_while, Local};
 pub use redlock::Redlock;
 
 use crate::error::Result;
+use crate::event::Event;
 use crate::name::LockId;
 use crate::token::{Fence, Token};
 
@@ -157,6 +158,10 @@ pub struct AcquireRequest<'a> {
     /// While registered, the lock may be handed to us directly by a release
     /// ([`Wake::Granted`]): only for a run waiting for a single lock.
     pub grant: bool,
+    /// The `acquired` event to add to the lock's history, keeping that many
+    /// events, when this request makes a new hold (the Redis backend writes it
+    /// in the acquiring script: no round trip of its own).
+    pub record: Option<(u32, &'a Event)>,
 }
 
 /// A hold on a lock.
@@ -168,6 +173,8 @@ pub struct Hold {
     pub fence: Fence,
     /// The owner's hold count after this acquisition (1 = new hold).
     pub count: u64,
+    /// The request's `acquired` event was added to the history with the hold.
+    pub recorded: bool,
 }
 
 /// What an attempt found.
@@ -236,6 +243,34 @@ pub trait Session: Send {
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
     fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>>;
+    /// [`release`](Self::release), adding `event` to the lock's history
+    /// (keeping `cap` events) when the hold ended. The Redis backend writes it
+    /// in the releasing script; others after it.
+    fn release_recorded(
+        &mut self,
+        keys: &LockId,
+        token: &Token,
+        record: Option<(u32, &Event)>,
+    ) -> Result<Option<u64>> {
+        let left = self.release(keys, token)?;
+        if let (Some(0), Some((cap, event))) = (left, record) {
+            if let Err(err) = self.record(keys, cap, event) {
+                crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+            }
+        }
+        Ok(left)
+    }
+    /// Adds `event` to the lock's history, which keeps the last `cap` events
+    /// (0: nothing is written) and ends [`IDLE`](crate::event::IDLE) after the
+    /// last one.
+    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()>;
+    /// The lock's last `limit` events, newest first.
+    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>>;
+    /// How long the longest-waiting live waiter has waited (`rlock
+    /// metrics`); None when nobody waits, or when the backend cannot tell.
+    fn longest_wait(&mut self, _keys: &LockId) -> Result<Option<Duration>> {
+        Ok(None)
+    }
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32>;

@@ -22,6 +22,7 @@ use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
 };
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::name::LockId;
 use crate::token::{random_bytes, Fence, Token};
 use crate::url::ServerSpec;
@@ -211,6 +212,8 @@ impl Session for RedlockSession {
             kind: req.kind,
             fair: req.fair,
             grant: false,
+            // Recorded once the quorum holds it (see `record`), with its fence.
+            record: None,
         };
         let results = self.each(|s| s.acquire(&single));
         let mut holds: Vec<ServerHold> = Vec::new();
@@ -271,6 +274,7 @@ impl Session for RedlockSession {
                     token: token.clone(),
                     fence: Fence(fence),
                     count,
+                    recorded: false,
                 }));
             }
             self.give_back(req.keys, &ours);
@@ -401,6 +405,42 @@ impl Session for RedlockSession {
             Some(n) => Ok(Some(n)),
             None => Err(self.no_quorum(Some(&keys.name), 0, &failures)),
         }
+    }
+
+    /// Written on every server that answers (each keeps its own capped
+    /// history), so that the history outlives the loss of a minority; a
+    /// failure is one only when no server took it.
+    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+        let results = self.each(|s| s.record(keys, cap, event));
+        if results.iter().any(|r| r.is_ok()) {
+            return Ok(());
+        }
+        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
+        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+    }
+
+    /// The longest wait any server sees (a waiter registers on every server).
+    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
+        let results = self.each(|s| s.longest_wait(keys));
+        Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
+    }
+
+    /// Read from the first server that answers (the servers' histories may
+    /// differ by the events written while one was unreachable).
+    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let mut failures = Vec::new();
+        for slot in 0..self.sessions.len() {
+            if self.sessions[slot].is_none() {
+                self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
+            }
+            if let Some(session) = self.sessions[slot].as_mut() {
+                match session.history(keys, limit) {
+                    Ok(events) => return Ok(events),
+                    Err(err) => failures.push(err),
+                }
+            }
+        }
+        Err(self.no_quorum(Some(&keys.name), 0, &failures))
     }
 
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {

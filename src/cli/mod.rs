@@ -20,6 +20,7 @@ const CONNECTION: &str = "Connection";
 const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
 const KINDS: &str = "Lock kinds";
+const RECORDS: &str = "Records";
 
 /// Lock names are not files: completions offer nothing for NAME (and PATTERN)
 /// positions (zsh shows the help text instead; src/generate.rs sees to bash
@@ -31,8 +32,8 @@ const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
 /// rlock takes a lease lock in Redis (Redisson's re-entrant lock design), runs
 /// COMMAND while a watchdog renews the lease, and releases the lock when COMMAND
 /// ends. It exits with COMMAND's status, or with 75 when the lock was not
-/// acquired, 70 when the lock was lost and COMMAND stopped, 69 when the server is
-/// unavailable, and 2 for usage errors.
+/// acquired, 70 when the lock was lost and COMMAND stopped, 124 when COMMAND ran
+/// past --max-hold, 69 when the server is unavailable, and 2 for usage errors.
 ///
 /// A duration (DUR) is a bare number of seconds, as flock's -w takes it (5, 0.5),
 /// or a number with a unit (500ms, 30s, 10m, 1h 30m).
@@ -129,7 +130,8 @@ pub enum Command {
     ///
     /// Exits with COMMAND's status (128+N if it died by signal N); 75 (or -E) if
     /// the lock was not acquired; 70 if the lock was lost and COMMAND was stopped;
-    /// 69 if the server is unavailable; 126/127 if COMMAND cannot be run.
+    /// 124 if COMMAND ran past --max-hold and was stopped; 69 if the server is
+    /// unavailable; 126/127 if COMMAND cannot be run.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Take a lock for a shell script and print its owner token on stdout.
@@ -211,6 +213,37 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the lock's last events, newest first: acquired, released, lost,
+    /// busy, forced, max-hold, interrupted, with host, pid, command, fence and
+    /// how long it waited or held.
+    History {
+        /// Lock name.
+        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
+        name: String,
+        /// Show at most N events.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// A JSON array of events, newest first.
+        #[arg(long)]
+        json: bool,
+        /// The lock is a Redisson lock (as taken with --redisson).
+        #[arg(long)]
+        redisson: bool,
+    },
+    /// Print the locks' state in Prometheus' text format (for node_exporter's
+    /// textfile collector or a scrape wrapper).
+    ///
+    /// For each matching lock: rlock_held, rlock_holders, rlock_limit,
+    /// rlock_waiters, rlock_longest_wait_seconds, rlock_hold_age_seconds and
+    /// rlock_fence, labelled by lock; from its history,
+    /// rlock_history_last_success_timestamp_seconds and rlock_history_events
+    /// (by event).
+    Metrics {
+        /// Globs over lock names (default: every held or waited-for lock); a
+        /// plain NAME is shown even when the lock is free.
+        #[arg(value_name = "PATTERN", value_hint = NAME_HINT)]
+        patterns: Vec<String>,
+    },
     /// The background watchdog of `acquire --while-pid` (internal: parsed
     /// apart, so it is in no help, completion or man page).
     #[command(skip)]
@@ -260,6 +293,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = lease_duration, env = "RLOCK_LEASE",
           help_heading = LEASE)]
     pub lease: Option<Duration>,
+
+    /// Stop COMMAND this long after it started, as timeout(1) does: SIGTERM
+    /// to its process group, SIGKILL --kill-after later; the lock is released
+    /// and rlock exits 124.
+    ///
+    /// The lease stays --ttl and renewed meanwhile, so a holder that crashes
+    /// still frees the lock within its ttl (unlike a long --lease).
+    #[arg(long, value_name = "DUR", value_parser = positive_duration, env = "RLOCK_MAX_HOLD",
+          help_heading = LEASE)]
+    pub max_hold: Option<Duration>,
+
+    /// When the run ends, write its outcome to FILE in Prometheus' text format
+    /// (for node_exporter's textfile collector), keeping other locks' series.
+    ///
+    /// rlock_last_run_timestamp_seconds, rlock_last_success_timestamp_seconds,
+    /// rlock_wait_seconds, rlock_hold_seconds and rlock_exit_status, labelled by
+    /// lock (and result). Written atomically (a temporary file in the same
+    /// directory, renamed); a failed write is a -v note, never a failed run.
+    #[arg(long, value_name = "FILE", env = "RLOCK_METRICS_FILE",
+          value_hint = clap::ValueHint::FilePath, help_heading = RECORDS)]
+    pub metrics_file: Option<std::path::PathBuf>,
 
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
     /// [default: 10s, at most a third of the lease].
@@ -351,6 +405,9 @@ pub struct WhilePidArgs {
     /// The lock is a Redisson lock.
     #[arg(long)]
     pub redisson: bool,
+    /// Events the lock's history keeps (the release is recorded).
+    #[arg(long, default_value_t = crate::event::DEFAULT_CAP)]
+    pub history: u32,
 }
 
 /// Options of `rlock renew`.
@@ -395,6 +452,12 @@ pub struct ReleaseArgs {
     /// break-glass); says on stderr whom it removed (-q: nothing).
     #[arg(long)]
     pub force: bool,
+
+    /// Keep the lock's last N events for `rlock history` (the release, or
+    /// with --force whose hold was removed); 0 records nothing.
+    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+          env = "RLOCK_HISTORY")]
+    pub history: u32,
 
     /// The lock is a Redisson lock (as taken with --redisson).
     #[arg(long)]
@@ -484,6 +547,12 @@ pub struct LockOptions {
     #[arg(long, value_name = "N", default_value_t = 0, env = "RLOCK_MIN_REPLICAS",
           help_heading = KINDS)]
     pub min_replicas: u32,
+
+    /// Keep the lock's last N events for `rlock history` (acquired, released,
+    /// busy, lost, ...); 0 records nothing. A failed write is a -v note.
+    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+          env = "RLOCK_HISTORY", help_heading = RECORDS)]
+    pub history: u32,
 
     /// Store the lock exactly as Redisson's getLock(NAME) does (key NAME, no prefix).
     ///

@@ -10,10 +10,15 @@
 -- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
 --          makes it the holder and pushes "g<fence>" to its list)
 -- ARGV[12] the holder's note (--note, a CI job's URL), or ""
+-- ARGV[13] history cap (0 or absent: none), ARGV[14]... the `acquired` event's
+--          fields, recorded in KEYS[10] with the fence when a new hold is made
+--          (see add_event)
 --
 -- Returns (as common.lua's done(), with the outbox and the next waiters)
--- {1, token, fence, count} when held: token is the owner that now holds
--- (an inherited one on re-entry), count its hold count after this call;
+-- {1, token, fence, count[, 1]} when held: token is the owner that now holds
+-- (an inherited one on re-entry), count its hold count after this call, and a
+-- fifth element 1 when a new hold was made (its `acquired` event, when ARGV[13]
+-- gave a cap, went to the history with it);
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms, note} of a current holder or false, place
@@ -60,7 +65,8 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     redis.call('PEXPIRE', K_LOCK, ms)
     redis.call('PEXPIRE', K_HOLDERS, ms)
     redis.call('PEXPIRE', K_LEASES, ms)
-    return done({1, token, fence, 1})
+    add_event(13, fence)
+    return done({1, token, fence, 1, 1})
 end
 
 clock()
@@ -186,7 +192,8 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
     if was_waiting and kind == 'm' then H.wake() end
     H.settle()
-    return done({1, token, fence, 1}, H.next_waiters())
+    add_event(13, fence)
+    return done({1, token, fence, 1, 1}, H.next_waiters())
 end
 
 local holder = false

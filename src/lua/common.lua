@@ -13,7 +13,11 @@
 --                        then "|<lease ms>|<holder JSON>" when the lock may be
 --                        handed to the waiter directly (see admit)
 -- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..digest)
--- KEYS[10..]       lists other waiters' wake-up lists the caller expects this
+-- KEYS[10] history stream the lock's last events (rlock history), capped; given
+--                        to every script, written only by acquire and release
+--                        (and the holds a release hands over), and only when
+--                        the caller passes a history cap (see add_event)
+-- KEYS[11..]       lists other waiters' wake-up lists the caller expects this
 --                        script may write to (whom it last heard stands first in
 --                        the queue: see next_waiters)
 --
@@ -59,6 +63,46 @@ end
 -- Fences stay increasing without it (a fence is never below the server's clock
 -- in microseconds), unless the server's clock is set back by more than this.
 local FENCE_IDLE = '2592000000'
+
+-- The lock's history (KEYS[10], written only when the caller passed a cap):
+-- a stream capped at `cap` entries (exact MAXLEN: `~` trims only whole nodes
+-- of 100 entries, so a cap of 5 would keep 100; trimming one entry off a small
+-- stream costs next to nothing) that lives 30 days past its last release.
+-- `fields`: the event's field/value pairs. With `refresh` (a release) the
+-- stream gets its 30 days again: XADD and PEXPIRE. Without (an acquisition,
+-- a handoff), one command: XADD NOMKSTREAM, which adds only to a stream that
+-- exists; a missing one (or a server before 6.2, which knows no NOMKSTREAM)
+-- is created with its expiry, so a holder that dies before its release
+-- leaves nothing for good. With redis.pcall: a refused or failed write (a
+-- user without XADD, a key of another type) costs the event, never the hold,
+-- and the expiry is set only on a stream this script just wrote.
+local function history_add(cap, fields, refresh)
+    if not refresh then
+        local added = redis.pcall('XADD', KEYS[10], 'NOMKSTREAM', 'MAXLEN', cap, '*',
+            unpack(fields))
+        if type(added) == 'string' then return end
+    end
+    if type(redis.pcall('XADD', KEYS[10], 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
+        redis.pcall('PEXPIRE', KEYS[10], '2592000000')
+    end
+end
+
+-- The caller's event: when it passed a cap in ARGV[at] (not 0 or absent),
+-- the field/value pairs in ARGV[at + 1] on, and the fence when given.
+-- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
+local HISTORY_CAP
+local function add_event(at, fence, refresh)
+    local cap = ARGV[at]
+    if not cap or cap == '0' then return end
+    HISTORY_CAP = cap
+    local fields = {}
+    for i = at + 1, #ARGV do fields[#fields + 1] = ARGV[i] end
+    if fence then
+        fields[#fields + 1] = 'fence'
+        fields[#fields + 1] = string.format('%d', fence)
+    end
+    history_add(cap, fields, refresh)
+end
 
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
 -- none on a path that needs no time); NOW as digits, set by helpers().
@@ -198,9 +242,9 @@ local function helpers()
         return K_LOCK .. ':w:' .. token
     end
 
-    -- The wake-up lists this script was given: the caller's own and KEYS[10..].
+    -- The wake-up lists this script was given: the caller's own and KEYS[11..].
     local declared = {[KEYS[9]] = true}
-    for i = 10, #KEYS do declared[KEYS[i]] = true end
+    for i = 11, #KEYS do declared[KEYS[i]] = true end
 
     -- Puts message on token's list, which lives ms more ("w": a wake-up, only
     -- onto an empty list; "g<fence>...": a handoff; "d": the list goes), when
@@ -383,6 +427,26 @@ local function helpers()
         end
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
+        -- The waiter's `acquired` event, when the release records history: the
+        -- waiter starts COMMAND without another round trip, so it is written here.
+        if HISTORY_CAP then
+            local h = info
+            if type(h) ~= 'table' then
+                local ok, decoded = pcall(cjson.decode, h)
+                h = ok and type(decoded) == 'table' and decoded or {}
+            end
+            local arrived = tonumber(redis.call('ZSCORE', K_WAITERS, token) or NOW_US)
+            local fields = {'event', 'acquired', 'host', tostring(h.host or ''),
+                'pid', digits(tonumber(h.pid) or 0), 'fence', fence_text(fence),
+                'waited_ms', digits(math.max(0, math.floor((NOW_US - arrived) / 1000)))}
+            if type(h.note) == 'string' and h.note ~= '' then
+                fields[#fields + 1] = 'note'
+                fields[#fields + 1] = h.note
+            end
+            fields[#fields + 1] = 'command'
+            fields[#fields + 1] = tostring(h.command or '')
+            history_add(HISTORY_CAP, fields, false)
+        end
         hold(token, lease, info, fence)
         drop_waiter(token)
         -- Sent by wake(), once every grant is made: the message names the

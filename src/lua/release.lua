@@ -2,6 +2,8 @@
 -- ends and the waiters that can now acquire are woken. KEYS: see common.lua.
 --
 -- ARGV[1] owner token
+-- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
+--         recorded in KEYS[10] when the hold ends (see add_event)
 --
 -- Returns (as common.lua's done(), with the outbox) -1 when ARGV[1] does not
 -- hold the lock (nothing changed), otherwise
@@ -31,6 +33,7 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
                 ', which this lock needs; nothing was written')
         end
         if type(dropped) == 'table' then return dropped end
+        add_event(2, nil, true)
         return done(0)
     end
 end
@@ -49,6 +52,8 @@ if held > 1 then
 end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
+-- First the release, then the holds it hands over.
+add_event(2, nil, true)
 H.wake()
 H.settle()
 return done(0)

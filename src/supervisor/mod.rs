@@ -13,19 +13,22 @@
 //! still runs.
 
 mod command_env;
+mod max_hold;
 mod release;
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Hold, Session};
+use crate::backend::{Backend, Hold, HolderInfo, Session};
 use crate::child;
 use crate::cli::RunArgs;
 use crate::clock::Stamp;
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::exit::Exit;
 use crate::name::LockId;
 use crate::report;
@@ -35,9 +38,30 @@ use crate::token::Token;
 use crate::wait::{self, Wanted};
 use crate::watchdog::{self, why_lapsed, Lease, Lost, Watchdog};
 
+/// What a run did, for its metrics file and its history: filled in as it
+/// goes, read by the caller whatever the run's end.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// When the run started waiting for the lock(s).
+    pub waiting_since: Cell<Option<Instant>>,
+    /// How long it waited, once acquired.
+    pub waited: Cell<Option<Duration>>,
+    /// When the lock(s) were acquired.
+    pub acquired: Cell<Option<Instant>>,
+    /// How long they were held: until COMMAND's group was gone.
+    pub held: Cell<Option<Duration>>,
+    /// Each lock's fence (by name), once acquired.
+    pub fences: RefCell<Vec<(String, u64)>>,
+    /// This process as the holder it asked to be (for the history).
+    pub holder: RefCell<Option<HolderInfo>>,
+    /// Why the hold was lost, when it was (exit 70).
+    pub lost: RefCell<Option<String>>,
+}
+
 /// What every state of one run carries.
 struct Run<'a> {
     args: &'a RunArgs,
+    outcome: &'a Outcome,
     config: &'a Config,
     /// The names as given, duplicates dropped: they name things in messages
     /// and COMMAND's environment.
@@ -68,6 +92,8 @@ pub struct Held<'a> {
     holds: Vec<Hold>,
     acquired_at: Stamp,
     deadlines: Deadlines,
+    /// `acquired` events still to record.
+    unrecorded: Vec<(LockId, Event)>,
 }
 
 /// COMMAND runs.
@@ -79,6 +105,8 @@ pub struct Running<'a> {
     held: Vec<(LockId, Token)>,
     acquired_at: Stamp,
     deadlines: Deadlines,
+    /// The `--max-hold` timer, when asked for.
+    max_hold: Option<max_hold::MaxHold>,
 }
 
 /// COMMAND and its process group are gone.
@@ -97,6 +125,8 @@ pub struct Finished<'a> {
     emptied: bool,
     /// The watchdog could not be started, and COMMAND was killed.
     watchdog_failed: bool,
+    /// COMMAND was stopped for running past `--max-hold`.
+    max_held: bool,
     /// When the request that took the lock was sent.
     acquired_at: Stamp,
 }
@@ -104,7 +134,7 @@ pub struct Finished<'a> {
 impl<'a> Prepared<'a> {
     /// Checks the names and options, finds COMMAND, forks the guardian and
     /// starts catching signals. Nothing is acquired yet.
-    pub fn new(config: &'a Config, args: &'a RunArgs) -> Result<Self> {
+    pub fn new(config: &'a Config, args: &'a RunArgs, outcome: &'a Outcome) -> Result<Self> {
         for name in &args.names {
             crate::name::validate(name)?;
         }
@@ -144,6 +174,7 @@ impl<'a> Prepared<'a> {
         Ok(Prepared {
             run: Run {
                 args,
+                outcome,
                 config,
                 names,
                 display,
@@ -163,6 +194,7 @@ impl<'a> Prepared<'a> {
     pub fn acquire(self) -> Result<Held<'a>> {
         let Prepared { run, program } = self;
         run.shared.set(Phase::Acquiring);
+        run.outcome.waiting_since.set(Some(Instant::now()));
         let token = Token::generate()?;
         let holder = crate::holder::holder_info(&run.args.command, &run.config.note);
         let handoff = matches!(run.lease, Lease::Renewed(_));
@@ -176,8 +208,53 @@ impl<'a> Prepared<'a> {
             handoff,
         );
         wanted.replica_timeout = run.config.connect_timeout;
+        let cap = run.args.lock.history;
+        let acquired = crate::holder::event("acquired", &holder);
+        if cap > 0 {
+            wanted.record = Some((cap, acquired.clone()));
+        }
+        *run.outcome.holder.borrow_mut() = Some(holder.clone());
         let (session, holds, acquired_at) =
             wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
+        let now = Instant::now();
+        run.outcome.acquired.set(Some(now));
+        run.outcome.waited.set(
+            run.outcome
+                .waiting_since
+                .get()
+                .map(|since| now.duration_since(since)),
+        );
+        *run.outcome.fences.borrow_mut() = run
+            .locks
+            .iter()
+            .zip(&holds)
+            .map(|(lock, hold)| (lock.name.clone(), hold.fence.0))
+            .collect();
+        // The holds the acquiring script did not record (handed over by a
+        // release, several locks, Redlock): recorded once COMMAND runs.
+        let waited = run
+            .outcome
+            .waited
+            .get()
+            .map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+        let unrecorded: Vec<(LockId, Event)> = if cap == 0 {
+            Vec::new()
+        } else {
+            run.locks
+                .iter()
+                .zip(&holds)
+                // A re-entry (count above 1) is no new hold.
+                .filter(|(_, hold)| !hold.recorded && hold.count == 1)
+                .map(|(lock, hold)| {
+                    let event = Event {
+                        fence: Some(hold.fence.0),
+                        waited_ms: waited,
+                        ..acquired.clone()
+                    };
+                    (lock.clone(), event)
+                })
+                .collect()
+        };
         // A file: lock has no deadlines: the kernel holds it while rlock's
         // files are open.
         let deadlines = run.guardian.deadlines();
@@ -193,6 +270,7 @@ impl<'a> Prepared<'a> {
             holds,
             acquired_at,
             deadlines,
+            unrecorded,
         })
     }
 }
@@ -215,10 +293,11 @@ impl<'a> Held<'a> {
         let Held {
             run,
             program,
-            session,
+            mut session,
             holds,
             acquired_at,
             deadlines,
+            unrecorded,
         } = self;
         // The guardian looks at the deadlines again after each record, so
         // COMMAND's announcement (after this) is enough for it to act on a
@@ -231,6 +310,7 @@ impl<'a> Held<'a> {
                 &held,
                 run.lease.ttl(),
                 true,
+                None,
             );
             return Err(Error::internal(format!(
                 "{}: the guardian process is gone; COMMAND was not started",
@@ -248,15 +328,27 @@ impl<'a> Held<'a> {
             &run.shared,
         );
         match spawned {
-            Ok(command) => Ok(Running {
-                run,
-                command,
-                foreground,
-                session,
-                held,
-                acquired_at,
-                deadlines,
-            }),
+            Ok(command) => {
+                let max_hold = run.args.max_hold.and_then(|limit| {
+                    max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
+                });
+                // Off the path to COMMAND, which runs already.
+                for (lock, event) in &unrecorded {
+                    if let Err(err) = session.record(lock, run.args.lock.history, event) {
+                        report::verbose(|| format!("{}: history not written: {err}", lock.name));
+                    }
+                }
+                Ok(Running {
+                    run,
+                    command,
+                    foreground,
+                    session,
+                    held,
+                    acquired_at,
+                    deadlines,
+                    max_hold,
+                })
+            }
             Err(err) => {
                 if foreground {
                     child::reclaim_terminal();
@@ -269,6 +361,7 @@ impl<'a> Held<'a> {
                     &held,
                     run.lease.ttl(),
                     true,
+                    None,
                 );
                 // Said of every lock of the run, not of the one it was met on.
                 Err(match err.cause() {
@@ -294,6 +387,7 @@ impl<'a> Running<'a> {
             held,
             acquired_at,
             deadlines,
+            max_hold,
         } = self;
         let pgid = command.pid();
         let renewal = watchdog::Config {
@@ -317,6 +411,7 @@ impl<'a> Running<'a> {
             Keeper::start(session, renewal.clone(), &run.shared, pgid)
         };
         let status = child::wait(command, &run.shared, foreground);
+        let max_held = max_hold.is_some_and(max_hold::MaxHold::finish);
         if let Keeper::Idle(session) = keeper {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
@@ -326,10 +421,13 @@ impl<'a> Running<'a> {
                 Keeper::Idle(session)
             };
         }
-        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared);
+        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared, max_held);
         // Closed at once: the guardian must not act on a group that is gone
         // (its number could be reused) while the watchdog finishes a renewal.
         let held_in_time = deadlines.close(Stamp::now());
+        run.outcome
+            .held
+            .set(run.outcome.acquired.get().map(|at| at.elapsed()));
         run.shared.set(Phase::Finished);
         if foreground {
             child::reclaim_terminal();
@@ -352,6 +450,7 @@ impl<'a> Running<'a> {
             held_in_time,
             emptied,
             watchdog_failed,
+            max_held,
             acquired_at,
         }
     }
@@ -370,12 +469,13 @@ impl Finished<'_> {
             held_in_time,
             emptied,
             watchdog_failed,
+            max_held,
             acquired_at,
         } = self;
         let mut session = session;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), &mut None, &held, ttl, true);
+            release::release(run.backend.as_ref(), &mut None, &held, ttl, true, None);
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -402,12 +502,37 @@ impl Finished<'_> {
                 .collect(),
             _ => held.clone(),
         };
+        // A normal end is recorded by the releasing script; a lost hold by
+        // the caller, which knows the whole story.
+        let ended = match (&lost, &status) {
+            (Some(_), _) => None,
+            (None, _) if max_held => Some(("max-hold", Some(124))),
+            (None, Ok(status)) => Some(("released", Some(i64::from(child::status_code(*status))))),
+            (None, Err(_)) => Some(("released", None)),
+        };
+        let holder = run.outcome.holder.borrow().clone();
+        let fences = run.outcome.fences.borrow().clone();
+        let event = match (ended, holder) {
+            (Some((kind, exit)), Some(holder)) if run.args.lock.history > 0 => Some(Event {
+                held_ms: run
+                    .outcome
+                    .held
+                    .get()
+                    .map(|h| u64::try_from(h.as_millis()).unwrap_or(u64::MAX)),
+                exit,
+                ..crate::holder::event(kind, &holder)
+            }),
+            _ => None,
+        };
         let gone = release::release(
             run.backend.as_ref(),
             &mut session,
             &to_release,
             ttl,
             lost.is_some(),
+            event
+                .as_ref()
+                .map(|e| (run.args.lock.history, e, fences.as_slice())),
         );
         if lost.is_none() {
             lost = gone.map(Lost::GoneAtRelease);
@@ -423,8 +548,22 @@ impl Finished<'_> {
             if let Some(why) = &why {
                 report::verbose(|| format!("{which}: the hold was found gone: {why}"));
             }
-            report::error(&format!("{which}: {}", lost.line(why.as_deref())));
+            let line = lost.line(why.as_deref());
+            report::error(&format!("{which}: {line}"));
+            *run.outcome.lost.borrow_mut() = Some(line);
             return Ok(Exit::LockLost);
+        }
+        if max_held {
+            if let Some(limit) = run.args.max_hold {
+                report::error(&format!(
+                    "{}: COMMAND ran past --max-hold {} and was stopped (SIGTERM, then SIGKILL \
+                     after {} if still running); the lock was released",
+                    run.display,
+                    humantime::format_duration(limit),
+                    humantime::format_duration(run.grace)
+                ));
+            }
+            return Ok(Exit::TimedOut);
         }
         match status {
             Ok(status) => Ok(Exit::Child(child::status_code(status))),

@@ -5,9 +5,14 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Session};
 use crate::error::Error;
+use crate::event::Event;
 use crate::name::LockId;
 use crate::report;
 use crate::token::Token;
+
+/// The history's cap, the event that ends the holds, and each lock's fence
+/// (by name) to record it with.
+pub(super) type Record<'a> = (u32, &'a Event, &'a [(String, u64)]);
 
 /// Releases the holds, reusing the watchdog's session when there is one.
 /// Returns the name of a lock whose hold was already gone: it ended before
@@ -17,12 +22,14 @@ use crate::token::Token;
 /// still ours. With `quiet` (the run ends in a line of its own: lost, or
 /// failed), a failed release is said with -v only.
 /// The session used is left in `session` (for asking why a hold was gone).
+/// With `record`, each release also writes the lock's history event.
 pub(super) fn release(
     backend: &dyn Backend,
     session: &mut Option<Box<dyn Session>>,
     held: &[(LockId, Token)],
     ttl: Duration,
     quiet: bool,
+    record: Option<Record<'_>>,
 ) -> Option<String> {
     let start = Instant::now();
     let connected = match session.take() {
@@ -38,8 +45,22 @@ pub(super) fn release(
     };
     let mut gone = None;
     for (keys, token) in held.iter().rev() {
+        // The event, with this lock's fence, recorded by the releasing script.
+        let event = record.map(|(cap, event, fences)| {
+            let fence = fences
+                .iter()
+                .find(|(n, _)| n == &keys.name)
+                .map(|(_, f)| *f);
+            (
+                cap,
+                Event {
+                    fence,
+                    ..event.clone()
+                },
+            )
+        });
         let outcome = match (session.as_mut(), &failed) {
-            (Some(s), _) => s.release(keys, token),
+            (Some(s), _) => s.release_recorded(keys, token, event.as_ref().map(|(c, e)| (*c, e))),
             (None, Some(err)) => Err(Error::internal(err.to_string())),
             (None, None) => Err(Error::internal("no session")),
         };

@@ -12,6 +12,7 @@ use super::{confirm_replicas, interrupted, or_signal, refresh, release_all, Want
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
 use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::outage::Outage;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
@@ -139,6 +140,23 @@ impl<'a, 'w> Waiter<'a, 'w> {
     pub(super) fn try_all(&mut self, turn: &Turn) -> Result<Round> {
         let wanted = self.wanted;
         let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
+        // One lock, no replicas to wait for: the hold the script makes is the
+        // one COMMAND gets, so the script records it (else the caller does,
+        // once every hold is confirmed).
+        let event = wanted
+            .record
+            .as_ref()
+            .filter(|_| wanted.locks.len() == 1 && wanted.min_replicas == 0)
+            .map(|(cap, e)| {
+                let waited = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                (
+                    *cap,
+                    Event {
+                        waited_ms: Some(waited),
+                        ..e.clone()
+                    },
+                )
+            });
         for (i, keys) in wanted.locks.iter().enumerate() {
             let request = AcquireRequest {
                 keys,
@@ -150,6 +168,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 kind: wanted.kind,
                 fair: wanted.fair,
                 grant: wanted.handoff,
+                record: event.as_ref().map(|(cap, e)| (*cap, e)),
             };
             let attempt = self.session.acquire(&request);
             if attempt.is_ok() {
@@ -386,10 +405,13 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 });
                 // Handed over no earlier than this round's request, which
                 // registered us (the lease ends when that registration would).
+                // Its `acquired` event was recorded by the release that
+                // handed it over (with that release's --history).
                 let hold = Hold {
                     token: wanted.token.clone(),
                     fence,
                     count: 1,
+                    recorded: true,
                 };
                 match refresh(
                     self.session,

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{HolderInfo, Kind};
+use crate::event::Event;
 use crate::name::LockId;
 use crate::outage::Patience;
 use crate::token::Token;
@@ -41,6 +42,9 @@ pub struct Wanted<'a> {
     pub patience: Patience,
     /// Off a terminal: how often a waiting run says so (zero: never).
     pub progress_interval: Duration,
+    /// The history's cap and the `acquired` event to record (the time waited
+    /// is filled in at each attempt); None: not recorded here.
+    pub record: Option<(u32, Event)>,
 }
 
 impl<'a> Wanted<'a> {
@@ -79,6 +83,7 @@ impl<'a> Wanted<'a> {
                 bound: options.unreachable_wait,
             },
             progress_interval: options.progress_interval,
+            record: None,
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) const RULES: &[&str] = &[
     "+zrange",
     "+zrangebyscore",
     "+zcount",
+    "+xadd",
+    "+xrevrange",
     "+info",
 ];
 
@@ -107,7 +109,10 @@ fn the_rules_of_earlier_releases_still_release() {
         assert!(out.stderr.is_empty(), "{}", show(&out));
     }
     assert!(
-        redis.keys().iter().all(|k| k.ends_with(":fence")),
+        redis
+            .keys()
+            .iter()
+            .all(|k| k.ends_with(":fence") || k.ends_with(":history")),
         "{:?}",
         redis.keys()
     );

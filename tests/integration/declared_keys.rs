@@ -293,6 +293,24 @@ fn every_kind_and_a_queue_of_mixed_kinds_touch_only_their_keys() {
     succeeds(both, "the run of both");
 
     assert_declared(&monitor, &redis, 30);
+    // The history (on by default) is written inside acquire and release, and
+    // so among what was checked: the stream is one of their KEYS.
+    let lines = monitor.lines.lock().unwrap();
+    let history_writes = lines
+        .iter()
+        .filter_map(|l| parse_line(l))
+        .filter(|(client, args)| {
+            client == "lua"
+                && args.first().is_some_and(|c| c.eq_ignore_ascii_case("xadd"))
+                && args.get(1).is_some_and(|k| k == "rlock:{mix}:history")
+        })
+        .count();
+    // The holder's acquired and released, and each of the six waiters'
+    // acquired (handed over by a release, or its own) and released.
+    assert!(
+        history_writes >= 14,
+        "{history_writes} history writes for mix"
+    );
 }
 
 /// Waiters that leave: on `--wait` running out, and on SIGINT; each stood

@@ -19,11 +19,14 @@
 //! - `several`: several NAMEs in one run (all or none)
 //! - `kinds`: shared locks, semaphores, fair queues
 //! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
+//! - `history`: rlock history and --history: every event, Redis, Redlock and file:, capped, off
 //! - `declared_keys`: under MONITOR, every key a script touches is one of its KEYS
 //! - `redlock`: one lock over three servers (several --url)
 //! - `redisson`: --redisson interop with Redisson's own lock scripts
 //! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
 //! - `outage`: waiting runs wait out a restarting server, within bounds
+//! - `max_hold`: run --max-hold (exit 124, the group killed, the lock free at once)
+//! - `metrics`: run --metrics-file and rlock metrics, read by prometheus_client's parser
 //! - `output`: output that cannot be written is an error
 //! - `replicas`: --min-replicas against a primary and a replica
 //! - `generated`: completions, man page and --help are up to date; completions tried in bash, zsh and fish
@@ -44,10 +47,13 @@ mod faults;
 mod fences;
 mod generated;
 mod handoff;
+mod history;
 mod kinds;
 mod lease;
 mod local;
 mod local_scripts;
+mod max_hold;
+mod metrics;
 mod model;
 mod outage;
 mod output;

@@ -96,8 +96,8 @@ fn rlock_waits_for_a_redisson_holder_and_is_woken_by_its_unlock() {
     let keys = redis.keys();
     assert_eq!(
         keys,
-        ["{orders}:rlock-fence"],
-        "nothing but rlock's fence counter is left"
+        ["{orders}:rlock-fence", "{orders}:rlock-history"],
+        "nothing but rlock's fence counter and history is left"
     );
 }
 

@@ -359,7 +359,12 @@ fn server_comes_from_rlock_url_then_redis_url() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_eq!(
         redis.keys(),
-        ["custom:{p}:fence", "rlock:{e}:fence"],
+        [
+            "custom:{p}:fence",
+            "custom:{p}:history",
+            "rlock:{e}:fence",
+            "rlock:{e}:history"
+        ],
         "--prefix namespaces the keys"
     );
 }

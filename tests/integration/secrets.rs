@@ -267,19 +267,36 @@ fn no_owner_token_is_readable_in_redis() {
     expect_within(rlock::LIMIT, "the waiter to register", || {
         redis.cmd::<i64>(&["ZCARD", "rlock:{vault}:waiters"]) == 1
     });
-    let mut everything = String::new();
-    for key in redis.keys() {
-        everything.push_str(&key);
-        let kind: String = redis.cmd(&["TYPE", &key]);
-        let values: Vec<String> = match kind.as_str() {
-            "hash" => redis.cmd(&["HGETALL", &key]),
-            "zset" => redis.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
-            "list" => redis.cmd(&["LRANGE", &key, "0", "-1"]),
-            "string" => vec![redis.cmd(&["GET", &key])],
-            other => panic!("{key} is a {other}"),
-        };
-        everything.push_str(&values.join(" "));
-    }
+    // Every key and everything in it, the history stream's events included.
+    let dump = || {
+        let mut everything = String::new();
+        for key in redis.keys() {
+            everything.push_str(&key);
+            let kind: String = redis.cmd(&["TYPE", &key]);
+            let values: Vec<String> = match kind.as_str() {
+                "hash" => redis.cmd(&["HGETALL", &key]),
+                "zset" => redis.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+                "list" => redis.cmd(&["LRANGE", &key, "0", "-1"]),
+                "string" => vec![redis.cmd(&["GET", &key])],
+                "stream" => {
+                    let entries: Vec<(String, Vec<String>)> =
+                        redis.cmd(&["XRANGE", &key, "-", "+"]);
+                    entries
+                        .into_iter()
+                        .flat_map(|(id, fields)| std::iter::once(id).chain(fields))
+                        .collect()
+                }
+                other => panic!("{key} is a {other}"),
+            };
+            everything.push_str(&values.join(" "));
+        }
+        everything
+    };
+    let everything = dump();
+    assert!(
+        everything.contains("acquired"),
+        "the acquisition is in the history: {everything}"
+    );
     assert!(
         !everything.contains(&token),
         "the token is stored: {everything}"
@@ -309,6 +326,13 @@ fn no_owner_token_is_readable_in_redis() {
         !everything.contains(waiter_token.trim()),
         "the waiter's token is stored"
     );
+    // The history now holds both holds' events (the waiter's handed over by
+    // the release): neither token, nor the digest standing for either.
+    let after = dump();
+    assert!(after.contains("released"), "{after}");
+    for secret in [&token, waiter_token.trim(), &stored[0]] {
+        assert!(!after.contains(secret), "{secret} is stored: {after}");
+    }
 }
 
 /// Issue 25: names ending in KEY, CREDENTIAL(S) or SECRET, `--api-key X`,

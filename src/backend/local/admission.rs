@@ -56,7 +56,7 @@ impl LocalSession {
     pub(super) fn reenter(&mut self, req: &AcquireRequest<'_>) -> Option<Attempt> {
         let name = &req.keys.name;
         for inherited in req.inherited {
-            let path = self.record(name, "h", inherited);
+            let path = self.record_path(name, "h", inherited);
             if !held_by_someone(&path) {
                 continue;
             }
@@ -83,6 +83,7 @@ impl LocalSession {
                 token: inherited.clone(),
                 fence: Fence(details.fence),
                 count: 2,
+                recorded: false,
             }));
         }
         None

@@ -11,13 +11,15 @@ use super::files::{self, held_by_someone, open, Paths};
 use super::lock_dir::absolute_dir;
 use super::LocalSession;
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::sys::inotify::DirWatch;
 use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
 use crate::token::Token;
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the
-/// record last, and removes the record.
+/// record last, and removes the record. When PID exited, `released` (with
+/// the time held filled in) goes to the lock's history, keeping its cap.
 pub fn keep_while(
     dir: &std::path::Path,
     name: &str,
@@ -25,7 +27,9 @@ pub fn keep_while(
     exit: &Watched,
     fds: &[RawFd],
     ready: &mut Ready,
+    released: Option<(u32, Event)>,
 ) -> Result<()> {
+    let started = Instant::now();
     if fds.is_empty() {
         return Err(Error::internal(format!(
             "{name}: no lock file was handed over"
@@ -61,12 +65,20 @@ pub fn keep_while(
             watch.drain();
         }
     }
+    let asked = marker.exists();
     // The locks go before the record: an unlocked record means a free lock.
     for file in held {
         drop(file);
     }
     let _ = fs::remove_file(&record);
     let _ = fs::remove_file(&marker);
+    // A release asked for by `rlock release` is recorded there.
+    if let (false, Some((cap, mut event))) = (asked, released) {
+        event.held_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(0));
+        if cap > 0 {
+            let _ = super::history::append(&paths.of(name, "history"), cap, &event);
+        }
+    }
     Ok(())
 }
 
@@ -79,8 +91,8 @@ impl LocalSession {
     /// Releases of one token take turns on a lock of a turn file `E.t.TOKEN`;
     /// the marker `E.r.TOKEN` appearing is what the keeper waits for.
     pub(super) fn release_kept(&self, name: &str, token: &Token) -> Result<bool> {
-        let record = self.record(name, "h", token);
-        let marker = self.record(name, "r", token);
+        let record = self.record_path(name, "h", token);
+        let marker = self.record_path(name, "r", token);
         let stuck = || {
             Error::from(Cause::Unavailable {
                 server: self.display.clone(),
@@ -91,7 +103,7 @@ impl LocalSession {
             })
             .in_lock(name)
         };
-        let turn_path = self.record(name, "t", token);
+        let turn_path = self.record_path(name, "t", token);
         let turn = open(&turn_path)
             .map_err(|e| self.fail_to(name, "reaching the --while-pid keeper", e))?;
         if !files::lock_within(&turn, KEEPER_WAIT)

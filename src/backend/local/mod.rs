@@ -20,13 +20,15 @@
 //! it: `lock_dir` (DIR from the URL), `files` (file names, kernel locks,
 //! record text), `records` (holder and waiter records), `admission` (who may
 //! take the lock now), `fence` (the fencing counter), `wait` (waiting with
-//! no queue), `keeper` (the `--while-pid` keeper and releasing through it)
-//! and `dir_check` (`rlock check` on DIR).
+//! no queue), `keeper` (the `--while-pid` keeper and releasing through it),
+//! `dir_check` (`rlock check` on DIR) and `history` (`E.history`, the lock's
+//! last events).
 
 mod admission;
 mod dir_check;
 mod fence;
 mod files;
+mod history;
 mod keeper;
 mod lock_dir;
 mod records;
@@ -52,6 +54,7 @@ use super::{
 };
 use crate::clock;
 use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::name::LockId;
 use crate::token::{Fence, Token};
 
@@ -113,7 +116,7 @@ impl LocalSession {
         self.paths.of(name, suffix)
     }
 
-    fn record(&self, name: &str, tag: &str, token: &Token) -> PathBuf {
+    fn record_path(&self, name: &str, tag: &str, token: &Token) -> PathBuf {
         self.path(name, &format!("{tag}.{}", token.as_str()))
     }
 
@@ -153,6 +156,7 @@ impl Session for LocalSession {
                 token: held.token.clone(),
                 fence: Fence(held.fence),
                 count: 1,
+                recorded: false,
             }));
         }
         if let Some(attempt) = self.reenter(req) {
@@ -232,11 +236,36 @@ impl Session for LocalSession {
                 fence,
             },
         );
+        let mut recorded = false;
+        if let Some((cap, event)) = req.record.filter(|(cap, _)| *cap > 0) {
+            let event = Event {
+                fence: Some(fence),
+                ..event.clone()
+            };
+            recorded = true;
+            if let Err(err) = Session::record(self, req.keys, cap, &event) {
+                crate::report::verbose(|| format!("{name}: history not written: {err}"));
+            }
+        }
         Ok(Attempt::Acquired(Hold {
             token: req.token.clone(),
             fence: Fence(fence),
             count: 1,
+            recorded,
         }))
+    }
+
+    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+        if cap == 0 {
+            return Ok(());
+        }
+        history::append(&self.path(&keys.name, "history"), cap, event)
+            .map_err(|e| self.fail_to(&keys.name, "writing the lock's history", e))
+    }
+
+    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+        history::read(&self.path(&keys.name, "history"), limit)
+            .map_err(|e| self.fail_to(&keys.name, "reading the lock's history", e))
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -244,14 +273,14 @@ impl Session for LocalSession {
     }
 
     fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        fs::write(self.record(&keys.name, "i", token), "")
+        fs::write(self.record_path(&keys.name, "i", token), "")
             .map_err(|e| self.fail_to(&keys.name, "writing an interrupt marker", e))
     }
 
     fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
         self.unregister(&keys.name, token);
         for tag in ["w", "i"] {
-            let _ = fs::remove_file(self.record(&keys.name, tag, token));
+            let _ = fs::remove_file(self.record_path(&keys.name, tag, token));
         }
         Ok(())
     }
@@ -266,7 +295,7 @@ impl Session for LocalSession {
         // The kernel keeps the lock while the file is open: nothing expires.
         match self.held.get(&keys.name) {
             Some(held) => Ok(&held.token == token),
-            None => Ok(held_by_someone(&self.record(&keys.name, "h", token))),
+            None => Ok(held_by_someone(&self.record_path(&keys.name, "h", token))),
         }
     }
 
@@ -281,7 +310,7 @@ impl Session for LocalSession {
                 // The locks go before the record, so an unlocked record
                 // means the lock is free (or kept by what COMMAND left).
                 drop(held.files);
-                let record = self.record(name, "h", token);
+                let record = self.record_path(name, "h", token);
                 if !held_by_someone(&record) {
                     let _ = fs::remove_file(record);
                 }
@@ -294,7 +323,7 @@ impl Session for LocalSession {
             None => {}
         }
         // Another process holds it: only a --while-pid keeper can be asked.
-        let Some(details) = read_live(&self.record(name, "h", token)) else {
+        let Some(details) = read_live(&self.record_path(name, "h", token)) else {
             return Ok(None);
         };
         match details {

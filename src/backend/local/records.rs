@@ -155,7 +155,7 @@ impl LocalSession {
     ) -> io::Result<File> {
         // Written under a name no scan looks at, then renamed into place:
         // a scan that finds a record unlocked may remove it as stale.
-        let new = self.record(name, "n", token);
+        let new = self.record_path(name, "n", token);
         let mut file = open(&new)?;
         if !try_flock(&file, true)? {
             return Err(io::Error::other(
@@ -164,7 +164,7 @@ impl LocalSession {
         }
         file.set_len(0)?;
         file.write_all(text.as_bytes())?;
-        fs::rename(&new, self.record(name, tag, token))?;
+        fs::rename(&new, self.record_path(name, tag, token))?;
         Ok(file)
     }
 
@@ -264,7 +264,7 @@ impl LocalSession {
     /// Removes this process's waiter record for `name`, if it has one.
     pub(super) fn unregister(&mut self, name: &str, token: &Token) {
         if self.waiting.remove(name).is_some() {
-            let _ = fs::remove_file(self.record(name, "w", token));
+            let _ = fs::remove_file(self.record_path(name, "w", token));
         }
     }
 }

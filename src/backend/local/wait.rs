@@ -37,7 +37,7 @@ impl LocalSession {
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
-        let interrupt = self.record(&keys.name, "i", token);
+        let interrupt = self.record_path(&keys.name, "i", token);
         let until = Instant::now() + timeout;
         self.watch();
         let prefix = format!("{}.", files::stem(&keys.name));

@@ -60,9 +60,24 @@ const fn optional(rule: &'static str, need: &'static str, args: &'static [&'stat
     }
 }
 
+/// A probe of a command only one feature needs, which may create a key.
+const fn optional_creating(
+    rule: &'static str,
+    need: &'static str,
+    args: &'static [&'static str],
+) -> Probe {
+    Probe {
+        rule,
+        need: Need::For(need),
+        args,
+        creates: true,
+    }
+}
+
 /// The probes, in an order that leaves nothing behind: expiry and deletion
 /// first (on missing keys), then each type's writes, reads and removal.
-/// `S`, `L`, `H`, `Z`: the probe's string, list, hash and sorted-set keys;
+/// `S`, `L`, `H`, `Z`, `X`: the probe's string, list, hash, sorted-set and
+/// stream keys;
 /// `M`: a MATCH pattern for the probe keys.
 const PROBES: &[Probe] = &[
     probe("ping", &["PING"]),
@@ -98,7 +113,18 @@ const PROBES: &[Probe] = &[
     probe("zrangebyscore", &["ZRANGEBYSCORE", "Z", "-inf", "+inf"]),
     probe("zcount", &["ZCOUNT", "Z", "-inf", "+inf"]),
     probe("zrem", &["ZREM", "Z", "m"]),
-    probe("del", &["DEL", "S", "L", "H", "Z"]),
+    optional_creating(
+        "xadd",
+        "the lock's history: nothing is recorded",
+        &["XADD", "X", "MAXLEN", "1", "*", "f", "1"],
+    ),
+    probe("pexpire", &["PEXPIRE", "X", "10000"]),
+    optional(
+        "xrevrange",
+        "rlock history, and rlock metrics' history counts",
+        &["XREVRANGE", "X", "+", "-", "COUNT", "1"],
+    ),
+    probe("del", &["DEL", "S", "L", "H", "Z", "X"]),
     probe("multi", &["MULTI"]),
     probe("exec", &["EXEC"]),
     optional("wait", "--min-replicas", &["WAIT", "0", "0"]),
@@ -113,11 +139,12 @@ impl StandaloneSession {
     /// The user's rights on the prefix, command by command.
     pub(super) fn rights(&mut self, prefix: &str, keys: &ProbeKeys) -> (Verdict, String) {
         let key = |tag: &str| format!("{}:{tag}", keys.base);
-        let (s, l, h, z, m) = (
+        let (s, l, h, z, x, m) = (
             key("s"),
             key("l"),
             key("h"),
             key("z"),
+            key("x"),
             format!("{}*", keys.base),
         );
         let mut refused: Vec<(&Probe, String)> = Vec::new();
@@ -135,6 +162,7 @@ impl StandaloneSession {
                     "L" => l.as_str(),
                     "H" => h.as_str(),
                     "Z" => z.as_str(),
+                    "X" => x.as_str(),
                     "M" => m.as_str(),
                     other => other,
                 })

@@ -27,6 +27,9 @@ pub struct Keys {
     pub wexp: String,
     /// Hash waiter-token → the kind of hold it waits for.
     pub wkind: String,
+    /// Stream of the lock's last events (`rlock history`), capped; expires
+    /// 30 days after its last release (or its creation).
+    pub history: String,
     /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
     /// through Redisson's unlock channel (this field names it).
     pub redisson: Option<String>,
@@ -58,6 +61,7 @@ impl Keys {
             xwait: format!("{base}:xwait"),
             wexp: format!("{base}:wexp"),
             wkind: format!("{base}:wkind"),
+            history: format!("{base}:history"),
             lock: base,
             redisson: None,
         }
@@ -70,6 +74,7 @@ impl Keys {
         let mut keys = Keys::new("", name);
         keys.lock = name.to_owned();
         keys.fence = format!("{{{name}}}:rlock-fence");
+        keys.history = format!("{{{name}}}:rlock-history");
         keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
         keys
     }
@@ -92,10 +97,12 @@ impl Keys {
     }
 
     /// Every key a script gets, in the order of `src/lua/common.lua`:
-    /// `token`'s wake-up list ninth, then the lists of the waiters whose
-    /// digests are `others` (those the script may write to).
+    /// `token`'s wake-up list ninth, the history stream tenth (given to every
+    /// script, written only when the caller passes a history cap), then the
+    /// lists of the waiters whose digests are `others` (those the script may
+    /// write to).
     pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
-        let mut keys = Vec::with_capacity(9 + others.len());
+        let mut keys = Vec::with_capacity(10 + others.len());
         keys.extend([
             self.lock.clone(),
             self.holders.clone(),
@@ -106,6 +113,7 @@ impl Keys {
             self.wexp.clone(),
             self.wkind.clone(),
             self.wake_list(token),
+            self.history.clone(),
         ]);
         keys.extend(others.iter().map(|d| self.wake_list_of(d)));
         keys
@@ -125,5 +133,15 @@ mod tests {
             assert!(key.starts_with("rlock:{deploy}:"), "{key}");
         }
         assert_eq!(Keys::new("", "x").lock, "{x}");
+    }
+
+    #[test]
+    fn history_stands_tenth_and_other_lists_after_it() {
+        let keys = Keys::new("rlock", "deploy");
+        let token = Token::parse(&"0".repeat(32)).unwrap();
+        let given = keys.script_keys(&token, &["ab".into()]);
+        assert_eq!(given.len(), 11);
+        assert_eq!(given[9], "rlock:{deploy}:history");
+        assert_eq!(given[10], "rlock:{deploy}:w:ab");
     }
 }

@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
-use crate::error::Result;
+use crate::error::{Cause, Error, Result};
+use crate::event::Event;
 use crate::name::LockId;
 use crate::script;
 use crate::token::{Fence, Token};
@@ -186,7 +187,11 @@ impl Session for StandaloneSession {
                     .arg(&inherited)
                     .invoke(con)
             })?;
-            return decode(reply, &keys.name, "acquire");
+            let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
+            if let Attempt::Acquired(hold) = &mut attempt {
+                hold.recorded = false;
+            }
+            return Ok(attempt);
         }
         // Redis knows holders by their tokens' digests only.
         let digest = req.token.digest();
@@ -201,11 +206,13 @@ impl Session for StandaloneSession {
             Kind::Shared => ("s", 1),
             Kind::Semaphore(n) => ("m", n),
         };
+        let record = req.record.filter(|(cap, _)| *cap > 0);
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
         let others = self.others(&stored);
         let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::ACQUIRE, &stored, req.token, &others)
+            let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token, &others);
+            invocation
                 .arg(digest.as_str())
                 .arg(&listed)
                 .arg(millis(req.ttl))
@@ -217,8 +224,14 @@ impl Session for StandaloneSession {
                 .arg(limit)
                 .arg(if req.fair { "1" } else { "0" })
                 .arg(if req.grant { "1" } else { "0" })
-                .arg(&req.holder.note)
-                .invoke(con)
+                .arg(&req.holder.note);
+            if let Some((cap, event)) = record {
+                invocation.arg(cap);
+                for (field, value) in event.fields() {
+                    invocation.arg(field).arg(value);
+                }
+            }
+            invocation.invoke(con)
         })?;
         let (reply, next) =
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
@@ -226,6 +239,7 @@ impl Session for StandaloneSession {
         match decode(reply, &keys.name, "acquire")? {
             Attempt::Acquired(mut hold) => {
                 self.next_up.insert(stored.lock.clone(), next);
+                hold.recorded &= record.is_some();
                 hold.token = if hold.token == digest {
                     req.token.clone()
                 } else {
@@ -394,8 +408,18 @@ impl Session for StandaloneSession {
     }
 
     fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
+        self.release_recorded(keys, token, None)
+    }
+
+    fn release_recorded(
+        &mut self,
+        keys: &LockId,
+        token: &Token,
+        record: Option<(u32, &Event)>,
+    ) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
         let stored = Keys::of(keys);
+        let record = record.filter(|(cap, _)| *cap > 0);
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
             let sharded = if self.is_cluster() { "1" } else { "0" };
@@ -407,13 +431,25 @@ impl Session for StandaloneSession {
                     .arg(sharded)
                     .invoke(con)
             })?;
-            return Ok(u64::try_from(left).ok());
+            let left = u64::try_from(left).ok();
+            if let (Some(0), Some((cap, event))) = (left, record) {
+                if let Err(err) = self.record(keys, cap, event) {
+                    crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+                }
+            }
+            return Ok(left);
         }
         let others = self.others(&stored);
         let reply: Value = self.call(keys, self.timeout(), false, |con| {
-            with_keys(&script::RELEASE, &stored, token, &others)
-                .arg(token.digest().as_str())
-                .invoke(con)
+            let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
+            invocation.arg(token.digest().as_str());
+            if let Some((cap, event)) = record {
+                invocation.arg(cap);
+                for (field, value) in event.fields() {
+                    invocation.arg(field).arg(value);
+                }
+            }
+            invocation.invoke(con)
         })?;
         let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
         let left: i64 = decode(reply, &keys.name, "release")?;
@@ -421,6 +457,92 @@ impl Session for StandaloneSession {
             self.next_up.remove(&stored.lock);
         }
         Ok(u64::try_from(left).ok())
+    }
+
+    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+        if cap == 0 {
+            return Ok(());
+        }
+        let stream = Keys::of(keys).history;
+        let idle = millis(crate::event::IDLE);
+        let written: i64 = self.call(keys, self.timeout(), false, |con| {
+            let mut invocation = script::RECORD.prepare_invoke();
+            invocation.key(&stream).arg(cap).arg(idle);
+            for (field, value) in event.fields() {
+                invocation.arg(field).arg(value);
+            }
+            invocation.invoke(con)
+        })?;
+        if written == 0 {
+            return Err(Error::from(Cause::ForeignKey(format!(
+                "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
+            ))));
+        }
+        Ok(())
+    }
+
+    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
+        if keys.redisson {
+            // Redisson's waiters are subscribers: Redis keeps no queue.
+            return Ok(None);
+        }
+        let stored = Keys::of(keys);
+        type Scores = Vec<(String, f64)>;
+        let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
+            self.call(keys, self.timeout(), true, |con| {
+                redis::pipe()
+                    .atomic()
+                    .cmd("TIME")
+                    .cmd("ZRANGE")
+                    .arg(&stored.waiters)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .cmd("ZRANGE")
+                    .arg(&stored.wexp)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(con)
+            })?;
+        let now_us = secs * 1_000_000 + micros;
+        let now_ms = (now_us / 1000) as f64;
+        // A waiter counts while its registration has not lapsed (as status
+        // counts them); arrivals are server µs.
+        let oldest = arrivals
+            .iter()
+            .filter(|(token, _)| {
+                expiries
+                    .iter()
+                    .any(|(t, until)| t == token && *until > now_ms)
+            })
+            .map(|(_, arrived)| *arrived as u64)
+            .min();
+        Ok(oldest.map(|at| Duration::from_micros(now_us.saturating_sub(at))))
+    }
+
+    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let stream = Keys::of(keys).history;
+        let entries = self.call(keys, self.timeout(), true, |con| {
+            redis::cmd("XREVRANGE")
+                .arg(&stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit.max(1))
+                .query::<Value>(con)
+        });
+        match entries {
+            Ok(entries) => Ok(reply::events(entries)),
+            // The server's own words say nothing of which key: say it.
+            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                Err(Error::from(Cause::ForeignKey(format!(
+                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
+                )))
+                .in_lock(&keys.name))
+            }
+            Err(err) => Err(err),
+        }
     }
 
     fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {

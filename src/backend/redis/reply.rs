@@ -70,6 +70,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
             },
             fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
+            recorded: items.get(4).and_then(as_int) == Some(1),
         })),
         2 => Some(Attempt::Incompatible {
             held: Kind::from_code(&as_string(items.get(1)?)?, 0)?,
@@ -172,4 +173,32 @@ pub(super) fn as_string(v: &Value) -> Option<String> {
         Value::Int(n) => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// XREVRANGE's reply (`[[id, [field, value, ...]], ...]`) as events; the
+/// time is the entry id's milliseconds (the server's clock when it was
+/// written). Entries that are not shaped so are skipped.
+pub(super) fn events(reply: Value) -> Vec<crate::event::Event> {
+    let Value::Array(entries) = reply else {
+        return Vec::new();
+    };
+    entries
+        .into_iter()
+        .filter_map(|entry| {
+            let Value::Array(parts) = entry else {
+                return None;
+            };
+            let id = as_string(parts.first()?)?;
+            let ms: u64 = id.split('-').next()?.parse().ok()?;
+            let Some(Value::Array(fields)) = parts.get(1) else {
+                return None;
+            };
+            let texts: Vec<String> = fields.iter().filter_map(as_string).collect();
+            let pairs = texts.chunks(2).filter(|p| p.len() == 2);
+            Some(crate::event::Event::from_fields(
+                ms,
+                pairs.map(|p| (p[0].as_str(), p[1].as_str())),
+            ))
+        })
+        .collect()
 }

@@ -58,8 +58,9 @@ pub fn undelivered(
     parts
 }
 
-/// The keys a script of lock `name` gets: common.lua's nine, with `token`'s
-/// wake-up list ninth, then the lists of the digests `others`.
+/// The keys a script of lock `name` gets: common.lua's ten, with `token`'s
+/// wake-up list ninth and the history stream tenth, then the lists of the
+/// digests `others`.
 pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
     let base = format!("rlock:{{{name}}}");
     let mut keys = vec![
@@ -72,6 +73,7 @@ pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
         format!("{base}:wexp"),
         format!("{base}:wkind"),
         format!("{base}:w:{token}"),
+        format!("{base}:history"),
     ];
     keys.extend(others.iter().map(|d| format!("{base}:w:{d}")));
     keys

@@ -4,6 +4,7 @@
 pub mod holder;
 pub mod lua;
 pub mod process;
+pub mod prom;
 pub mod redis_server;
 pub mod rlock;
 pub mod scratch;

@@ -217,12 +217,14 @@ impl RedisServer {
         keys
     }
 
-    /// Keys of lock `name` other than its fence counter, which persists by design.
+    /// Keys of lock `name` other than its fence counter, which persists by
+    /// design, and its history, which outlives holds by design.
     pub fn lock_keys(&self, name: &str) -> Vec<String> {
         let fence = format!("rlock:{{{name}}}:fence");
+        let history = format!("rlock:{{{name}}}:history");
         self.keys()
             .into_iter()
-            .filter(|k| k.contains(&format!("{{{name}}}")) && *k != fence)
+            .filter(|k| k.contains(&format!("{{{name}}}")) && *k != fence && *k != history)
             .collect()
     }
 

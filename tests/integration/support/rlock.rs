@@ -42,6 +42,9 @@ pub const OPTION_VARS: &[&str] = &[
     "RLOCK_REDISSON",
     "RLOCK_NOTE",
     "RLOCK_CONNECT_TIMEOUT",
+    "RLOCK_MAX_HOLD",
+    "RLOCK_METRICS_FILE",
+    "RLOCK_HISTORY",
 ];
 
 /// `rlock` without a URL.

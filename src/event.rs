@@ -1,0 +1,203 @@
+//! One event of a lock's history (`rlock history`, README: "What happened
+//! last night?"): what happened, when, to whom, with the figures that apply.
+//!
+//! Stored as flat field/value pairs (a Redis stream entry's fields; a line of
+//! a `file:` history), so no JSON has to be read back; printed as JSON or as
+//! a line.
+
+use std::fmt::Write as _;
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::report;
+
+/// What happened.
+pub const KINDS: [&str; 7] = [
+    "acquired",
+    "released",
+    "lost",
+    "busy",
+    "forced",
+    "max-hold",
+    "interrupted",
+];
+
+/// Default number of events kept per lock (`--history`).
+pub const DEFAULT_CAP: u32 = 100;
+
+/// How long a lock's history outlives its last event.
+pub const IDLE: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// One event. `time_ms` is set by whoever stores it (the server's clock for
+/// Redis: the stream entry's id).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Event {
+    /// When it was stored, ms since the epoch.
+    pub time_ms: u64,
+    /// One of [`KINDS`].
+    pub event: String,
+    /// Host of the process it concerns.
+    pub host: String,
+    /// Its pid.
+    pub pid: Option<u64>,
+    /// Its note, or empty.
+    pub note: String,
+    /// Its command line (secrets already removed, as stored with a hold).
+    pub command: String,
+    /// The hold's fence.
+    pub fence: Option<u64>,
+    /// How long it waited (acquired, busy, interrupted).
+    pub waited_ms: Option<u64>,
+    /// How long it held the lock (released, lost, max-hold, forced).
+    pub held_ms: Option<u64>,
+    /// The exit status given (released by `run`, lost, busy, max-hold, interrupted).
+    pub exit: Option<i64>,
+}
+
+impl Event {
+    /// The stored fields, in order (absent ones left out; the time is not a
+    /// field: the store gives it).
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![("event", self.event.clone()), ("host", self.host.clone())];
+        let mut number = |name, value: Option<String>| {
+            if let Some(v) = value {
+                out.push((name, v));
+            }
+        };
+        number("pid", self.pid.map(|v| v.to_string()));
+        number("fence", self.fence.map(|v| v.to_string()));
+        number("waited_ms", self.waited_ms.map(|v| v.to_string()));
+        number("held_ms", self.held_ms.map(|v| v.to_string()));
+        number("exit", self.exit.map(|v| v.to_string()));
+        if !self.note.is_empty() {
+            out.push(("note", self.note.clone()));
+        }
+        out.push(("command", self.command.clone()));
+        out
+    }
+
+    /// An event from stored fields; unknown fields are ignored, bad numbers
+    /// read as absent (another program's or a newer version's data).
+    pub fn from_fields<'a>(
+        time_ms: u64,
+        fields: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut e = Event {
+            time_ms,
+            ..Event::default()
+        };
+        for (k, v) in fields {
+            match k {
+                "event" => e.event = v.to_owned(),
+                "host" => e.host = v.to_owned(),
+                "pid" => e.pid = v.parse().ok(),
+                "note" => e.note = v.to_owned(),
+                "command" => e.command = v.to_owned(),
+                "fence" | "f" => e.fence = v.parse().ok(),
+                "waited_ms" => e.waited_ms = v.parse().ok(),
+                "held_ms" => e.held_ms = v.parse().ok(),
+                "exit" => e.exit = v.parse().ok(),
+                _ => {}
+            }
+        }
+        e
+    }
+
+    /// The event as the JSON object `history --json` prints.
+    pub fn to_json(&self) -> String {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "null".to_owned());
+        format!(
+            "{{\"time\":{},\"event\":{},\"host\":{},\"pid\":{},\"note\":{},\"command\":{},\"fence\":{},\"waited_ms\":{},\"held_ms\":{},\"exit\":{}}}",
+            json_string(&rfc3339(self.time_ms)),
+            json_string(&self.event),
+            json_string(&self.host),
+            opt(self.pid.map(|v| v.to_string())),
+            if self.note.is_empty() {
+                "null".to_owned()
+            } else {
+                json_string(&self.note)
+            },
+            json_string(&self.command),
+            opt(self.fence.map(|v| v.to_string())),
+            opt(self.waited_ms.map(|v| v.to_string())),
+            opt(self.held_ms.map(|v| v.to_string())),
+            opt(self.exit.map(|v| v.to_string())),
+        )
+    }
+
+    /// One line for a terminal, text other hosts wrote escaped.
+    pub fn to_line(&self) -> String {
+        let pid = self.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
+        let mut line = format!(
+            "{}  {:<11} {}",
+            rfc3339(self.time_ms),
+            report::sanitize(&self.event),
+            report::holder(&pid, &self.host, &self.command, &self.note)
+        );
+        let human = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
+        if let Some(f) = self.fence {
+            let _ = write!(line, ", fence {f}");
+        }
+        if let Some(ms) = self.waited_ms {
+            let _ = write!(line, ", waited {}", human(ms));
+        }
+        if let Some(ms) = self.held_ms {
+            let _ = write!(line, ", held {}", human(ms));
+        }
+        if let Some(code) = self.exit {
+            let _ = write!(line, ", exit {code}");
+        }
+        line
+    }
+}
+
+/// RFC 3339 in UTC, to the second.
+fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// A JSON string literal: quotes, backslashes and control characters escaped.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if report::needs_escape(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_read_back_into_the_same_event() {
+        let e = Event {
+            time_ms: 1_000,
+            event: "released".into(),
+            host: "ci-3".into(),
+            pid: Some(42),
+            note: "n\"x".into(),
+            command: "make deploy".into(),
+            fence: Some(7),
+            waited_ms: None,
+            held_ms: Some(1500),
+            exit: Some(0),
+        };
+        let fields = e.fields();
+        let back = Event::from_fields(1_000, fields.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(back, e);
+        assert_eq!(
+            e.to_json(),
+            "{\"time\":\"1970-01-01T00:00:01Z\",\"event\":\"released\",\"host\":\"ci-3\",\"pid\":42,\"note\":\"n\\\"x\",\"command\":\"make deploy\",\"fence\":7,\"waited_ms\":null,\"held_ms\":1500,\"exit\":0}"
+        );
+    }
+}

@@ -1,0 +1,19 @@
+-- record.lua: add one event to a lock's history, when rlock knows of it only
+-- after the script that made it (a wait given up, a hold lost, a lock handed
+-- over by another's release, a forced release; and under Redlock or
+-- --redisson, every event). Not prefixed with common.lua.
+--
+-- KEYS[1] the lock's history stream (in the lock's slot)
+-- ARGV[1] cap: the stream keeps that many entries (XADD MAXLEN, exact)
+-- ARGV[2] expiry in ms after this event
+-- ARGV[3]... the event's field/value pairs
+--
+-- Returns 1 when written, 0 when KEYS[1] holds another type (never touched).
+
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t ~= 'none' and t ~= 'stream' then return 0 end
+local args = {'XADD', KEYS[1], 'MAXLEN', ARGV[1], '*'}
+for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
+redis.call(unpack(args))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
