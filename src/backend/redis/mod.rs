@@ -147,11 +147,7 @@ impl StandaloneSession {
 }
 
 /// A script invocation with every key of `keys` (see `src/lua/common.lua`).
-fn with_keys<'a>(
-    script: &'a redis::Script,
-    keys: &Keys,
-    token: &Token,
-) -> redis::ScriptInvocation<'a> {
+fn with_keys<'a>(script: &'a script::Script, keys: &Keys, token: &Token) -> script::Invocation<'a> {
     let mut invocation = script.prepare_invoke();
     for key in keys.script_keys(token) {
         invocation.key(key);
