@@ -42,6 +42,10 @@ pub(crate) mod waiting_line;
 pub(crate) mod watchdog;
 pub(crate) mod while_pid;
 
+/// The `rlock` binary's global allocator: a start-up arena, then the
+/// system's (see `src/sys/arena.rs`).
+pub use sys::arena::Global as StartupAllocator;
+
 use cli::{Cli, Command};
 use error::{Error, Result};
 use exit::Exit;
