@@ -50,8 +50,21 @@ use cli::{Cli, Command};
 use error::{Error, Result};
 use exit::Exit;
 
+/// First thing in `main`, before the command line is parsed: when it may be
+/// `rlock run`, forks the guardian (see `src/sys/guardian.rs`) while the
+/// process is small. Another command drops it unused.
+pub fn start() {
+    let mut args = std::env::args_os().skip(1);
+    if args.any(|arg| arg == "run") {
+        sys::guardian::start_early();
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
+    if !matches!(cli.command, Command::Run(_)) {
+        drop(sys::guardian::take_early());
+    }
     report::set_verbosity(if cli.global.quiet {
         -1
     } else {

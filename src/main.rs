@@ -8,6 +8,7 @@ use std::process::ExitCode;
 static ALLOC: rlock::StartupAllocator = rlock::StartupAllocator;
 
 fn main() -> ExitCode {
+    rlock::start();
     let cli = match rlock::cli::parse() {
         Ok(cli) => cli,
         Err(exit) => return exit.into(),

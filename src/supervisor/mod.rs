@@ -136,8 +136,11 @@ impl<'a> Prepared<'a> {
         // Forked now, off the handoff path, and before any thread exists: a
         // fork of a single-threaded process is cheaper. It only acts once it
         // knows COMMAND's group.
-        let guardian = Guardian::start()
-            .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?;
+        let guardian = match crate::sys::guardian::take_early() {
+            Some(guardian) => guardian,
+            None => Guardian::start()
+                .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?,
+        };
         let shared = Shared::new(&display);
         run_state::start(Arc::clone(&shared))?;
         child::become_subreaper();
