@@ -127,14 +127,21 @@ impl Invocation<'_> {
         self
     }
 
-    /// EVALSHA; on NOSCRIPT (a server that has not seen the script, or
-    /// flushed it), SCRIPT LOAD and EVALSHA again.
-    pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+    /// The EVALSHA command alone, for a pipeline (where a script is not
+    /// loaded on NOSCRIPT: the caller invokes it once first).
+    pub fn eval_cmd(&self) -> Cmd {
         let mut eval = redis::cmd("EVALSHA");
         eval.arg(self.script.hash)
             .arg(self.keys.len())
             .arg(&*self.keys)
             .arg(&*self.args);
+        eval
+    }
+
+    /// EVALSHA; on NOSCRIPT (a server that has not seen the script, or
+    /// flushed it), SCRIPT LOAD and EVALSHA again.
+    pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+        let eval = self.eval_cmd();
         match eval.query(con) {
             Err(err) if err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 load_cmd(self.script).query::<()>(con)?;

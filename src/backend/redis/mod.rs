@@ -447,6 +447,10 @@ impl Session for StandaloneSession {
         decode(reply, &keys.name, "status")
     }
 
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        self.status_batches(locks)
+    }
+
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
         self.list_locks(prefix, pattern)
     }
