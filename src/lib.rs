@@ -54,14 +54,24 @@ use exit::Exit;
 /// `rlock run`, forks the guardian (see `src/sys/guardian.rs`) while the
 /// process is small. Another command drops it unused.
 pub fn start() {
+    report::timeline_start();
     let mut args = std::env::args_os().skip(1);
     if args.any(|arg| arg == "run") {
         sys::guardian::start_early();
+        report::mark("guardian");
     }
 }
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
+    report::mark("parsed");
+    let result = run_command(cli);
+    report::mark("done");
+    report::print_timeline();
+    result
+}
+
+fn run_command(cli: Cli) -> Result<Exit> {
     if !matches!(cli.command, Command::Run(_)) {
         drop(sys::guardian::take_early());
     }

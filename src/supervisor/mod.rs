@@ -181,6 +181,7 @@ impl<'a> Prepared<'a> {
         wanted.replica_timeout = run.config.connect_timeout;
         let (session, holds, acquired_at) =
             wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
+        crate::report::mark("acquired");
         // A file: lock has no deadlines: the kernel holds it while rlock's
         // files are open.
         let deadlines = run.guardian.deadlines();
@@ -250,6 +251,7 @@ impl<'a> Held<'a> {
             run.guardian.pipe(),
             &run.shared,
         );
+        crate::report::mark("started");
         match spawned {
             Ok(command) => Ok(Running {
                 run,
@@ -320,6 +322,7 @@ impl<'a> Running<'a> {
             Keeper::start(session, renewal.clone(), &run.shared, pgid)
         };
         let status = child::wait(command, &run.shared, foreground);
+        crate::report::mark("exited");
         if let Keeper::Idle(session) = keeper {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
@@ -412,6 +415,7 @@ impl Finished<'_> {
             ttl,
             lost.is_some(),
         );
+        crate::report::mark("released");
         if lost.is_none() {
             lost = gone.map(Lost::GoneAtRelease);
         }
