@@ -9,12 +9,19 @@
 //! offset; freeing one is a no-op. After that, and for any block that does not
 //! fit, the system allocator serves as usual.
 //!
-//! Soundness rests on three rules: a block of the buffer is handed out once
-//! (the offset only grows, with compare-and-swap, so threads never share a
-//! block); it is never passed to the system allocator (`dealloc` of a buffer
-//! block does nothing, `realloc` of one copies into a new block); and the
-//! buffer is a `static`, so its blocks stay valid until the process ends.
-//! The buffer lives in `.bss`: pages never touched cost no memory.
+//! Freeing gives a block back only in two cases, so that the arena's touched
+//! pages (its share of the resident set) stay few: the last block handed out
+//! (a temporary freed before the next allocation) rolls the offset back, and
+//! a freed block of 4 KiB or more (the old buffer of a vector that grew) is
+//! kept in a short list and handed out again for a request it fits.
+//!
+//! Soundness rests on three rules: a block of the buffer is handed out to
+//! one owner at a time (the offset moves with compare-and-swap; the list of
+//! freed blocks is changed under a spin lock, and holds only blocks their
+//! owners freed); it is never passed to the system allocator (`dealloc` of a
+//! buffer block stays in the arena, `realloc` of one copies into a new block);
+//! and the buffer is a `static`, so its blocks stay valid until the process
+//! ends. The buffer lives in `.bss`: pages never touched cost no memory.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
@@ -22,10 +29,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Bytes in the arena: what a run allocates before COMMAND starts, with room.
 const SIZE: usize = 512 * 1024;
-/// The largest block the arena serves. Larger ones (I/O buffers, vectors
-/// grown by doubling) are few, so the system allocator's cost for them is
-/// small, and a bump allocator would keep each doubling's old block.
-const MAX_BLOCK: usize = 4096;
+/// The largest block the arena serves; larger ones come from the system.
+const MAX_BLOCK: usize = 64 * 1024;
+/// Freed blocks from this size up are kept for reuse.
+const REUSED: usize = 4096;
+/// How many freed blocks are kept (more are left unused).
+const SLOTS: usize = 16;
 
 /// The buffer, aligned for any block the standard library asks of it without
 /// an over-aligned layout.
@@ -39,10 +48,15 @@ struct Arena {
     used: AtomicUsize,
     /// Set by [`close`]: new blocks come from the system allocator.
     closed: AtomicBool,
+    /// Held while `free` is read or changed.
+    lock: AtomicBool,
+    /// Freed blocks kept for reuse: (offset, size); size 0 is an empty slot.
+    free: UnsafeCell<[(usize, usize); SLOTS]>,
 }
 
 // SAFETY: the buffer is only reached through blocks handed out by `alloc`,
-// each to one caller, chosen by an atomic compare-and-swap on `used`.
+// each to one owner at a time, chosen by an atomic compare-and-swap on `used`
+// or taken from `free` under `lock`, which also guards every use of `free`.
 unsafe impl Sync for Arena {}
 
 impl Arena {
@@ -52,6 +66,8 @@ impl Arena {
             buffer: Buffer(UnsafeCell::new([0; SIZE])),
             used: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            lock: AtomicBool::new(false),
+            free: UnsafeCell::new([(0, 0); SLOTS]),
         }
     }
 
@@ -69,6 +85,9 @@ impl Arena {
     fn bump(&self, layout: Layout) -> Option<*mut u8> {
         if self.closed.load(Ordering::Relaxed) || layout.size() > MAX_BLOCK {
             return None;
+        }
+        if let Some(ptr) = self.reuse(layout) {
+            return Some(ptr);
         }
         let start = self.base() as usize;
         let mut used = self.used.load(Ordering::Relaxed);
@@ -89,14 +108,59 @@ impl Arena {
         }
     }
 
-    /// Takes back `ptr`, a freed block of `size` bytes, if it is the last one
-    /// handed out (a temporary value freed before the next allocation, the
-    /// common case); any other freed block stays unused.
+    /// Takes back `ptr`, a freed block of `size` bytes: the offset moves back
+    /// over it if it is the last one handed out (a temporary freed before the
+    /// next allocation), else a large one is kept for reuse; a small one
+    /// stays unused.
     fn give_back(&self, ptr: *mut u8, size: usize) {
         let at = ptr as usize - self.base() as usize;
-        let _ = self
+        let last = self
             .used
-            .compare_exchange(at + size, at, Ordering::Relaxed, Ordering::Relaxed);
+            .compare_exchange(at + size, at, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if !last && size >= REUSED {
+            self.with_free(|free| {
+                if let Some(slot) = free.iter_mut().find(|(_, size)| *size == 0) {
+                    *slot = (at, size);
+                }
+            });
+        }
+    }
+
+    /// A kept block that fits `layout` (the smallest), taken off the list.
+    fn reuse(&self, layout: Layout) -> Option<*mut u8> {
+        if layout.size() < REUSED {
+            return None;
+        }
+        let start = self.base() as usize;
+        let at = self.with_free(|free| {
+            let slot = free
+                .iter_mut()
+                .filter(|(at, size)| {
+                    *size >= layout.size() && (start + *at).is_multiple_of(layout.align())
+                })
+                .min_by_key(|(_, size)| *size)?;
+            let (at, _) = std::mem::take(slot);
+            Some(at)
+        })?;
+        // SAFETY: a kept block lies inside the buffer (it was handed out).
+        Some(unsafe { self.base().add(at) })
+    }
+
+    /// Runs `f` on the list of kept blocks, under the spin lock (held for a
+    /// few instructions, never across an allocation).
+    fn with_free<R>(&self, f: impl FnOnce(&mut [(usize, usize); SLOTS]) -> R) -> R {
+        while self
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the lock is held, so this is the only reference to the list.
+        let result = f(unsafe { &mut *self.free.get() });
+        self.lock.store(false, Ordering::Release);
+        result
     }
 
     /// Grows the last block handed out, `ptr`, to `new_size` where it is.
@@ -206,6 +270,7 @@ unsafe impl GlobalAlloc for Arena {
             // SAFETY: both blocks hold at least layout.size() bytes and are
             // distinct (the new one was handed out after the old one).
             unsafe { std::ptr::copy_nonoverlapping(ptr, new, layout.size()) };
+            self.give_back(ptr, layout.size());
         }
         new
     }
@@ -239,6 +304,29 @@ mod tests {
             let p = arena.alloc(big);
             assert!(!p.is_null() && !arena.owns(p));
             arena.dealloc(p, big);
+        }
+    }
+
+    #[test]
+    fn a_freed_large_block_is_handed_out_again_for_a_request_it_fits() {
+        let arena = fresh();
+        let big = Layout::from_size_align(8192, 8).unwrap();
+        let small = Layout::from_size_align(16, 8).unwrap();
+        // SAFETY: valid layouts; each block is written within its size.
+        unsafe {
+            let a = arena.alloc(big);
+            let b = arena.alloc(small);
+            a.write_bytes(1, 8192);
+            arena.dealloc(a, big);
+            let c = arena.alloc_zeroed(Layout::from_size_align(6000, 8).unwrap());
+            assert_eq!(c, a, "the kept block, not a new one");
+            assert!(std::slice::from_raw_parts(c, 6000).iter().all(|&x| x == 0));
+            let d = arena.alloc(Layout::from_size_align(5000, 8).unwrap());
+            assert_ne!(d, c, "a kept block is handed out once");
+            assert!(d as usize > b as usize);
+            // The last block goes back to the offset.
+            arena.dealloc(d, Layout::from_size_align(5000, 8).unwrap());
+            assert_eq!(arena.alloc(Layout::from_size_align(5000, 8).unwrap()), d);
         }
     }
 
