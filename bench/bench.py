@@ -225,21 +225,28 @@ STEPS = {
 def timeline(res, runs):
     """f. RLOCK_TIMELINE=1 marks each step on CLOCK_BOOTTIME; read before the
     spawn and after the wait on the same clock, they give µs since spawn.
-    The median of each step over `runs` runs."""
+    The median of each step over `runs` runs, Redis, file:, a bare `true` and
+    flock interleaved (each spawned the same way, so the medians compare)."""
     clock = time.CLOCK_BOOTTIME
-    for name in ("rlock", "rlock-local"):
-        offsets = {}
-        env = dict(ENV, RLOCK_TIMELINE="1")
-        for _ in range(runs):
+    env = dict(ENV, RLOCK_TIMELINE="1")
+    names = ("rlock", "rlock-local", "bare", "flock")
+    offsets = {name: {} for name in names}
+    for _ in range(runs):
+        for name in names:
+            argv = TOOLS.get(name, []) + ["true"]
             start = time.clock_gettime_ns(clock)
-            out = subprocess.run(TOOLS[name] + ["true"], env=env, capture_output=True, text=True, check=True)
+            out = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, check=True)
             gone = time.clock_gettime_ns(clock)
-            line = next(l for l in out.stderr.splitlines() if l.startswith("rlock: timeline: "))
-            marks = dict(kv.split("=") for kv in line.split(": ", 2)[2].split())
-            marks["gone"] = gone
+            marks = {"gone": gone}
+            for line in out.stderr.splitlines():
+                if line.startswith("rlock: timeline: "):
+                    marks.update(kv.split("=") for kv in line.split(": ", 2)[2].split())
             for step, at in marks.items():
-                offsets.setdefault(step, []).append((int(at) - start) / 1000)
-        res[name]["timeline_us"] = {s: statistics.median(v) for s, v in offsets.items()}
+                offsets[name].setdefault(step, []).append((int(at) - start) / 1000)
+    for name in names:
+        res.setdefault(name, {})["timeline_us"] = {
+            s: statistics.median(v) for s, v in offsets[name].items()}
 
 
 def list_many(res):
@@ -337,9 +344,9 @@ def markdown(res):
             f"| {r['throughput_per_s']:.0f}/s | {r['throughput_per_s'] / f['throughput_per_s']:.2f} |"
         )
     lines += ["", "Where the time of one `rlock run bench -- true` goes (RLOCK_TIMELINE=1, the median "
-              "of each step, µs since spawn; a bare `true` takes "
-              f"{res['bare_true_median_ms'] * 1000:.0f} µs and `flock` "
-              f"{f['overhead']['median_ms'] * 1000:.0f} µs in all):", "",
+              "of each step, µs since spawn, in runs interleaved with a bare `true`, which took "
+              f"{res['bare']['timeline_us']['gone']:,.0f} µs in all, and `flock NAME true`, "
+              f"{res['flock']['timeline_us']['gone']:,.0f} µs):", "",
               "| step | Redis: µs since spawn | Redis: this step | `file:`: µs since spawn | `file:`: this step |",
               "|---|---|---|---|---|"]
     prev = {"rlock": 0.0, "rlock-local": 0.0}
