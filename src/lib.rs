@@ -46,12 +46,39 @@ pub(crate) mod waiting_line;
 pub(crate) mod watchdog;
 pub(crate) mod while_pid;
 
+/// The `rlock` binary's global allocator: a start-up arena, then the
+/// system's (see `src/sys/arena.rs`).
+pub use sys::arena::Global as StartupAllocator;
+
 use cli::{Cli, Command};
 use error::{Error, Result};
 use exit::Exit;
 
+/// First thing in `main`, before the command line is parsed: when it may be
+/// `rlock run`, forks the guardian (see `src/sys/guardian.rs`) while the
+/// process is small. Another command drops it unused.
+pub fn start() {
+    report::timeline_start();
+    let mut args = std::env::args_os().skip(1);
+    if args.any(|arg| arg == "run") {
+        sys::guardian::start_early();
+        report::mark("guardian");
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
+    report::mark("parsed");
+    let result = run_command(cli);
+    report::mark("done");
+    report::print_timeline();
+    result
+}
+
+fn run_command(cli: Cli) -> Result<Exit> {
+    if !matches!(cli.command, Command::Run(_)) {
+        drop(sys::guardian::take_early());
+    }
     report::set_verbosity(if cli.global.quiet {
         -1
     } else {

@@ -142,6 +142,41 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// `RLOCK_TIMELINE=1` (bench/run): the moments a run passes, kept in memory
+/// and printed on stderr as it ends, one `rlock: timeline:` line of
+/// `step=ns` on `CLOCK_BOOTTIME`, so a caller that read the same clock before
+/// starting rlock sees where each millisecond of a run goes.
+static TIMELINE: std::sync::Mutex<Vec<(&'static str, u64)>> = std::sync::Mutex::new(Vec::new());
+static TIMELINE_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns the timeline on when `RLOCK_TIMELINE` is set (first thing in `main`).
+pub fn timeline_start() {
+    if std::env::var_os("RLOCK_TIMELINE").is_some_and(|v| !v.is_empty() && v != "0") {
+        TIMELINE_ON.store(true, Ordering::Relaxed);
+        mark("main");
+    }
+}
+
+/// Notes that the run reached `step` now (nothing unless the timeline is on).
+pub fn mark(step: &'static str) {
+    if TIMELINE_ON.load(Ordering::Relaxed) {
+        let now = crate::sys::clock::Stamp::now().0;
+        if let Ok(mut steps) = TIMELINE.lock() {
+            steps.push((step, now));
+        }
+    }
+}
+
+/// Prints the timeline, when on.
+pub fn print_timeline() {
+    if !TIMELINE_ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let steps = TIMELINE.lock().map(|s| s.clone()).unwrap_or_default();
+    let text: Vec<String> = steps.iter().map(|(s, t)| format!("{s}={t}")).collect();
+    let _ = writeln!(std::io::stderr(), "rlock: timeline: {}", text.join(" "));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

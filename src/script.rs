@@ -1,87 +1,178 @@
 //! The Lua scripts, embedded from `src/lua/*.lua`, each with `common.lua`
 //! (the key layout and shared helpers) in front. Each file documents its KEYS,
-//! ARGV, return value and invariant. `redis::Script` computes the SHA1 once
-//! and invokes with EVALSHA, loading the script on NOSCRIPT.
+//! ARGV, return value and invariant.
+//!
+//! A script's SHA1 is computed at build time (`build.rs`; a unit test below
+//! checks each against its text), not in every process: hashing the ~47 KB
+//! of script text cost a run about 0.3 ms. A script is invoked with EVALSHA
+//! and loaded with SCRIPT LOAD when the server answers NOSCRIPT, as
+//! `redis::Script` does.
 
-use std::sync::LazyLock;
+use redis::{Cmd, ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ToRedisArgs};
 
-use redis::Script;
+include!(concat!(env!("OUT_DIR"), "/lua_sha.rs"));
 
-macro_rules! with_common {
-    ($file:literal) => {
-        concat!(include_str!("lua/common.lua"), include_str!($file))
+/// A Lua script with its SHA1, both fixed at build time.
+#[derive(Debug)]
+pub struct Script {
+    code: &'static str,
+    hash: &'static str,
+}
+
+/// `lua/NAME.lua` after `common.lua` (`common`), or alone (`plain`).
+macro_rules! script {
+    (common $file:tt) => {
+        Script {
+            code: concat!(include_str!("lua/common.lua"), include_str!($file)),
+            hash: lua_sha!($file, common),
+        }
+    };
+    (plain $file:tt) => {
+        Script {
+            code: include_str!($file),
+            hash: lua_sha!($file, plain),
+        }
     };
 }
 
-const ACQUIRE_LUA: &str = with_common!("lua/acquire.lua");
-const RENEW_LUA: &str = with_common!("lua/renew.lua");
-const RELEASE_LUA: &str = with_common!("lua/release.lua");
-const LEAVE_LUA: &str = with_common!("lua/leave.lua");
-const STATUS_LUA: &str = with_common!("lua/status.lua");
-const FORCE_LUA: &str = with_common!("lua/force.lua");
-const WAKE_LUA: &str = with_common!("lua/wake.lua");
-const REDISSON_ACQUIRE_LUA: &str = include_str!("lua/redisson_acquire.lua");
-const REDISSON_RENEW_LUA: &str = include_str!("lua/redisson_renew.lua");
-const REDISSON_RELEASE_LUA: &str = include_str!("lua/redisson_release.lua");
-const RAISE_FENCE_LUA: &str = include_str!("lua/raise_fence.lua");
-
 /// Take or re-enter a hold; register as a waiter when it cannot be had.
-pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
+pub static ACQUIRE: Script = script!(common "lua/acquire.lua");
 /// Extend a hold's lease if the token still holds the lock.
-pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
+pub static RENEW: Script = script!(common "lua/renew.lua");
 /// Drop one hold; when a hold ends, wake the waiters that can now acquire.
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
+pub static RELEASE: Script = script!(common "lua/release.lua");
 /// Deregister a waiter that gives up, waking those it was holding back.
-pub static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(LEAVE_LUA));
+pub static LEAVE: Script = script!(common "lua/leave.lua");
 /// A read-only look at one lock (`status`, `list`).
-pub static STATUS: LazyLock<Script> = LazyLock::new(|| Script::new(STATUS_LUA));
+pub static STATUS: Script = script!(common "lua/status.lua");
 /// End every hold (`release --force`) and wake the waiters.
-pub static FORCE: LazyLock<Script> = LazyLock::new(|| Script::new(FORCE_LUA));
+pub static FORCE: Script = script!(common "lua/force.lua");
 /// Deliver the wake-ups and handoffs another script returned in its outbox
 /// (they were for lists it was not given).
-pub static WAKE: LazyLock<Script> = LazyLock::new(|| Script::new(WAKE_LUA));
+pub static WAKE: Script = script!(common "lua/wake.lua");
+/// Add one event to a lock's history, known only after the script that made it.
+pub static RECORD: Script = script!(plain "lua/record.lua");
 
 /// `--redisson`: take or re-enter a lock in Redisson's own layout.
-pub static REDISSON_ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(REDISSON_ACQUIRE_LUA));
+pub static REDISSON_ACQUIRE: Script = script!(plain "lua/redisson_acquire.lua");
 /// `--redisson`: Redisson's renewal.
-pub static REDISSON_RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(REDISSON_RENEW_LUA));
+pub static REDISSON_RENEW: Script = script!(plain "lua/redisson_renew.lua");
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
-pub static REDISSON_RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(REDISSON_RELEASE_LUA));
-
-/// Add one event to a lock's history (events known only after their script).
-pub static RECORD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/record.lua")));
+pub static REDISSON_RELEASE: Script = script!(plain "lua/redisson_release.lua");
 
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
-pub static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_LUA));
+pub static RAISE_FENCE: Script = script!(plain "lua/raise_fence.lua");
 
 /// `rlock check`: a script that reads the server's clock (TIME), as every
 /// lock script does; loaded with SCRIPT LOAD and run with EVALSHA, the path
 /// the lock scripts take.
-pub const CHECK_SCRIPT: &str = include_str!("lua/check_script.lua");
+pub static CHECK_SCRIPT: Script = script!(plain "lua/check_script.lua");
 /// `rlock check`: whether another connection can see a script half done.
-pub static CHECK_ATOMIC: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/check_atomic.lua")));
+pub static CHECK_ATOMIC: Script = script!(plain "lua/check_atomic.lua");
+
+/// The lock scripts, for naming the line a server refused.
+static LOCK_SCRIPTS: [&Script; 12] = [
+    &ACQUIRE,
+    &RENEW,
+    &RELEASE,
+    &LEAVE,
+    &STATUS,
+    &FORCE,
+    &WAKE,
+    &RECORD,
+    &REDISSON_ACQUIRE,
+    &REDISSON_RENEW,
+    &REDISSON_RELEASE,
+    &RAISE_FENCE,
+];
+
+impl Script {
+    /// The script's SHA1, lower-case hex.
+    pub fn get_hash(&self) -> &'static str {
+        self.hash
+    }
+
+    /// The script's text.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// An invocation with `key` as its first key.
+    pub fn key<T: ToRedisArgs>(&self, key: T) -> Invocation<'_> {
+        let mut invocation = self.prepare_invoke();
+        invocation.key(key);
+        invocation
+    }
+
+    /// An invocation with no keys or arguments yet.
+    pub fn prepare_invoke(&self) -> Invocation<'_> {
+        Invocation {
+            script: self,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// A script with its keys and arguments, ready to be sent.
+pub struct Invocation<'a> {
+    script: &'a Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Invocation<'_> {
+    /// Appends a key (`KEYS[i]` in the script).
+    pub fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    /// Appends an argument (`ARGV[i]` in the script).
+    pub fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// The EVALSHA command alone, for a pipeline (where a script is not
+    /// loaded on NOSCRIPT: the caller invokes it once first).
+    pub fn eval_cmd(&self) -> Cmd {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg(self.script.hash)
+            .arg(self.keys.len())
+            .arg(&*self.keys)
+            .arg(&*self.args);
+        eval
+    }
+
+    /// EVALSHA; on NOSCRIPT (a server that has not seen the script, or
+    /// flushed it), SCRIPT LOAD and EVALSHA again.
+    pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+        let eval = self.eval_cmd();
+        match eval.query(con) {
+            Err(err) if err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                load_cmd(self.script).query::<()>(con)?;
+                eval.query(con)
+            }
+            result => result,
+        }
+    }
+}
+
+/// SCRIPT LOAD of `script`.
+fn load_cmd(script: &Script) -> Cmd {
+    let mut cmd = redis::cmd("SCRIPT");
+    cmd.arg("LOAD").arg(script.code);
+    cmd
+}
 
 /// Line `line` (from 1) of the script whose SHA1 is `sha`: Redis 6.2 and 7
 /// name only the script and the line when they refuse a command inside it.
 pub fn line(sha: &str, line: usize) -> Option<&'static str> {
-    let scripts: [(&LazyLock<Script>, &'static str); 11] = [
-        (&ACQUIRE, ACQUIRE_LUA),
-        (&RENEW, RENEW_LUA),
-        (&RELEASE, RELEASE_LUA),
-        (&LEAVE, LEAVE_LUA),
-        (&STATUS, STATUS_LUA),
-        (&FORCE, FORCE_LUA),
-        (&WAKE, WAKE_LUA),
-        (&REDISSON_ACQUIRE, REDISSON_ACQUIRE_LUA),
-        (&REDISSON_RENEW, REDISSON_RENEW_LUA),
-        (&REDISSON_RELEASE, REDISSON_RELEASE_LUA),
-        (&RAISE_FENCE, RAISE_FENCE_LUA),
-    ];
-    let (_, source) = scripts
-        .into_iter()
-        .find(|(script, _)| script.get_hash().eq_ignore_ascii_case(sha))?;
-    source.lines().nth(line.checked_sub(1)?)
+    let script = LOCK_SCRIPTS
+        .iter()
+        .find(|script| script.hash.eq_ignore_ascii_case(sha))?;
+    script.code.lines().nth(line.checked_sub(1)?)
 }
 
 #[cfg(test)]
@@ -89,10 +180,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_scripts_sha1_from_the_build_is_that_of_its_text() {
+        let checks: [&Script; 2] = [&CHECK_SCRIPT, &CHECK_ATOMIC];
+        for script in LOCK_SCRIPTS.iter().chain(&checks) {
+            let sha = sha1_smol::Sha1::from(script.code).digest().to_string();
+            assert_eq!(
+                script.hash,
+                sha,
+                "{}",
+                script.code.lines().next().unwrap_or("")
+            );
+        }
+    }
+
+    #[test]
     fn a_line_is_found_by_the_scripts_sha() {
         let sha = RAISE_FENCE.get_hash().to_owned();
-        let first = RAISE_FENCE_LUA.lines().next();
+        let first = RAISE_FENCE.code.lines().next();
         assert_eq!(line(&sha, 1), first);
+        assert_eq!(line(&sha.to_uppercase(), 1), first);
         assert_eq!(line(&sha, 0), None);
         assert_eq!(line(&"0".repeat(40), 1), None);
     }

@@ -92,15 +92,12 @@ fn read_all(
     redisson: bool,
     names: &[String],
 ) -> Result<Vec<(String, LockStatus)>> {
-    names
+    let locks: Vec<_> = names
         .iter()
-        .map(|name| {
-            Ok((
-                name.clone(),
-                session.status(&config.lock_id(redisson, name))?,
-            ))
-        })
-        .collect()
+        .map(|name| config.lock_id(redisson, name))
+        .collect();
+    let states = session.statuses(&locks)?;
+    Ok(names.iter().cloned().zip(states).collect())
 }
 
 fn kind_word(s: &LockStatus) -> &'static str {

@@ -281,6 +281,11 @@ pub trait Session: Send {
     fn force_release(&mut self, keys: &LockId) -> Result<u64>;
     /// Reads the lock's state without changing it.
     fn status(&mut self, keys: &LockId) -> Result<LockStatus>;
+    /// Reads the state of each lock of `locks`, in order (`list`, `status`
+    /// of many names); a backend with round trips to save batches them.
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        locks.iter().map(|keys| self.status(keys)).collect()
+    }
     /// Names of the locks under `prefix` whose name matches the glob `pattern`
     /// and that are held or waited for (SCAN, never KEYS).
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;

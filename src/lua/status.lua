@@ -9,11 +9,32 @@
 -- owner tokens.
 
 clock()
-local H = helpers()
-local foreign = foreign_key()
-if foreign then return foreign end
+local now_text = digits(NOW)
 
-local live = redis.call('ZRANGEBYSCORE', K_LEASES, '(' .. NOW_TEXT, '+inf', 'WITHSCORES')
+-- What this script reads comes first, with redis.pcall: a key read is absent
+-- or of rlock's type, and a read that fails is explained by foreign_key() (the
+-- first key of another type, with its nine TYPEs, off the happy path). The
+-- keys it does not otherwise read are counted (HLEN, and ZCOUNT over every
+-- score: the README's ACL rules list it, not ZCARD), which also
+-- checks their types, and the counts give foreign_shape() what it needs.
+local held = redis.pcall('HLEN', K_LOCK)
+local detailed = redis.pcall('HLEN', K_HOLDERS)
+local leased = redis.pcall('ZCOUNT', K_LEASES, '-inf', '+inf')
+local fence_value = redis.pcall('GET', K_FENCE)
+local live = redis.pcall('ZRANGEBYSCORE', K_LEASES, '(' .. now_text, '+inf', 'WITHSCORES')
+local waiting = redis.pcall('ZCOUNT', K_WEXP, '(' .. now_text, '+inf')
+local xwaiting = redis.pcall('ZCOUNT', K_XWAIT, '-inf', '+inf')
+-- Enough to see who waits without a read that grows with a crowd.
+local WAITERS_SHOWN = 50
+local queue = redis.pcall('ZRANGE', K_WAITERS, '0', tostring(WAITERS_SHOWN * 2 - 1), 'WITHSCORES')
+local kinds = redis.pcall('HLEN', K_WKIND)
+for _, v in ipairs({held, detailed, leased, fence_value, live, waiting, xwaiting, queue, kinds}) do
+    if type(v) == 'table' and v.err then return foreign_key() or v end
+end
+if not counter_value(fence_value) then return not_a_counter() end
+local odd = foreign_shape(held, detailed, leased)
+if odd then return odd end
+
 local holders, kind, limit = {}, '', 1
 for i = 1, #live, 2 do
     local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, live[i]) or '')
@@ -28,13 +49,9 @@ for i = 1, #live, 2 do
     holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
         text(h.command), tonumber(h.since) or 0, tonumber(live[i + 1]) - NOW, text(h.note)}
 end
-local fence = H.fence_counter()
-local waiting = redis.call('ZCOUNT', K_WEXP, '(' .. NOW_TEXT, '+inf')
+local fence = counter_value(fence_value)
 
--- Enough to see who waits without a read that grows with a crowd.
-local WAITERS_SHOWN = 50
 local waiters = {}
-local queue = redis.call('ZRANGE', K_WAITERS, '0', tostring(WAITERS_SHOWN * 2 - 1), 'WITHSCORES')
 for i = 1, #queue, 2 do
     if #waiters >= WAITERS_SHOWN then break end
     local token = queue[i]

@@ -166,8 +166,11 @@ impl<'a> Prepared<'a> {
         // Forked now, off the handoff path, and before any thread exists: a
         // fork of a single-threaded process is cheaper. It only acts once it
         // knows COMMAND's group.
-        let guardian = Guardian::start()
-            .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?;
+        let guardian = match crate::sys::guardian::take_early() {
+            Some(guardian) => guardian,
+            None => Guardian::start()
+                .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?,
+        };
         let shared = Shared::new(&display);
         run_state::start(Arc::clone(&shared))?;
         child::become_subreaper();
@@ -216,6 +219,7 @@ impl<'a> Prepared<'a> {
         *run.outcome.holder.borrow_mut() = Some(holder.clone());
         let (session, holds, acquired_at) =
             wait::acquire(&run.backend, &wanted, &run.display, &run.shared)?;
+        crate::report::mark("acquired");
         let now = Instant::now();
         run.outcome.acquired.set(Some(now));
         run.outcome.waited.set(
@@ -327,6 +331,7 @@ impl<'a> Held<'a> {
             run.guardian.pipe(),
             &run.shared,
         );
+        crate::report::mark("started");
         match spawned {
             Ok(command) => {
                 let max_hold = run.args.max_hold.and_then(|limit| {
@@ -411,6 +416,7 @@ impl<'a> Running<'a> {
             Keeper::start(session, renewal.clone(), &run.shared, pgid)
         };
         let status = child::wait(command, &run.shared, foreground);
+        crate::report::mark("exited");
         let max_held = max_hold.is_some_and(max_hold::MaxHold::finish);
         if let Keeper::Idle(session) = keeper {
             // What COMMAND left running in its group works under the lock
@@ -534,6 +540,7 @@ impl Finished<'_> {
                 .as_ref()
                 .map(|e| (run.args.lock.history, e, fences.as_slice())),
         );
+        crate::report::mark("released");
         if lost.is_none() {
             lost = gone.map(Lost::GoneAtRelease);
         }

@@ -190,6 +190,29 @@ fn fire_if_due(cell: &Cell) -> bool {
     won
 }
 
+/// A guardian forked first thing in `main` ([`start_early`]), waiting for
+/// `run` to take it.
+static EARLY: std::sync::Mutex<Option<Guardian>> = std::sync::Mutex::new(None);
+
+/// Forks the guardian before anything else happens in the process, when the
+/// command line may be `run`: the fork is cheapest while rlock is one thread
+/// with almost nothing mapped, and the guardian then shares none of the pages
+/// rlock's start-up touches (its resident set stays small). A failure is left
+/// for [`Guardian::start`] to meet again and report.
+pub fn start_early() {
+    if let Ok(guardian) = Guardian::start() {
+        if let Ok(mut early) = EARLY.lock() {
+            *early = Some(guardian);
+        }
+    }
+}
+
+/// The guardian [`start_early`] forked, if any (dropping it disarms and
+/// reaps it).
+pub fn take_early() -> Option<Guardian> {
+    EARLY.lock().ok()?.take()
+}
+
 /// The running guardian, owned by rlock's main thread.
 pub struct Guardian {
     pid: libc::pid_t,

@@ -3,6 +3,7 @@
 //! On `rustix` where it has the call; raw `libc` where it has none (each such
 //! place says why).
 
+pub mod arena;
 pub mod clock;
 pub mod fs;
 pub mod guardian;

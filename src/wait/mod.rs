@@ -104,7 +104,10 @@ pub fn acquire(
     report::verbose(|| format!("{lock}: using {}", backend.server()));
     let mut session = loop {
         match backend.connect() {
-            Ok(session) => break session,
+            Ok(session) => {
+                report::mark("connected");
+                break session;
+            }
             Err(err) => outage
                 .ride_out(err, lock, shared)
                 .map_err(|e| e.in_lock(lock))?,

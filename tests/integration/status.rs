@@ -558,3 +558,54 @@ fn file_waiters_are_listed_with_their_note() {
     );
     std::fs::write(&go, "").unwrap();
 }
+
+/// `list` reads the states of many locks a hundred to a round trip (issue
+/// 28): every lock is there, held, in name order, after a SCRIPT FLUSH too;
+/// a lock that cannot be read in a batch is still named in the error.
+#[test]
+fn list_of_hundreds_of_locks_reads_them_in_batches_and_names_a_bad_one() {
+    let redis = RedisServer::start();
+    // Three batches: the first lock alone, a hundred, the rest (and output
+    // that fits in a pipe).
+    let names: Vec<String> = (0..150).map(|i| format!("many-{i:03}")).collect();
+    for chunk in names.chunks(15) {
+        let mut procs: Vec<_> = chunk
+            .iter()
+            .map(|name| {
+                rlock(&redis.url())
+                    .args(["acquire", "--ttl", "5m", name])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for proc in &mut procs {
+            assert!(proc.wait().unwrap().success());
+        }
+    }
+    redis.cmd::<String>(&["SCRIPT", "FLUSH"]);
+    redis.cmd::<String>(&["CONFIG", "RESETSTAT"]);
+    let out = output(rlock(&redis.url()).args(["list", "--json", "many-*"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let json = stdout(&out);
+    let listed: Vec<&str> = json
+        .split("\"name\":\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert_eq!(listed, names, "every lock, in name order");
+    assert_eq!(json.matches("\"held\":true").count(), names.len(), "{json}");
+    let stats: String = redis.cmd(&["INFO", "commandstats"]);
+    assert!(
+        stats.contains(&format!("cmdstat_evalsha:calls={},", names.len() + 1)),
+        "one status each, and the first again after loading the script: {stats}"
+    );
+    redis.cmd::<String>(&["SET", "rlock:{many-120}:fence", "abc"]);
+    let out = output(rlock(&redis.url()).args(["list", "many-*"]));
+    assert_eq!(code(&out), 69, "{}", show(&out));
+    let err = crate::support::rlock::stderr(&out);
+    assert!(
+        err.contains("many-120") && err.contains("fencing counter"),
+        "{err}"
+    );
+}

@@ -124,6 +124,8 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("release --force of a lock hash rlock did not write", &["--url", u, "release", "--force", "shape"], 69, "did not write"),
         case("holders hash rlock did not write", &["--url", u, "run", "shape2", "--", "true"], 69, "did not write"),
         case("fence that is not a counter", &["--url", u, "run", "fenced", "--", "true"], 69, "fencing counter"),
+        case("status of a fence that is not a counter", &["--url", u, "status", "fenced"], 69, "fencing counter"),
+        case("list of a lock key of another type", &["--url", u, "list", "taken"], 69, "will not overwrite"),
         case("fence beyond 2^53", &["--url", u, "run", "beyond", "--", "true"], 69, "not a fencing counter"),
         case("fence counter at its largest value", &["--url", u, "run", "full", "--", "true"], 69, "at its largest value"),
         case("--redisson fence counter at its largest value", &["--url", u, "run", "--redisson", "full", "--", "true"], 69, "at its largest value"),

@@ -14,11 +14,20 @@ impl LocalSession {
     /// counter needs no lock of its own; it is replaced in one step. Never
     /// below the host's clock in microseconds, so that a counter file that was
     /// removed (or a DIR made anew) does not start again below earlier fences.
+    /// The counter is not flushed to the disk (see [`files::replace`]): after
+    /// a power cut it may be older, empty or zeroes, all read as no counter.
     pub(super) fn next_fence(&self, name: &str) -> io::Result<u64> {
         let path = self.path(name, "fence");
         let bad =
             |why: &str| io::Error::other(format!("fencing counter {}: {why}", path.display()));
         let last = match fs::read_to_string(&path) {
+            Ok(text)
+                if text
+                    .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .is_empty() =>
+            {
+                0
+            }
             Ok(text) => text
                 .trim()
                 .parse::<u64>()

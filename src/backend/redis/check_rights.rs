@@ -200,13 +200,12 @@ impl StandaloneSession {
             }
         }
         // The script commands, with a script as their argument.
-        let sha = redis::Script::new(script::CHECK_SCRIPT)
-            .get_hash()
-            .to_owned();
+        let code = script::CHECK_SCRIPT.code();
+        let sha = script::CHECK_SCRIPT.get_hash();
         for (p, args) in [
-            (&SCRIPT_LOAD, ["SCRIPT", "LOAD", script::CHECK_SCRIPT]),
-            (&EVALSHA, ["EVALSHA", &sha, "0"]),
-            (&EVAL, ["EVAL", script::CHECK_SCRIPT, "0"]),
+            (&SCRIPT_LOAD, ["SCRIPT", "LOAD", code]),
+            (&EVALSHA, ["EVALSHA", sha, "0"]),
+            (&EVAL, ["EVAL", code, "0"]),
         ] {
             match self.ask(|con| run(con, &args)) {
                 Err(err) if is_refusal(&err) => refused.push((p, server_said(&err))),

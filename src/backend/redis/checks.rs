@@ -256,7 +256,7 @@ fn scripts(session: &mut StandaloneSession) -> ((Verdict, String), (Verdict, Str
     let sha = match session.ask(|con| {
         redis::cmd("SCRIPT")
             .arg("LOAD")
-            .arg(script::CHECK_SCRIPT)
+            .arg(script::CHECK_SCRIPT.code())
             .query::<String>(con)
     }) {
         Ok(sha) => sha,

@@ -155,11 +155,11 @@ impl StandaloneSession {
 /// A script invocation with every key of `keys` (see `src/lua/common.lua`),
 /// and the wake-up lists of the waiters whose digests are `others`.
 fn with_keys<'a>(
-    script: &'a redis::Script,
+    script: &'a script::Script,
     keys: &Keys,
     token: &Token,
     others: &[String],
-) -> redis::ScriptInvocation<'a> {
+) -> script::Invocation<'a> {
     let mut invocation = script.prepare_invoke();
     for key in keys.script_keys(token, others) {
         invocation.key(key);
@@ -625,6 +625,10 @@ impl Session for StandaloneSession {
             with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).invoke(con)
         })?;
         decode(reply, &keys.name, "status")
+    }
+
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        self.status_batches(locks)
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
