@@ -18,6 +18,10 @@ need_packages() {
   fi
 }
 
+# PyYAML for scripts/doc-examples (the docs' CI examples), pinned as every
+# other download of the test run is.
+PYYAML_PIN=pyyaml==6.0.2
+
 # need_python_module MODULE SPEC: installs SPEC (a pinned pip requirement) when
 # python3 cannot import MODULE.
 need_python_module() {
