@@ -125,6 +125,7 @@ pub fn man_page() -> String {
             .replacen(".SH OPTIONS", ".SH \"GLOBAL OPTIONS\"", 1)
             .bytes(),
     );
+    let run = cmd.find_subcommand("run").cloned();
     for sub in cmd.get_subcommands() {
         let name = sub.get_name().to_uppercase();
         let sub_man =
@@ -133,14 +134,85 @@ pub fn man_page() -> String {
         let _ = sub_man.render_synopsis_section(&mut part);
         let _ = sub_man.render_description_section(&mut part);
         let _ = sub_man.render_options_section(&mut part);
-        let part = String::from_utf8_lossy(&part)
+        let mut part = String::from_utf8_lossy(&part)
             .replacen(".SH SYNOPSIS", &format!(".SH \"{name}\""), 1)
             .replacen(".SH DESCRIPTION\n", ".PP\n", 1)
             .replacen(".SH OPTIONS", &format!(".SS \"{name} OPTIONS\""), 1);
+        if sub.get_name() == "run" {
+            part = run_synopsis(&part);
+        }
+        if let (Some(run), "acquire") = (&run, sub.get_name()) {
+            part = options_shared_with_run(&part, sub, run);
+        }
+        // The option groups (WAITING, LEASE, ...) belong to their subcommand:
+        // subsections of it, not sections of the page.
+        let options = options_start(&part);
+        let part = format!(
+            "{}{}",
+            &part[..options],
+            part[options..].replace("\n.SH ", "\n.SS ")
+        );
         out.extend(part.bytes());
     }
     out.extend(EXTRA_SECTIONS.bytes());
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `run`'s synopsis as a user types it: NAMEs, then `--` and COMMAND, or `-c`
+/// (clap's lists every option and shows COMMAND without its `--`).
+fn run_synopsis(part: &str) -> String {
+    let forms = "\\fBrlock\\fR [\\fIGLOBAL OPTIONS\\fR] \\fBrun\\fR [\\fIOPTIONS\\fR] \\fINAME\\fR... \\fB\\-\\-\\fR \\fICOMMAND\\fR [\\fIARGS\\fR...]\n.br\n\\fBrlock\\fR [\\fIGLOBAL OPTIONS\\fR] \\fBrun\\fR [\\fIOPTIONS\\fR] \\fINAME\\fR... \\fB\\-c\\fR \\fISTRING\\fR\n";
+    let mut out = String::new();
+    let mut replaced = false;
+    for line in part.split_inclusive('\n') {
+        if !replaced && line.starts_with("\\fBrlock run\\fR") {
+            out.push_str(forms);
+            replaced = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// Where a subcommand's options begin in its part of the page (its own heading
+/// and description come before).
+fn options_start(part: &str) -> usize {
+    part.find("\n.SS ").unwrap_or(part.len())
+}
+
+/// `acquire`'s option groups are `run`'s (the same options, help and
+/// variables): instead of printing them twice, the page names them and points
+/// at RUN. Any acquire option `run` lacks keeps its own entry.
+fn options_shared_with_run(part: &str, acquire: &clap::Command, run: &clap::Command) -> String {
+    let shared: Vec<&clap::Arg> = acquire
+        .get_arguments()
+        .filter(|a| a.get_help_heading().is_some())
+        .collect();
+    let same = |a: &clap::Arg| {
+        run.get_arguments().any(|r| {
+            r.get_id() == a.get_id()
+                && r.get_help().map(|h| h.to_string()) == a.get_help().map(|h| h.to_string())
+        })
+    };
+    if shared.is_empty() || !shared.iter().all(|a| same(a)) {
+        return part.to_string();
+    }
+    let options = options_start(part);
+    let Some(first_group) = part[options..].find("\n.SH ").map(|i| options + i) else {
+        return part.to_string();
+    };
+    let names: Vec<String> = shared
+        .iter()
+        .filter_map(|a| a.get_long())
+        .map(|l| format!("\\fB\\-\\-{}\\fR", l.replace('-', "\\-")))
+        .collect();
+    format!(
+        "{}\n.PP\nAnd the options of \\fBrun\\fR above, with the same meaning, defaults and \
+         environment variables: {}.\n",
+        &part[..first_group],
+        names.join(", ")
+    )
 }
 
 const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
@@ -322,6 +394,37 @@ The locks now, in Prometheus' text format.
 .TP
 \fBrlock release deploy --force\fR
 Break any hold (operators); the evicted run stops its COMMAND and exits 70.
+.SH FILES
+rlock reads no configuration file. With \fB--url file:\fR\fIDIR\fR (\fBfile:~/\fR\fIDIR\fR
+for one under \fBHOME\fR) it needs no server and locks on this host only, with
+flock(2) on files in \fIDIR\fR (an absolute path, created mode 0700 when missing; one
+that others may write to is refused unless it has the sticky bit). A NAME becomes a
+file name with ASCII bytes outside A\-Za\-z0\-9_\- written %XX:
+.TP
+\fIDIR\fR\fB/\fR\fINAME\fR\fB.lock\fR
+The lock itself: flock(1) on this file and \fBrlock\fR exclude each other. It stays
+when the lock is free, as flock(1)'s files do; COMMAND inherits it, so the lock lasts
+while anything COMMAND started still holds it.
+.TP
+\fIDIR\fR\fB/\fR\fINAME\fR\fB.fence\fR
+The last fence handed out (\fBRLOCK_FENCE\fR), replaced in one step; never expires.
+.TP
+\fIDIR\fR\fB/\fR\fINAME\fR\fB.history\fR
+The lock's last events, for \fBrlock history\fR.
+.TP
+\fIDIR\fR\fB/\fR\fINAME\fR\fB.gate\fR, other \fIDIR\fR\fB/\fR\fINAME\fR\fB.*\fR
+A short per-lock gate, and the records of holders and waiters (removed when they end).
+.PP
+\fB--min-replicas\fR, \fB--redisson\fR, \fB--fair\fR, other URLs and \fBacquire\fR
+without \fB--while-pid\fR are refused with \fBfile:\fR; \fB--ttl\fR, \fB--lease\fR and
+\fB--prefix\fR have no effect there. With Redis, a lock lives in keys under
+\fIPREFIX\fR\fB:{\fR\fINAME\fR\fB}\fR, which expire by themselves.
+.SH "SEE ALSO"
+flock(1), timeout(1), redis\-cli(1), flock(2)
+.PP
+The README, the guide (every option in depth, lock kinds, Redisson, Sentinel, Cluster,
+Redlock, TLS, ACL users, guarantees), the FAQ and the production checklist, in
+/usr/share/doc/rlock/ (the .deb) or the release tarball.
 "#;
 
 #[cfg(test)]
@@ -343,8 +446,37 @@ mod tests {
             "EXIT STATUS",
             "REDISCLI_AUTH",
             "EXAMPLES",
+            "SEE ALSO",
+            "FILES",
         ] {
             assert!(page.contains(needle), "{needle}");
         }
+    }
+
+    #[test]
+    fn the_man_page_says_each_option_group_once_and_runs_synopsis_has_dashes_and_c() {
+        let page = man_page();
+        for group in ["WAITING", "LEASE", "\"LOCK KINDS\"", "RECORDS"] {
+            let count = page.matches(&format!("\n.SS {group}\n")).count();
+            assert_eq!(count, 1, "{group} appears {count} times");
+            assert!(
+                !page.contains(&format!("\n.SH {group}\n")),
+                "{group} is a section"
+            );
+        }
+        let run = &page[page.find(".SH \"RUN\"").unwrap()..];
+        let synopsis: Vec<&str> = run.lines().skip(1).take(3).collect();
+        assert!(
+            synopsis[0].contains("\\fB\\-\\-\\fR \\fICOMMAND\\fR"),
+            "{synopsis:?}"
+        );
+        assert!(
+            synopsis[2].contains("\\fB\\-c\\fR \\fISTRING\\fR"),
+            "{synopsis:?}"
+        );
+        let acquire =
+            &page[page.find(".SH \"ACQUIRE\"").unwrap()..page.find(".SH \"RENEW\"").unwrap()];
+        assert!(acquire.contains("And the options of \\fBrun\\fR above"));
+        assert!(acquire.contains("\\fB\\-\\-wait\\fR"));
     }
 }
