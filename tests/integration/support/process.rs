@@ -63,24 +63,27 @@ impl Proc {
     }
 
     /// Waits at most `within` and collects stdout/stderr (they must be piped).
+    /// The pipes are read while the process runs: one that writes more than a
+    /// pipe holds (64 KiB) would otherwise block before it could exit.
     pub fn output_within(mut self, within: Duration) -> Output {
-        let status = self.wait_within(within);
-        // Already reaped by wait_within; only the pipes are left to read.
-        #[allow(clippy::zombie_processes)]
-        let mut child = self.child.take().unwrap();
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
         use std::io::Read;
-        if let Some(mut out) = child.stdout.take() {
-            out.read_to_end(&mut stdout).unwrap();
+        fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    pipe.read_to_end(&mut bytes).unwrap();
+                }
+                bytes
+            })
         }
-        if let Some(mut err) = child.stderr.take() {
-            err.read_to_end(&mut stderr).unwrap();
-        }
+        let child = self.child.as_mut().unwrap();
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        let status = self.wait_within(within);
         Output {
             status,
-            stdout,
-            stderr,
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
         }
     }
 
