@@ -1,20 +1,20 @@
-//! Computes the SHA1 of each Lua script at build time (`src/script.rs`), so
+//! Computes the SHA1 of each Lua script at build time (`src/backend/script.rs`), so
 //! that no run spends its start-up hashing ~47 KB of script text: a lock
 //! script is invoked by its SHA1 (EVALSHA) and loaded only when the server
 //! does not know it (NOSCRIPT).
 //!
-//! For every `src/lua/NAME.lua` but `common.lua`, `OUT_DIR/lua_sha.rs`
+//! For every `src/backend/lua/NAME.lua` but `common.lua`, `OUT_DIR/lua_sha.rs`
 //! defines `lua_sha!("lua/NAME.lua", plain)`, the SHA1 of the file, and
 //! `lua_sha!("lua/NAME.lua", common)`, that of `common.lua` followed by it.
-//! A unit test in `src/script.rs` checks each against its text.
+//! A unit test in `src/backend/script.rs` checks each against its text.
 
 use std::fmt::Write as _;
 use std::{env, fs, path::Path};
 
 fn main() {
-    let lua = Path::new("src/lua");
-    println!("cargo:rerun-if-changed=src/lua");
-    let common = fs::read(lua.join("common.lua")).expect("src/lua/common.lua");
+    let lua = Path::new("src/backend/lua");
+    println!("cargo:rerun-if-changed=src/backend/lua");
+    let common = fs::read(lua.join("common.lua")).expect("src/backend/lua/common.lua");
     let mut names: Vec<String> = fs::read_dir(lua)
         .expect("src/lua")
         .map(|entry| {

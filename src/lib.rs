@@ -12,42 +12,22 @@
 //! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
 
 pub(crate) mod backend;
-pub(crate) mod check;
-pub(crate) mod child;
 pub mod cli;
-pub(crate) mod clock;
 pub(crate) mod commands;
 pub(crate) mod config;
 pub mod error;
-pub(crate) mod event;
 pub mod exit;
-pub mod generate;
-pub(crate) mod history;
-pub(crate) mod holder;
-pub(crate) mod metrics;
-pub(crate) mod name;
-pub(crate) mod note;
-pub(crate) mod outage;
-pub(crate) mod output;
-pub(crate) mod prometheus;
-pub(crate) mod redact;
+pub(crate) mod lock;
 pub(crate) mod report;
-pub(crate) mod run;
 pub(crate) mod run_state;
-pub(crate) mod script;
 pub(crate) mod signal;
-pub(crate) mod status;
 pub(crate) mod supervisor;
 pub(crate) mod sys;
-pub(crate) mod token;
-pub(crate) mod url;
 pub(crate) mod wait;
-pub(crate) mod waiting_line;
-pub(crate) mod watchdog;
-pub(crate) mod while_pid;
 
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
+pub use cli::generate;
 pub use sys::arena::Global as StartupAllocator;
 
 use cli::{Cli, Command};
@@ -110,30 +90,32 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Ok::<_, Error>(config)
     };
     match &cli.command {
-        Command::Run(args) => run::run(&locking(args.lock.note.as_deref())?, args),
-        Command::Acquire(args) => commands::acquire(&locking(args.lock.note.as_deref())?, args),
-        Command::Renew(args) => commands::renew(&config(None)?, args),
-        Command::Release(args) => commands::release(&config(None)?, args),
-        Command::WhilePid(args) => while_pid::keep(&config(None)?, args),
+        Command::Run(args) => commands::run::run(&locking(args.lock.note.as_deref())?, args),
+        Command::Acquire(args) => {
+            commands::scripting::acquire(&locking(args.lock.note.as_deref())?, args)
+        }
+        Command::Renew(args) => commands::scripting::renew(&config(None)?, args),
+        Command::Release(args) => commands::scripting::release(&config(None)?, args),
+        Command::WhilePid(args) => commands::while_pid::keep(&config(None)?, args),
         Command::Status {
             names,
             json,
             check,
             redisson,
-        } => status::status(&config(None)?, names, *json, *check, *redisson),
+        } => commands::status::status(&config(None)?, names, *json, *check, *redisson),
         Command::List {
             pattern,
             json,
             redisson,
-        } => status::list(&config(None)?, pattern, *json, *redisson),
+        } => commands::status::list(&config(None)?, pattern, *json, *redisson),
         Command::History {
             name,
             limit,
             json,
             redisson,
-        } => history::history(&config(None)?, name, *limit, *json, *redisson),
-        Command::Metrics { patterns } => metrics::metrics(&config(None)?, patterns),
-        Command::Check { json } => check::check(&config(None)?, *json),
+        } => commands::history::history(&config(None)?, name, *limit, *json, *redisson),
+        Command::Metrics { patterns } => commands::metrics::metrics(&config(None)?, patterns),
+        Command::Check { json } => commands::check::check(&config(None)?, *json),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

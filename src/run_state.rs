@@ -16,12 +16,12 @@ use std::time::Duration;
 use signal_hook::iterator::Signals;
 
 use crate::backend::Backend;
-use crate::clock::Stamp;
-use crate::name::LockId;
+use crate::lock::clock::Stamp;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 use crate::signal::Signal;
 use crate::sys::guardian::Deadlines;
 use crate::sys::signals::{self as dispositions, FORWARDED};
-use crate::token::Token;
 
 /// Whom to wake when a signal interrupts a blocked waiter.
 pub struct Blocked {

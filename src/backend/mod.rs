@@ -10,6 +10,8 @@ mod local;
 mod quorum_status;
 mod redis;
 mod redlock;
+pub(crate) mod script;
+pub(crate) mod url;
 
 use std::time::Duration;
 
@@ -18,9 +20,9 @@ pub use local::{check_dir, keep_while, Local};
 pub use redlock::Redlock;
 
 use crate::error::Result;
-use crate::event::Event;
-use crate::name::LockId;
-use crate::token::{Fence, Token};
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::{Fence, Token};
 
 /// Who is asking for the lock: stored with the hold for `status` and messages.
 #[derive(Debug, Clone)]
@@ -261,7 +263,7 @@ pub trait Session: Send {
         Ok(left)
     }
     /// Adds `event` to the lock's history, which keeps the last `cap` events
-    /// (0: nothing is written) and ends [`IDLE`](crate::event::IDLE) after the
+    /// (0: nothing is written) and ends [`IDLE`](crate::lock::event::IDLE) after the
     /// last one.
     fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()>;
     /// The lock's last `limit` events, newest first.

@@ -11,7 +11,7 @@
 //! counter: after taking a quorum, rlock lifts the counters of that quorum to
 //! their largest value, and any later quorum shares a server with it, so fences
 //! keep increasing. A server that lost its data starts again from its clock in
-//! microseconds (see `next_fence` in `src/lua/common.lua`), above the earlier
+//! microseconds (see `next_fence` in `src/backend/lua/common.lua`), above the earlier
 //! fences as long as the servers' clocks are not set back and agree to within
 //! the time between the two acquisitions.
 
@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
 };
+use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
-use crate::name::LockId;
-use crate::token::{random_bytes, Fence, Token};
-use crate::url::ServerSpec;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::{random_bytes, Fence, Token};
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.
@@ -244,7 +244,7 @@ impl Session for RedlockSession {
             .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
             .cloned();
         // Half the lease at least must be left for COMMAND and the first renewal.
-        let margin = crate::clock::drift(req.ttl);
+        let margin = crate::lock::clock::drift(req.ttl);
         let valid = start.elapsed() + margin < req.ttl / 2;
         if let (Some(token), true, None, None) = (&winner, valid, &incompatible, &foreign) {
             let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) =

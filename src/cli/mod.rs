@@ -10,6 +10,7 @@ use crate::exit::NOT_ACQUIRED_DEFAULT;
 
 mod duration;
 mod env;
+pub mod generate;
 mod parse;
 
 pub use duration::{duration, DEFAULT_TTL};
@@ -23,7 +24,7 @@ const KINDS: &str = "Lock kinds";
 const RECORDS: &str = "Records";
 
 /// Lock names are not files: completions offer nothing for NAME (and PATTERN)
-/// positions (zsh shows the help text instead; src/generate.rs sees to bash
+/// positions (zsh shows the help text instead; src/cli/generate.rs sees to bash
 /// and fish, whose clap scripts ignore a positional's hint).
 const NAME_HINT: clap::ValueHint = clap::ValueHint::Other;
 
@@ -406,7 +407,7 @@ pub struct WhilePidArgs {
     #[arg(long)]
     pub redisson: bool,
     /// Events the lock's history keeps (the release is recorded).
-    #[arg(long, default_value_t = crate::event::DEFAULT_CAP)]
+    #[arg(long, default_value_t = crate::lock::event::DEFAULT_CAP)]
     pub history: u32,
 }
 
@@ -455,7 +456,7 @@ pub struct ReleaseArgs {
 
     /// Keep the lock's last N events for `rlock history` (the release, or
     /// with --force whose hold was removed); 0 records nothing.
-    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+    #[arg(long, value_name = "N", default_value_t = crate::lock::event::DEFAULT_CAP,
           env = "RLOCK_HISTORY")]
     pub history: u32,
 
@@ -550,7 +551,7 @@ pub struct LockOptions {
 
     /// Keep the lock's last N events for `rlock history` (acquired, released,
     /// busy, lost, ...); 0 records nothing. A failed write is a -v note.
-    #[arg(long, value_name = "N", default_value_t = crate::event::DEFAULT_CAP,
+    #[arg(long, value_name = "N", default_value_t = crate::lock::event::DEFAULT_CAP,
           env = "RLOCK_HISTORY", help_heading = RECORDS)]
     pub history: u32,
 

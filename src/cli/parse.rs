@@ -290,7 +290,7 @@ impl Context {
         self.positional
             .first()
             .map(String::as_str)
-            .filter(|n| named && !self.unsure && crate::name::validate(n).is_ok())
+            .filter(|n| named && !self.unsure && crate::lock::name::validate(n).is_ok())
     }
 }
 

@@ -2,8 +2,8 @@
 //! tokens.
 
 use crate::backend::Hold;
-use crate::name::LockId;
-use crate::token::{tokens_for_child, Token};
+use crate::lock::name::LockId;
+use crate::lock::token::{tokens_for_child, Token};
 
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
 /// RLOCK_FENCE and RLOCK_TOKEN (of the first name given), RLOCK_FENCES

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::clock::Stamp;
+use crate::lock::clock::Stamp;
 use crate::run_state::Shared;
 
 /// The running timer.

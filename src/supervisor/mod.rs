@@ -12,9 +12,12 @@
 //! the lock is held, and the lock cannot be released while COMMAND's group
 //! still runs.
 
+pub(crate) mod child;
 mod command_env;
+pub(crate) mod holder;
 mod max_hold;
 mod release;
+pub(crate) mod watchdog;
 
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
@@ -23,20 +26,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Hold, HolderInfo, Session};
-use crate::child;
 use crate::cli::RunArgs;
-use crate::clock::Stamp;
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
 use crate::exit::Exit;
-use crate::name::LockId;
+use crate::lock::clock::Stamp;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
-use crate::token::Token;
 use crate::wait::{self, Wanted};
-use crate::watchdog::{self, why_lapsed, Lease, Lost, Watchdog};
+use watchdog::{why_lapsed, Lease, Lost, Watchdog};
 
 /// What a run did, for its metrics file and its history: filled in as it
 /// goes, read by the caller whatever the run's end.
@@ -136,7 +138,7 @@ impl<'a> Prepared<'a> {
     /// starts catching signals. Nothing is acquired yet.
     pub fn new(config: &'a Config, args: &'a RunArgs, outcome: &'a Outcome) -> Result<Self> {
         for name in &args.names {
-            crate::name::validate(name)?;
+            crate::lock::name::validate(name)?;
         }
         config.refuse_conflicts(&args.lock)?;
         let mut names: Vec<&String> = Vec::new();
@@ -199,7 +201,7 @@ impl<'a> Prepared<'a> {
         run.shared.set(Phase::Acquiring);
         run.outcome.waiting_since.set(Some(Instant::now()));
         let token = Token::generate()?;
-        let holder = crate::holder::holder_info(&run.args.command, &run.config.note);
+        let holder = crate::supervisor::holder::holder_info(&run.args.command, &run.config.note);
         let handoff = matches!(run.lease, Lease::Renewed(_));
         let mut wanted = Wanted::new(
             &run.locks,
@@ -212,7 +214,7 @@ impl<'a> Prepared<'a> {
         );
         wanted.replica_timeout = run.config.connect_timeout;
         let cap = run.args.lock.history;
-        let acquired = crate::holder::event("acquired", &holder);
+        let acquired = crate::supervisor::holder::event("acquired", &holder);
         if cap > 0 {
             wanted.record = Some((cap, acquired.clone()));
         }
@@ -526,7 +528,7 @@ impl Finished<'_> {
                     .get()
                     .map(|h| u64::try_from(h.as_millis()).unwrap_or(u64::MAX)),
                 exit,
-                ..crate::holder::event(kind, &holder)
+                ..crate::supervisor::holder::event(kind, &holder)
             }),
             _ => None,
         };

@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Session};
 use crate::error::Error;
-use crate::event::Event;
-use crate::name::LockId;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 use crate::report;
-use crate::token::Token;
 
 /// The history's cap, the event that ends the holds, and each lock's fence
 /// (by name) to record it with.

@@ -13,8 +13,10 @@
 //!
 //! Several locks are all-or-none: see [`acquire`].
 
+pub(crate) mod outage;
 mod registrations;
 mod waiter;
+pub(crate) mod waiting_line;
 mod wanted;
 
 use waiter::{Round, Waiter};
@@ -24,12 +26,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{Backend, Hold, Session};
-use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
-use crate::name::LockId;
-use crate::outage::Outage;
+use crate::lock::clock::Stamp;
+use crate::lock::name::LockId;
 use crate::report;
 use crate::run_state::Shared;
+use outage::Outage;
 
 // A waiter's registration lasts its ttl, and it blocks at most half of that
 // before trying (and registering) again: a live waiter never looks dead, and a
@@ -91,7 +93,7 @@ fn refresh(
 /// and a failure, timeout or interrupt leaves no partial hold.
 ///
 /// Connects first. A server that cannot be reached, when connecting or later,
-/// is waited for as `wanted.patience` allows (see [`crate::outage`]); `lock`
+/// is waited for as `wanted.patience` allows (see [`crate::wait::outage`]); `lock`
 /// names the lock(s) in messages about it.
 pub fn acquire(
     backend: &Arc<dyn Backend>,

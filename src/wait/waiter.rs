@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use super::registrations::Registrations;
 use super::{confirm_replicas, interrupted, or_signal, refresh, release_all, Wanted, MIN_BLOCK};
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
-use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
-use crate::outage::Outage;
+use crate::lock::clock::Stamp;
+use crate::lock::event::Event;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
-use crate::waiting_line::holder_for;
+use crate::wait::outage::Outage;
+use crate::wait::waiting_line::holder_for;
 
 /// One turn of the wait: when its requests were sent and what it allows.
 pub(super) struct Turn {
@@ -64,8 +64,8 @@ pub(super) struct Waiter<'a, 'w> {
     deadline: Option<Instant>,
     registered: Registrations,
     announced: bool,
-    line: Option<crate::waiting_line::WaitLine>,
-    progress: Option<crate::waiting_line::ProgressLog>,
+    line: Option<crate::wait::waiting_line::WaitLine>,
+    progress: Option<crate::wait::waiting_line::ProgressLog>,
     /// The lock last waited for (named when a signal ends the wait).
     waiting_on: usize,
 }
@@ -326,9 +326,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
             return Err(self.fail(err));
         }
         if self.line.is_none() && self.progress.is_none() && !self.announced {
-            self.line = crate::waiting_line::WaitLine::start();
+            self.line = crate::wait::waiting_line::WaitLine::start();
             if self.line.is_none() {
-                self.progress = crate::waiting_line::ProgressLog::start(wanted.progress_interval);
+                self.progress =
+                    crate::wait::waiting_line::ProgressLog::start(wanted.progress_interval);
             }
         }
         // No holder known: a Redisson lock (its layout records none), else

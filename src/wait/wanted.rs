@@ -4,10 +4,10 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{HolderInfo, Kind};
-use crate::event::Event;
-use crate::name::LockId;
-use crate::outage::Patience;
-use crate::token::Token;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
+use crate::wait::outage::Patience;
 
 /// What to acquire and how long to wait.
 pub struct Wanted<'a> {

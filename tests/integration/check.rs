@@ -368,7 +368,7 @@ fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
             "{root}/tests/integration/support/non_atomic_proxy.py"
         ))
         .arg(redis.port.to_string())
-        .arg(format!("{root}/src/lua/check_atomic.lua"))
+        .arg(format!("{root}/src/backend/lua/check_atomic.lua"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("python3");

@@ -339,13 +339,13 @@ fn fish_offers_no_file_names_for_a_lock_name_and_commands_after_the_dashes() {
 }
 
 /// The man page's ENVIRONMENT names every variable rlock reads: each option's,
-/// RLOCK_TOKEN, and the CI variables a note is taken from (src/note.rs); EXIT
+/// RLOCK_TOKEN, and the CI variables a note is taken from (src/config/note.rs); EXIT
 /// STATUS has `status --check`; and the man page and `--help` say that a bare
 /// number is seconds and that `status` shows the note.
 #[test]
 fn the_man_page_and_help_document_the_environment_and_status_check() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let note_rs = std::fs::read_to_string(root.join("src/note.rs")).unwrap();
+    let note_rs = std::fs::read_to_string(root.join("src/config/note.rs")).unwrap();
     let note_rs = &note_rs[..note_rs.find("#[cfg(test)]").unwrap()];
     let ci_vars: Vec<&str> = note_rs
         .split('"')

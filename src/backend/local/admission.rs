@@ -9,7 +9,7 @@ use super::files::{field, held_by_someone, open, try_flock};
 use super::records::{kind_code, Details, Held};
 use super::LocalSession;
 use crate::backend::{AcquireRequest, Attempt, Hold, Kind};
-use crate::token::{Fence, Token};
+use crate::lock::token::{Fence, Token};
 
 /// Whether a request of `kind` may join the live holders (the rule the Redis
 /// scripts apply): one exclusive holder; or shared holders only; or semaphore

@@ -6,8 +6,8 @@ use std::io;
 
 use super::files;
 use super::LocalSession;
-use crate::clock;
-use crate::token::Fence;
+use crate::lock::clock;
+use crate::lock::token::Fence;
 
 impl LocalSession {
     /// The next fence. Only a request holding the gate counts, so the

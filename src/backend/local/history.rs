@@ -10,7 +10,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::event::{Event, IDLE};
+use crate::lock::event::{Event, IDLE};
 
 /// Appends `event` (stamped now) to the history at `path`, keeping `cap`.
 pub(super) fn append(path: &Path, cap: u32, event: &Event) -> io::Result<()> {
@@ -25,7 +25,7 @@ pub(super) fn append(path: &Path, cap: u32, event: &Event) -> io::Result<()> {
     if !stale(&file) {
         file.read_to_string(&mut text)?;
     }
-    let now = crate::clock::now_ms();
+    let now = crate::lock::clock::now_ms();
     text.push_str(&line(now, event));
     let lines: Vec<&str> = text.lines().collect();
     let cap = cap as usize;

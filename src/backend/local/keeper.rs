@@ -11,10 +11,10 @@ use super::files::{self, held_by_someone, open, Paths};
 use super::lock_dir::absolute_dir;
 use super::LocalSession;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
+use crate::lock::event::Event;
+use crate::lock::token::Token;
 use crate::sys::inotify::DirWatch;
 use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
-use crate::token::Token;
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the

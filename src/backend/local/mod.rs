@@ -52,11 +52,11 @@ use wait::{POLL, RETRY};
 use super::{
     AcquireRequest, Attempt, Backend, Hold, HolderStatus, Kind, LockStatus, Session, Wake,
 };
-use crate::clock;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
-use crate::name::LockId;
-use crate::token::{Fence, Token};
+use crate::lock::clock;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::{Fence, Token};
 
 /// Longest wait for the gate, which requests keep only while they decide.
 const GATE: Duration = Duration::from_millis(200);

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::files::{field, held_by_someone, open, try_flock, Record};
 use super::LocalSession;
 use crate::backend::{HolderInfo, Kind, WaiterStatus};
-use crate::clock;
-use crate::token::Token;
+use crate::lock::clock;
+use crate::lock::token::Token;
 
 /// A hold of this process: the open files whose locks it is (the record
 /// last), or none for a re-entry into a lock an enclosing run holds.

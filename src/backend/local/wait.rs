@@ -10,8 +10,8 @@ use super::files::{self, open, try_flock};
 use super::LocalSession;
 use crate::backend::Wake;
 use crate::error::Result;
-use crate::name::LockId;
-use crate::token::Token;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 
 /// How often a waiter looks whether the lock is free.
 pub(super) const POLL: Duration = Duration::from_millis(5);

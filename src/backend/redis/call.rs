@@ -12,7 +12,7 @@ use super::diagnose::{self, acl_denial, failing_over, Contact};
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::error::{Cause, Error, Result};
-use crate::name::LockId;
+use crate::lock::name::LockId;
 
 /// Most MOVED or ASK redirections one call follows.
 const MAX_REDIRECTS: usize = 5;

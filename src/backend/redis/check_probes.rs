@@ -14,8 +14,8 @@ use super::diagnose::server_said;
 use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::backend::fitness::Verdict;
+use crate::backend::script;
 use crate::error::Cause;
-use crate::script;
 
 /// How the checked server is reached: it decides what replicas mean.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ pub(super) fn probe_keys(prefix: &str) -> ProbeKeys {
     let mut bytes = [0u8; 6];
     // Without randomness two checks at once would share keys; the probes
     // still hold (each only adds whole steps), so a fixed tag will do.
-    let _ = crate::token::random_bytes(&mut bytes);
+    let _ = crate::lock::token::random_bytes(&mut bytes);
     let tag: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let base = if prefix.is_empty() {
         format!("{{check {tag}}}")

@@ -12,7 +12,7 @@ use super::check_probes::{is_refusal, ProbeKeys};
 use super::diagnose::server_said;
 use super::StandaloneSession;
 use crate::backend::fitness::Verdict;
-use crate::script;
+use crate::backend::script;
 
 /// What a refused command costs.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use super::diagnose::server_said;
 use super::topology::Source;
 use super::{Standalone, StandaloneSession};
 use crate::backend::fitness::{Finding, Verdict};
+use crate::backend::script;
 use crate::error::Cause;
-use crate::script;
 
 /// The oldest Redis rlock's tests run on; older 6.x is expected to work.
 const TESTED_FLOOR: (u32, u32) = (6, 2);
@@ -362,7 +362,7 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
         let master = match (field(&info, "master_host"), field(&info, "master_port")) {
             (Some(host), Some(port)) => format!(
                 " of {}",
-                crate::url::host_port(host, port.parse().unwrap_or(0))
+                crate::backend::url::host_port(host, port.parse().unwrap_or(0))
             ),
             _ => String::new(),
         };

@@ -13,7 +13,7 @@ use std::time::Duration;
 use redis::{ErrorKind, RedisError};
 
 use crate::error::{Cause, Error};
-use crate::name::LockId;
+use crate::lock::name::LockId;
 use crate::report;
 
 /// What is known about the connection an error came from.
@@ -353,7 +353,7 @@ fn refused_command(detail: &str) -> Option<String> {
         .next()?
         .parse()
         .ok()?;
-    let text = crate::script::line(sha, line)?;
+    let text = crate::backend::script::line(sha, line)?;
     let mut commands: Vec<String> = Vec::new();
     for call in text.split("call('").skip(1) {
         let command = call.split('\'').next().unwrap_or_default().to_uppercase();
@@ -424,9 +424,11 @@ mod tests {
 
     #[test]
     fn a_command_refused_in_a_script_is_named_as_each_server_words_it() {
-        let sha = crate::script::RAISE_FENCE.get_hash().to_owned();
+        let sha = crate::backend::script::RAISE_FENCE.get_hash().to_owned();
         let line = (1..200)
-            .find(|&n| crate::script::line(&sha, n).is_some_and(|l| l.contains("call('GET'")))
+            .find(|&n| {
+                crate::backend::script::line(&sha, n).is_some_and(|l| l.contains("call('GET'"))
+            })
             .unwrap();
         let named = Some("GET".to_owned());
         let v62 = format!(

@@ -2,8 +2,8 @@
 //! (`--redisson`), every key of one lock under one Cluster hash tag `{NAME}`
 //! so that each script touches a single slot.
 
-use crate::name::LockId;
-use crate::token::Token;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 
 /// The Redis keys of one lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +96,7 @@ impl Keys {
         format!("{}:w:{digest}", self.lock)
     }
 
-    /// Every key a script gets, in the order of `src/lua/common.lua`:
+    /// Every key a script gets, in the order of `src/backend/lua/common.lua`:
     /// `token`'s wake-up list ninth, the history stream tenth (given to every
     /// script, written only when the caller passes a history cap), then the
     /// lists of the waiters whose digests are `others` (those the script may

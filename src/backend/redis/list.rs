@@ -10,12 +10,12 @@ use super::keys::Keys;
 use super::reply::{as_int, as_string, decode};
 use super::topology::Source;
 use super::{with_keys, StandaloneSession};
+use crate::backend::script;
+use crate::backend::url::host_port;
 use crate::backend::{LockStatus, Session};
 use crate::error::Result;
-use crate::name::LockId;
-use crate::script;
-use crate::token::Token;
-use crate::url::host_port;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 
 /// Status scripts sent in one pipeline: 10,000 locks in 100 round trips
 /// rather than 10,000, each pipeline's replies well under a megabyte.

@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
+use crate::backend::script;
+use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
-use crate::event::Event;
-use crate::name::LockId;
-use crate::script;
-use crate::token::{Fence, Token};
-use crate::url::ServerSpec;
+use crate::lock::event::Event;
+use crate::lock::name::LockId;
+use crate::lock::token::{Fence, Token};
 use call::{interrupted, FAILOVER_PAUSE};
 use diagnose::failing_over;
 use reply::decode;
@@ -152,7 +152,7 @@ impl StandaloneSession {
     }
 }
 
-/// A script invocation with every key of `keys` (see `src/lua/common.lua`),
+/// A script invocation with every key of `keys` (see `src/backend/lua/common.lua`),
 /// and the wake-up lists of the waiters whose digests are `others`.
 fn with_keys<'a>(
     script: &'a script::Script,
@@ -464,7 +464,7 @@ impl Session for StandaloneSession {
             return Ok(());
         }
         let stream = Keys::of(keys).history;
-        let idle = millis(crate::event::IDLE);
+        let idle = millis(crate::lock::event::IDLE);
         let written: i64 = self.call(keys, self.timeout(), false, |con| {
             let mut invocation = script::RECORD.prepare_invoke();
             invocation.key(&stream).arg(cap).arg(idle);

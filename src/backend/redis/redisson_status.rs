@@ -12,7 +12,7 @@ use super::topology::Source;
 use super::StandaloneSession;
 use crate::backend::{HolderStatus, Kind, LockStatus};
 use crate::error::{Cause, Error, Result};
-use crate::name::LockId;
+use crate::lock::name::LockId;
 
 /// Whether `field` looks like a Redisson owner field: a UUID (Redisson's
 /// client id) and a thread id.
@@ -115,7 +115,7 @@ impl StandaloneSession {
                         .query(con)
                 })?;
             for key in batch {
-                if key.contains(['{', '}']) || crate::name::validate(&key).is_err() {
+                if key.contains(['{', '}']) || crate::lock::name::validate(&key).is_err() {
                     continue;
                 }
                 let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {

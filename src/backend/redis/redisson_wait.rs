@@ -14,8 +14,8 @@ use super::topology::{node_client, Source};
 use super::StandaloneSession;
 use crate::backend::Wake;
 use crate::error::Result;
-use crate::name::LockId;
-use crate::token::Token;
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 
 impl StandaloneSession {
     /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,

@@ -1,6 +1,6 @@
 //! Decoding the Redis replies rlock reads into the backend's domain types.
 //!
-//! The scripts answer with arrays whose shape `src/lua/` defines. A reply of
+//! The scripts answer with arrays whose shape `src/backend/lua/` defines. A reply of
 //! another shape is rlock's own bug (exit 70), not the server being
 //! unavailable, so a call returns the raw [`Value`] and [`decode`] turns it
 //! into an [`Attempt`] or a [`LockStatus`] afterwards. Fields are read
@@ -13,7 +13,7 @@ use redis::{FromRedisValue, ParsingError, Value};
 
 use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus, WaiterStatus};
 use crate::error::{Error, Result};
-use crate::token::{Fence, Token};
+use crate::lock::token::{Fence, Token};
 
 /// `reply` to `what` ("acquire", "status") on lock `name` as a `T`; a reply of
 /// another shape is an internal error.
@@ -178,7 +178,7 @@ pub(super) fn as_string(v: &Value) -> Option<String> {
 /// XREVRANGE's reply (`[[id, [field, value, ...]], ...]`) as events; the
 /// time is the entry id's milliseconds (the server's clock when it was
 /// written). Entries that are not shaped so are skipped.
-pub(super) fn events(reply: Value) -> Vec<crate::event::Event> {
+pub(super) fn events(reply: Value) -> Vec<crate::lock::event::Event> {
     let Value::Array(entries) = reply else {
         return Vec::new();
     };
@@ -195,7 +195,7 @@ pub(super) fn events(reply: Value) -> Vec<crate::event::Event> {
             };
             let texts: Vec<String> = fields.iter().filter_map(as_string).collect();
             let pairs = texts.chunks(2).filter(|p| p.len() == 2);
-            Some(crate::event::Event::from_fields(
+            Some(crate::lock::event::Event::from_fields(
                 ms,
                 pairs.map(|p| (p[0].as_str(), p[1].as_str())),
             ))

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, ErrorKind, RedisError};
 
 use super::StandaloneSession;
+use crate::backend::url::{host_port, ServerSpec};
 use crate::error::{Error, Result};
-use crate::url::{host_port, ServerSpec};
 
 /// Where connections go.
 pub(super) enum Source {
@@ -90,7 +90,7 @@ fn credentials(spec: &ServerSpec) -> redis::RedisResult<redis::RedisConnectionIn
     let settings = spec.info.redis_settings().clone();
     match &spec.password_file {
         None => Ok(settings),
-        Some(file) => crate::url::read_password_file(file)
+        Some(file) => crate::backend::url::read_password_file(file)
             .map(|password| settings.set_password(password))
             .map_err(|cause| {
                 RedisError::from((ErrorKind::InvalidClientConfig, PASSWORD_FILE, cause))

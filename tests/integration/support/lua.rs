@@ -27,7 +27,7 @@ pub fn deliver(redis: &RedisServer, name: &str, token: &str, outbox: &[String]) 
         return 0;
     }
     let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-    let wake = include_str!("../../../src/lua/wake.lua");
+    let wake = include_str!("../../../src/backend/lua/wake.lua");
     redis::FromRedisValue::from_redis_value(eval(redis, wake, name, token, &lists, outbox)).unwrap()
 }
 
@@ -41,11 +41,11 @@ pub fn undelivered(
     args: &[&str],
 ) -> Vec<redis::Value> {
     let body = match file {
-        "acquire" => include_str!("../../../src/lua/acquire.lua"),
-        "release" => include_str!("../../../src/lua/release.lua"),
-        "renew" => include_str!("../../../src/lua/renew.lua"),
-        "leave" => include_str!("../../../src/lua/leave.lua"),
-        "force" => include_str!("../../../src/lua/force.lua"),
+        "acquire" => include_str!("../../../src/backend/lua/acquire.lua"),
+        "release" => include_str!("../../../src/backend/lua/release.lua"),
+        "renew" => include_str!("../../../src/backend/lua/renew.lua"),
+        "leave" => include_str!("../../../src/backend/lua/leave.lua"),
+        "force" => include_str!("../../../src/backend/lua/force.lua"),
         other => panic!("no script {other}"),
     };
     let mut argv = vec![token.to_owned()];
@@ -87,7 +87,7 @@ fn eval(
     others: &[String],
     argv: &[String],
 ) -> redis::Value {
-    let common = include_str!("../../../src/lua/common.lua");
+    let common = include_str!("../../../src/backend/lua/common.lua");
     let keys = keys(name, token, others);
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(format!("{common}{body}"))

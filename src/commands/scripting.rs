@@ -4,15 +4,15 @@
 use std::sync::Arc;
 
 use crate::cli::{AcquireArgs, ReleaseArgs, RenewArgs};
+use crate::commands::while_pid::{self, Watched};
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::name;
+use crate::lock::name;
+use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
-use crate::token::Token;
 use crate::wait::{self, Wanted};
-use crate::while_pid::{self, Watched};
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
@@ -57,7 +57,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut holder = crate::holder::described(&argv, &config.note);
+    let mut holder = crate::supervisor::holder::described(&argv, &config.note);
     if holder.command.is_empty() {
         holder.command = "(rlock acquire)".into();
     }
@@ -75,7 +75,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     );
     wanted.replica_timeout = config.connect_timeout;
     let cap = args.lock.history;
-    let acquired = crate::holder::event("acquired", &holder);
+    let acquired = crate::supervisor::holder::event("acquired", &holder);
     if cap > 0 {
         wanted.record = Some((cap, acquired.clone()));
     }
@@ -103,18 +103,18 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
                 _ => None,
             };
             if let Some(kind) = kind {
-                let event = crate::event::Event {
+                let event = crate::lock::event::Event {
                     waited_ms: Some(waited()),
                     exit: Some(i64::from(err.exit().code())),
-                    ..crate::holder::event(kind, &holder)
+                    ..crate::supervisor::holder::event(kind, &holder)
                 };
-                crate::history::record_after(backend.as_ref(), &keys, cap, &event);
+                crate::commands::history::record_after(backend.as_ref(), &keys, cap, &event);
             }
             return Err(caller_gone(err));
         }
     };
     if cap > 0 && !holds[0].recorded && holds[0].count == 1 {
-        let event = crate::event::Event {
+        let event = crate::lock::event::Event {
             waited_ms: Some(waited()),
             fence: Some(holds[0].fence.0),
             ..acquired.clone()
@@ -172,10 +172,10 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         }
     }
     shared.set(Phase::Finished);
-    let printed = if crate::output::stdout_was_closed() {
+    let printed = if crate::commands::output::stdout_was_closed() {
         Err(std::io::Error::other("standard output is closed"))
     } else {
-        crate::output::write_stdout(&format!("{}\n", token.as_str()))
+        crate::commands::output::write_stdout(&format!("{}\n", token.as_str()))
     };
     let handed = match (printed, keeper) {
         (Ok(()), Some(keeper)) => keeper.confirm(),
@@ -202,7 +202,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
 /// note.
 fn force(
     session: &mut dyn crate::backend::Session,
-    keys: &crate::name::LockId,
+    keys: &crate::lock::name::LockId,
     args: &ReleaseArgs,
     caller: &crate::backend::HolderInfo,
     caller_pid: u32,
@@ -221,21 +221,21 @@ fn force(
     if args.history == 0 {
         return Ok(Exit::Success);
     }
-    let now = crate::clock::now_ms();
+    let now = crate::lock::clock::now_ms();
     let by = format!("forced by pid {caller_pid} on {}", caller.host);
     let victims = before.map(|s| (s.holders, s.fence)).unwrap_or_default();
     let single = victims.0.len() == 1;
-    let events: Vec<crate::event::Event> = if victims.0.is_empty() {
-        vec![crate::event::Event {
+    let events: Vec<crate::lock::event::Event> = if victims.0.is_empty() {
+        vec![crate::lock::event::Event {
             event: "forced".into(),
             note: by.clone(),
-            ..crate::event::Event::default()
+            ..crate::lock::event::Event::default()
         }]
     } else {
         victims
             .0
             .iter()
-            .map(|h| crate::event::Event {
+            .map(|h| crate::lock::event::Event {
                 event: "forced".into(),
                 host: h.host.clone(),
                 pid: h.pid.parse().ok(),
@@ -243,7 +243,7 @@ fn force(
                 note: by.clone(),
                 fence: single.then_some(victims.1),
                 held_ms: (h.since_ms > 0).then(|| now.saturating_sub(h.since_ms)),
-                ..crate::event::Event::default()
+                ..crate::lock::event::Event::default()
             })
             .collect()
     };
@@ -317,7 +317,7 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
 
 /// A token found not holding the lock, with the cause the server shows
 /// (an eviction, a restart) when it shows one.
-fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::name::LockId) -> Error {
+fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::lock::name::LockId) -> Error {
     let why = session
         .why_gone(keys, None)
         .unwrap_or_else(|| "expired or released".into());
@@ -342,11 +342,11 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     // The caller (the script that releases) as the event's process.
-    let caller = crate::holder::described(&caller_argv(), &config.note);
+    let caller = crate::supervisor::holder::described(&caller_argv(), &config.note);
     let caller_pid = crate::sys::process::parent_pid();
-    let released = crate::event::Event {
+    let released = crate::lock::event::Event {
         pid: Some(u64::from(caller_pid)),
-        ..crate::holder::event("released", &caller)
+        ..crate::supervisor::holder::event("released", &caller)
     };
     let record = (args.history > 0).then_some((args.history, &released));
     let Some(token) = token else {
@@ -375,7 +375,7 @@ fn report_forced(name: &str, removed: u64, before: Option<&crate::backend::LockS
         report::error(&format!("{name}: removed {removed} hold(s)"));
         return;
     }
-    let now = crate::clock::now_ms();
+    let now = crate::lock::clock::now_ms();
     for h in holders {
         let held = match h.since_ms {
             0 => "an unknown time".to_owned(),

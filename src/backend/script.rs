@@ -1,4 +1,4 @@
-//! The Lua scripts, embedded from `src/lua/*.lua`, each with `common.lua`
+//! The Lua scripts, embedded from `src/backend/lua/*.lua`, each with `common.lua`
 //! (the key layout and shared helpers) in front. Each file documents its KEYS,
 //! ARGV, return value and invariant.
 //!

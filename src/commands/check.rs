@@ -78,7 +78,7 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
     } else {
         lines(&findings, several)
     };
-    crate::output::report(&out)?;
+    crate::commands::output::report(&out)?;
     if let Some(summary) = summary {
         report::error(&format!("check: {summary}"));
     }
@@ -155,16 +155,16 @@ fn to_json(server: &str, findings: &[Finding]) -> String {
         .map(|f| {
             format!(
                 "{{\"name\":{},\"server\":{},\"result\":\"{}\",\"detail\":{}}}",
-                crate::status::json_string(f.name),
-                crate::status::json_string(&f.server),
+                crate::commands::status::json_string(f.name),
+                crate::commands::status::json_string(&f.server),
                 f.verdict.word(),
-                crate::status::json_string(&f.detail)
+                crate::commands::status::json_string(&f.detail)
             )
         })
         .collect();
     format!(
         "{{\"server\":{},\"checks\":[{}]}}\n",
-        crate::status::json_string(server),
+        crate::commands::status::json_string(server),
         checks.join(",")
     )
 }

@@ -4,16 +4,18 @@
 //! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
 //! step reads the environment or parses a URL.
 
+pub(crate) mod note;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::url::{self, ServerSpec};
 use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::{Global, LockOptions};
 use crate::error::{Error, Result};
-use crate::name::LockId;
-use crate::token::Token;
-use crate::url::{self, ServerSpec};
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 
 /// Where locks live.
 pub enum Target {
@@ -86,7 +88,7 @@ impl Config {
     /// Resolves `global` and the environment; `note` is `--note` (None for
     /// commands that make no hold).
     pub fn resolve(global: &Global, note: Option<&str>) -> Result<Config> {
-        crate::name::validate_prefix(&global.prefix)?;
+        crate::lock::name::validate_prefix(&global.prefix)?;
         let redis_url = std::env::var("REDIS_URL").ok();
         let url_source = if global.urls.iter().any(|u| !u.trim().is_empty()) {
             if global.urls_from_option {
@@ -117,9 +119,9 @@ impl Config {
             prefix: global.prefix.clone(),
             connect_timeout: global.connect_timeout,
             tls,
-            inherited: crate::token::inherited_tokens(),
+            inherited: crate::lock::token::inherited_tokens(),
             token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
-            note: crate::note::resolve(note),
+            note: crate::config::note::resolve(note),
             url_source,
         })
     }

@@ -25,7 +25,7 @@ pub(crate) fn holder_info(command: &[OsString], note: &str) -> HolderInfo {
 /// without secrets and cut to [`MAX_COMMAND_BYTES`].
 pub(crate) fn described(argv: &[String], note: &str) -> HolderInfo {
     // Stored in Redis and shown by `status`: no password or token in it.
-    let mut line = crate::redact::command_line(argv).join(" ");
+    let mut line = crate::lock::redact::command_line(argv).join(" ");
     if line.len() > MAX_COMMAND_BYTES {
         let mut cut = MAX_COMMAND_BYTES;
         while !line.is_char_boundary(cut) {
@@ -49,13 +49,13 @@ pub(crate) fn hostname() -> String {
 
 /// An event of `kind` for the lock's history about the holder `holder`
 /// describes.
-pub(crate) fn event(kind: &str, holder: &HolderInfo) -> crate::event::Event {
-    crate::event::Event {
+pub(crate) fn event(kind: &str, holder: &HolderInfo) -> crate::lock::event::Event {
+    crate::lock::event::Event {
         event: kind.to_owned(),
         host: holder.host.clone(),
         pid: holder.pid.parse().ok(),
         note: holder.note.clone(),
         command: holder.command.clone(),
-        ..crate::event::Event::default()
+        ..crate::lock::event::Event::default()
     }
 }

@@ -39,7 +39,7 @@ fn clean(text: &str) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    let mut note = crate::redact::url_passwords(line.trim());
+    let mut note = crate::lock::redact::url_passwords(line.trim());
     if note.len() > MAX_NOTE_BYTES {
         let mut cut = MAX_NOTE_BYTES;
         while !note.is_char_boundary(cut) {

@@ -5,9 +5,9 @@
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::error::Result;
-use crate::event::Event;
 use crate::exit::Exit;
-use crate::name::{self, LockId};
+use crate::lock::event::Event;
+use crate::lock::name::{self, LockId};
 
 /// `rlock history NAME [--limit N] [--json]`.
 pub fn history(
@@ -30,7 +30,7 @@ pub fn history(
     } else {
         events.iter().map(|e| e.to_line() + "\n").collect()
     };
-    crate::output::report(&out)?;
+    crate::commands::output::report(&out)?;
     Ok(Exit::Success)
 }
 

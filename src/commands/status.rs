@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::backend::{Kind, LockStatus, Session, WaiterStatus};
-use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::name;
+use crate::lock::clock::now_ms;
+use crate::lock::name;
 use crate::report;
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
@@ -51,7 +51,7 @@ pub fn status(
     } else {
         out = table(&config.server_label(), &states);
     }
-    crate::output::report(&out)?;
+    crate::commands::output::report(&out)?;
     Ok(Exit::Success)
 }
 
@@ -72,7 +72,7 @@ pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Resul
     } else {
         table(&config.server_label(), &states)
     };
-    crate::output::report(&out)?;
+    crate::commands::output::report(&out)?;
     Ok(Exit::Success)
 }
 

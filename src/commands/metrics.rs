@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::backend::LockStatus;
-use crate::clock::now_ms;
+use crate::commands::prometheus::{self, Family};
 use crate::config::Config;
 use crate::error::Result;
-use crate::event::Event;
 use crate::exit::Exit;
-use crate::name::{self, LockId};
-use crate::prometheus::{self, Family};
+use crate::lock::clock::now_ms;
+use crate::lock::event::Event;
+use crate::lock::name::{self, LockId};
 use crate::supervisor::Outcome;
 
 /// How a run ended, as a `result` label and a history event.
@@ -250,7 +250,7 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
     }
     families.insert(4, longest);
     families.extend(history_families(&histories));
-    crate::output::report(&prometheus::encode(&families))?;
+    crate::commands::output::report(&prometheus::encode(&families))?;
     Ok(Exit::Success)
 }
 
@@ -277,7 +277,7 @@ fn history_families(histories: &[(String, Vec<Event>)]) -> Vec<Family> {
         if let Some(e) = last {
             success.push(vec![("lock", name.clone())], e.time_ms as f64 / 1000.0);
         }
-        for kind in crate::event::KINDS {
+        for kind in crate::lock::event::KINDS {
             let n = events.iter().filter(|e| e.event == kind).count();
             counts.push(
                 vec![("lock", name.clone()), ("event", kind.to_owned())],

@@ -18,12 +18,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::backend::Session;
-use crate::clock::{drift, Stamp};
-use crate::name::LockId;
+use crate::lock::clock::{drift, Stamp};
+use crate::lock::name::LockId;
+use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
-use crate::token::Token;
 
 /// How the lease is kept.
 #[derive(Debug, Clone, Copy)]

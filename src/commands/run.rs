@@ -4,8 +4,8 @@
 use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::error::Result;
-use crate::event::Event;
 use crate::exit::Exit;
+use crate::lock::event::Event;
 use crate::supervisor::{Outcome, Prepared};
 
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
@@ -22,7 +22,7 @@ pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
                 names.push(name.clone());
             }
         }
-        crate::metrics::write_run_file(path, &names, &outcome, &result);
+        crate::commands::metrics::write_run_file(path, &names, &outcome, &result);
     }
     if !usage {
         record_end(config, args, &outcome, &result);
@@ -52,7 +52,7 @@ fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Resul
         return;
     }
     let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let mut event = crate::holder::event(kind, &holder);
+    let mut event = crate::supervisor::holder::event(kind, &holder);
     event.exit = Some(i64::from(match result {
         Ok(exit) => exit.code(),
         Err(err) => err.exit().code(),
@@ -84,7 +84,7 @@ fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Resul
             fence: fences.iter().find(|(n, _)| n == name).map(|(_, f)| *f),
             ..event.clone()
         };
-        crate::history::record_after(backend.as_ref(), &[lock], cap, &event);
+        crate::commands::history::record_after(backend.as_ref(), &[lock], cap, &event);
     }
 }
 

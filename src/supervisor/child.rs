@@ -17,8 +17,8 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::clock::Stamp;
 use crate::error::{Cause, Error, Result};
+use crate::lock::clock::Stamp;
 use crate::run_state::{Phase, Shared};
 use crate::signal::Signal;
 use crate::sys::{self, process::ChildEvent};

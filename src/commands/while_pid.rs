@@ -11,7 +11,7 @@ use crate::cli::{AcquireArgs, WhilePidArgs};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::token::Token;
+use crate::lock::token::Token;
 
 pub use crate::sys::process::{Ready, Watched};
 
@@ -199,8 +199,10 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut released =
-        crate::holder::event("released", &crate::holder::described(&argv, &config.note));
+    let mut released = crate::supervisor::holder::event(
+        "released",
+        &crate::supervisor::holder::described(&argv, &config.note),
+    );
     released.pid = Some(u64::from(args.pid));
     if let crate::config::Target::Local(dir) = &config.target {
         let fds: Vec<RawFd> = std::env::var("RLOCK_KEEP_FDS")
@@ -231,7 +233,7 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
         return Ok(Exit::Success);
     }
     let period = args.ttl / 3;
-    let margin = crate::clock::drift(args.ttl);
+    let margin = crate::lock::clock::drift(args.ttl);
     let mut confirmed = Instant::now();
     // The process the hold followed, for the `released` event.
     let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
@@ -242,8 +244,10 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut released =
-        crate::holder::event("released", &crate::holder::described(&argv, &config.note));
+    let mut released = crate::supervisor::holder::event(
+        "released",
+        &crate::supervisor::holder::described(&argv, &config.note),
+    );
     released.pid = Some(u64::from(args.pid));
     let started = Instant::now();
     loop {
