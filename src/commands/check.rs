@@ -155,16 +155,16 @@ fn to_json(server: &str, findings: &[Finding]) -> String {
         .map(|f| {
             format!(
                 "{{\"name\":{},\"server\":{},\"result\":\"{}\",\"detail\":{}}}",
-                crate::commands::status::json_string(f.name),
-                crate::commands::status::json_string(&f.server),
+                crate::report::json_string(f.name),
+                crate::report::json_string(&f.server),
                 f.verdict.word(),
-                crate::commands::status::json_string(&f.detail)
+                crate::report::json_string(&f.detail)
             )
         })
         .collect();
     format!(
         "{{\"server\":{},\"checks\":[{}]}}\n",
-        crate::commands::status::json_string(server),
+        crate::report::json_string(server),
         checks.join(",")
     )
 }

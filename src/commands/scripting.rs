@@ -49,14 +49,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         .unwrap_or_else(crate::sys::process::parent_pid);
     // The holder's command line is the caller's (the script that took the
     // lock), as the kernel records it.
-    let argv: Vec<String> = std::fs::read(format!("/proc/{caller}/cmdline"))
-        .map(|raw| {
-            raw.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let argv = crate::sys::process::cmdline(caller);
     let mut holder = crate::supervisor::holder::described(&argv, &config.note);
     if holder.command.is_empty() {
         holder.command = "(rlock acquire)".into();
@@ -258,15 +251,7 @@ fn force(
 /// The command line of this process's parent (the script that called it),
 /// as the kernel records it.
 fn caller_argv() -> Vec<String> {
-    let caller = crate::sys::process::parent_pid();
-    std::fs::read(format!("/proc/{caller}/cmdline"))
-        .map(|raw| {
-            raw.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::sys::process::cmdline(crate::sys::process::parent_pid())
 }
 
 /// A token that is not even well-formed cannot hold the lock: exit 1, like a

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::name;
-use crate::report;
+use crate::report::{self, json_string};
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
 /// server unreachable, a lock directory it may not read) is an error (69),
@@ -304,27 +304,6 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
         waiters.join(","),
         s.fence
     )
-}
-
-/// A JSON string literal: quotes, backslashes and control characters escaped.
-pub fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if report::needs_escape(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

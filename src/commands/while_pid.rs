@@ -191,14 +191,7 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     let watched = Watched::inherited(args.pid, inherited("RLOCK_KEEP_PIDFD"));
     let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
     // The process the hold followed, for the `released` event.
-    let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
-        .map(|raw| {
-            raw.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let argv = crate::sys::process::cmdline(args.pid);
     let mut released = crate::supervisor::holder::event(
         "released",
         &crate::supervisor::holder::described(&argv, &config.note),
@@ -235,20 +228,6 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     let period = args.ttl / 3;
     let margin = crate::lock::clock::drift(args.ttl);
     let mut confirmed = Instant::now();
-    // The process the hold followed, for the `released` event.
-    let argv: Vec<String> = std::fs::read(format!("/proc/{}/cmdline", args.pid))
-        .map(|raw| {
-            raw.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut released = crate::supervisor::holder::event(
-        "released",
-        &crate::supervisor::holder::described(&argv, &config.note),
-    );
-    released.pid = Some(u64::from(args.pid));
     let started = Instant::now();
     loop {
         if watched.exits_within(period) {

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::report;
+use crate::report::{self, json_string};
 
 /// What happened.
 pub const KINDS: [&str; 7] = [
@@ -153,25 +153,6 @@ impl Event {
 /// RFC 3339 in UTC, to the second.
 fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
-}
-
-/// A JSON string literal: quotes, backslashes and control characters escaped.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if report::needs_escape(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

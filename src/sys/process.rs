@@ -179,6 +179,19 @@ pub fn stop_self() {
     );
 }
 
+/// The command line of process `pid`, as the kernel records it (empty when
+/// it cannot be read: a process gone, or another user's under hidepid).
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// This process's parent (0 if it has none).
 pub fn parent_pid() -> u32 {
     rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
