@@ -207,9 +207,9 @@ fn acquire_and_release_are_recorded() {
     assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
 }
 
-/// `--history N` keeps the last N events; the history expires 30 days after
-/// its last release, and a new one (its holder killed before releasing) 30
-/// days after its creation; 0 (or RLOCK_HISTORY=0) records nothing.
+/// `--history N` keeps the last N events; the history expires 31 days after
+/// it was created or after the first fence of the latest day (so at least 30
+/// days after its last event); 0 (or RLOCK_HISTORY=0) records nothing.
 #[test]
 fn the_history_is_capped_expires_when_idle_and_0_turns_it_off() {
     let redis = RedisServer::start();
@@ -232,10 +232,10 @@ fn the_history_is_capped_expires_when_idle_and_0_turns_it_off() {
         history_json(rlock(&redis.url()).args(["history", "capped", "--json", "--limit", "1"]));
     assert_eq!(limited.len(), 1);
     let ttl: i64 = redis.cmd(&["PTTL", "rlock:{capped}:history"]);
-    let month = 30 * 24 * 3600 * 1000;
+    let day = 24 * 3600 * 1000;
     assert!(
-        ttl > month - 60_000 && ttl <= month,
-        "expires 30 days after its last event: {ttl}"
+        ttl > 31 * day - 60_000 && ttl <= 31 * day,
+        "expires 31 days after the first fence of the day: {ttl}"
     );
 
     let out = output(rlock(&redis.url()).args(["run", "--history", "0", "off", "--", "true"]));
@@ -472,4 +472,31 @@ fn a_user_without_xadd_still_locks_and_records_nothing() {
     let out = output(bare().args(["--url", &url, "history", "old-rules"]));
     assert_eq!(code(&out), 69, "{}", show(&out));
     assert!(!rlock::stderr(&out).contains("older-secret-pw"));
+}
+
+/// The history's expiry is restarted by the first fence handed out on a new
+/// UTC day, not by every event: one command per acquisition and per release.
+/// The day of the last fence is the counter's (fences follow the clock).
+#[test]
+fn the_historys_expiry_is_restarted_once_a_day() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let out = output(rlock(&url).args(["run", "daily", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let history = "rlock:{daily}:history";
+    // Later the same day: the expiry is not touched.
+    redis.cmd::<i64>(&["PEXPIRE", history, "5000000"]);
+    let out = output(rlock(&url).args(["run", "daily", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let ttl: i64 = redis.cmd(&["PTTL", history]);
+    assert!(ttl <= 5_000_000, "not restarted on the same day: {ttl}");
+    // The last fence from yesterday: the next acquisition restarts it.
+    let yesterday = redis.time_us() - 86_400_000_000 - 1_000_000;
+    redis.cmd::<String>(&["SET", "rlock:{daily}:fence", &yesterday.to_string()]);
+    let out = output(rlock(&url).args(["run", "daily", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let ttl: i64 = redis.cmd(&["PTTL", history]);
+    let day = 24 * 3600 * 1000;
+    assert!(ttl > 31 * day - 60_000, "restarted on a new day: {ttl}");
+    assert_eq!(redis.cmd::<i64>(&["XLEN", history]), 6);
 }

@@ -107,7 +107,7 @@ fn an_rlock_stopped_while_its_watchdog_runs_reports_the_lapsed_lease() {
 }
 
 /// Starts a holder whose COMMAND waits for a file, takes its hold away with
-/// `lose` (before the first renewal, at 3 s), lets another run take the
+/// `lose` (before the first renewal, at 5 s), lets another run take the
 /// lock, then lets COMMAND end: the holder
 /// must exit 70, having found the hold gone at release, with the cause the
 /// server shows (`says`).
@@ -118,7 +118,7 @@ fn hold_gone_at_release(
     lose: impl FnOnce(&mut RedisServer),
 ) {
     let dir = Scratch::new();
-    let (holder, _, _) = holder(redis, &dir, &["--ttl", "9s"], name, &until_go(&dir));
+    let (holder, _, _) = holder(redis, &dir, &["--ttl", "15s"], name, &until_go(&dir));
     lose(redis);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
@@ -156,7 +156,7 @@ fn a_hold_lost_in_a_restart_is_reported_at_release() {
         "restarted",
         "lost in a server restart",
         |redis| {
-            std::thread::sleep(Duration::from_millis(1500));
+            std::thread::sleep(Duration::from_millis(2000));
             redis.restart();
         },
     );

@@ -50,6 +50,7 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     local refused = acl_refusal()
     if refused then return refused end
     clock()
+    note_day(last)
     local fence = math.max(last + 1, NOW_US)
     if fence >= FENCE_END then return counter_full() end
     local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,

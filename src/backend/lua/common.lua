@@ -67,23 +67,32 @@ local FENCE_IDLE = '2592000000'
 -- The lock's history (KEYS[10], written only when the caller passed a cap):
 -- a stream capped at `cap` entries (exact MAXLEN: `~` trims only whole nodes
 -- of 100 entries, so a cap of 5 would keep 100; trimming one entry off a small
--- stream costs next to nothing) that lives 30 days past its last release.
--- `fields`: the event's field/value pairs. With `refresh` (a release) the
--- stream gets its 30 days again: XADD and PEXPIRE. Without (an acquisition,
--- a handoff), one command: XADD NOMKSTREAM, which adds only to a stream that
--- exists; a missing one (or a server before 6.2, which knows no NOMKSTREAM)
--- is created with its expiry, so a holder that dies before its release
--- leaves nothing for good. With redis.pcall: a refused or failed write (a
--- user without XADD, a key of another type) costs the event, never the hold,
--- and the expiry is set only on a stream this script just wrote.
-local function history_add(cap, fields, refresh)
-    if not refresh then
-        local added = redis.pcall('XADD', KEYS[10], 'NOMKSTREAM', 'MAXLEN', cap, '*',
-            unpack(fields))
-        if type(added) == 'string' then return end
+-- stream costs next to nothing). `fields`: the event's field/value pairs. One
+-- command per event: XADD NOMKSTREAM, which adds only to a stream that exists.
+-- A missing one (or a server before 6.2, which knows no NOMKSTREAM) is created
+-- with its expiry, so a holder that dies before its release leaves nothing for
+-- good. The expiry (HISTORY_IDLE) is restarted by the first fence handed out
+-- on each UTC day (NEW_DAY, set by note_day): one PEXPIRE a day rather than one
+-- per release, and still at least 30 days past the last event. With
+-- redis.pcall: a refused or failed write (a user without XADD, a key of
+-- another type) costs the event, never the hold, and the expiry is set only on
+-- a stream this script just wrote.
+local HISTORY_IDLE = '2678400000'
+local DAY_US = 86400000000
+local NEW_DAY = false
+
+local function history_add(cap, fields)
+    local added = redis.pcall('XADD', KEYS[10], 'NOMKSTREAM', 'MAXLEN', cap, '*',
+        unpack(fields))
+    if type(added) == 'string' then
+        if NEW_DAY then
+            redis.pcall('PEXPIRE', KEYS[10], HISTORY_IDLE)
+            NEW_DAY = false
+        end
+        return
     end
     if type(redis.pcall('XADD', KEYS[10], 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
-        redis.pcall('PEXPIRE', KEYS[10], '2592000000')
+        redis.pcall('PEXPIRE', KEYS[10], HISTORY_IDLE)
     end
 end
 
@@ -91,7 +100,7 @@ end
 -- the field/value pairs in ARGV[at + 1] on, and the fence when given.
 -- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
 local HISTORY_CAP
-local function add_event(at, fence, refresh)
+local function add_event(at, fence)
     local cap = ARGV[at]
     if not cap or cap == '0' then return end
     HISTORY_CAP = cap
@@ -101,7 +110,7 @@ local function add_event(at, fence, refresh)
         fields[#fields + 1] = 'fence'
         fields[#fields + 1] = string.format('%d', fence)
     end
-    history_add(cap, fields, refresh)
+    history_add(cap, fields)
 end
 
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
@@ -111,6 +120,13 @@ local function clock()
     local t = redis.call('TIME')
     NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
     NOW = (NOW_US - NOW_US % 1000) / 1000
+end
+
+-- Notes whether a fence handed out now (NOW_US) falls on a later UTC day than
+-- `last`, the one before it: fences are never below the clock in
+-- microseconds, so the last fence tells when the last hold began.
+local function note_day(last)
+    if math.floor(last / DAY_US) < math.floor(NOW_US / DAY_US) then NEW_DAY = true end
 end
 
 -- Fences stay below 2^53, where a double holds every integer exactly: Lua's
@@ -233,6 +249,7 @@ local function helpers()
     local function next_fence()
         local last = fence_counter()
         if not last then return nil, not_a_counter() end
+        note_day(last)
         local fence = math.max(last + 1, NOW_US)
         if fence >= FENCE_END then return nil, counter_full() end
         return fence
@@ -445,7 +462,7 @@ local function helpers()
             end
             fields[#fields + 1] = 'command'
             fields[#fields + 1] = tostring(h.command or '')
-            history_add(HISTORY_CAP, fields, false)
+            history_add(HISTORY_CAP, fields)
         end
         hold(token, lease, info, fence)
         drop_waiter(token)

@@ -33,7 +33,7 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
                 ', which this lock needs; nothing was written')
         end
         if type(dropped) == 'table' then return dropped end
-        add_event(2, nil, true)
+        add_event(2, nil)
         return done(0)
     end
 end
@@ -53,7 +53,7 @@ end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)
 -- First the release, then the holds it hands over.
-add_event(2, nil, true)
+add_event(2, nil)
 H.wake()
 H.settle()
 return done(0)
