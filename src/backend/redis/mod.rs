@@ -190,6 +190,15 @@ impl Session for StandaloneSession {
             let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
             if let Attempt::Acquired(hold) = &mut attempt {
                 hold.recorded = false;
+                // A holder listens for no unlock: its subscription (opened
+                // before the attempt, in case it had to wait) goes.
+                if self
+                    .sub
+                    .as_ref()
+                    .is_some_and(|(lock, _)| *lock == keys.name)
+                {
+                    self.sub = None;
+                }
             }
             return Ok(attempt);
         }
