@@ -10,7 +10,7 @@ mod local;
 mod quorum_status;
 mod redis;
 mod redlock;
-pub(crate) mod script;
+mod script;
 pub(crate) mod url;
 
 use std::time::Duration;

@@ -6,8 +6,8 @@
 pub(crate) mod check;
 pub(crate) mod history;
 pub(crate) mod metrics;
-pub(crate) mod output;
-pub(crate) mod prometheus;
+mod output;
+mod prometheus;
 pub(crate) mod run;
 pub(crate) mod scripting;
 pub(crate) mod status;

@@ -4,7 +4,7 @@
 //! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
 //! step reads the environment or parses a URL.
 
-pub(crate) mod note;
+mod note;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -12,12 +12,12 @@
 //! the lock is held, and the lock cannot be released while COMMAND's group
 //! still runs.
 
-pub(crate) mod child;
+mod child;
 mod command_env;
 pub(crate) mod holder;
 mod max_hold;
 mod release;
-pub(crate) mod watchdog;
+mod watchdog;
 
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;

@@ -13,10 +13,10 @@
 //!
 //! Several locks are all-or-none: see [`acquire`].
 
-pub(crate) mod outage;
+mod outage;
 mod registrations;
 mod waiter;
-pub(crate) mod waiting_line;
+mod waiting_line;
 mod wanted;
 
 use waiter::{Round, Waiter};
