@@ -1,4 +1,4 @@
-//! `rlock check` (issue 23): one line per check on real servers; the
+//! `rlock check`: one line per check on real servers; the
 //! contract's passing server (AOF on, noeviction, a user allowed everything)
 //! exits 0; eviction, no AOF and missing rights are named; a server that
 //! refuses to say is `unknown`, never a crash; each server of a quorum is

@@ -277,7 +277,7 @@ fn redisson_and_rlock_wake_each_other_on_a_cluster_by_sharded_pub_sub() {
     assert_eq!(code(&out), 0, "{}", show(&out));
 }
 
-/// `rlock check` on a cluster (issue 23): the topology names its nodes, the
+/// `rlock check` on a cluster: the topology names its nodes, the
 /// probes run on the node of the probe key's slot, and each master's
 /// settings are checked.
 #[test]

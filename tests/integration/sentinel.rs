@@ -328,7 +328,7 @@ fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock(
     );
 }
 
-/// `rlock check` through the sentinels (issue 23): it checks the master they
+/// `rlock check` through the sentinels: it checks the master they
 /// name, and counts its replica.
 #[test]
 fn check_asks_the_master_the_sentinels_name() {

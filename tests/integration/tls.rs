@@ -429,7 +429,7 @@ fn rediss_cluster_follows_tls_nodes() {
     );
 }
 
-/// `rlock check` over TLS (issue 23): the checks run through the TLS
+/// `rlock check` over TLS: the checks run through the TLS
 /// connection; an untrusted certificate fails `reachable` (exit 69).
 #[test]
 fn check_runs_over_tls_and_an_untrusted_certificate_fails_reachable() {

@@ -129,34 +129,49 @@ impl StandaloneSession {
         };
         let glob = format!("{head}{{{pattern}}}*");
         let probe = LockId::new(prefix, "*");
+        for key in self.scan(&probe, &glob, None)? {
+            // The lock hash exists while held; the waiters set while waited for.
+            let rest = &key[head.len()..];
+            let name = rest
+                .strip_suffix('}')
+                .or_else(|| rest.strip_suffix("}:waiters"))
+                .and_then(|n| n.strip_prefix('{'));
+            if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
+                names.insert(name.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every key on this session's server that matches the glob `glob` (and
+    /// is of `kind`, when given), by SCAN: never KEYS. `probe` names the lock
+    /// the calls are made for, in messages.
+    pub(super) fn scan(
+        &mut self,
+        probe: &LockId,
+        glob: &str,
+        kind: Option<&str>,
+    ) -> Result<Vec<String>> {
+        let mut keys = Vec::new();
         let mut cursor: u64 = 0;
         loop {
             let (next, batch): (u64, Vec<String>) =
-                self.call(&probe, self.timeout(), true, |con| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
+                self.call(probe, self.timeout(), true, |con| {
+                    let mut scan = redis::cmd("SCAN");
+                    scan.arg(cursor)
                         .arg("MATCH")
-                        .arg(&glob)
+                        .arg(glob)
                         .arg("COUNT")
-                        .arg(500)
-                        .query(con)
-                })?;
-            for key in batch {
-                // The lock hash exists while held; the waiters set while waited for.
-                let rest = &key[head.len()..];
-                let name = rest
-                    .strip_suffix('}')
-                    .or_else(|| rest.strip_suffix("}:waiters"))
-                    .and_then(|n| n.strip_prefix('{'));
-                if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {
-                    if !names.contains(name) {
-                        names.insert(name.to_owned());
+                        .arg(500);
+                    if let Some(kind) = kind {
+                        scan.arg("TYPE").arg(kind);
                     }
-                }
-            }
+                    scan.query(con)
+                })?;
+            keys.extend(batch);
             cursor = next;
             if cursor == 0 {
-                return Ok(());
+                return Ok(keys);
             }
         }
     }

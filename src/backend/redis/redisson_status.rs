@@ -100,34 +100,15 @@ impl StandaloneSession {
             ));
         }
         let mut names = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<String>) =
-                self.call(&probe, self.timeout(), true, |con| {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(500)
-                        .arg("TYPE")
-                        .arg("hash")
-                        .query(con)
-                })?;
-            for key in batch {
-                if key.contains(['{', '}']) || crate::lock::name::validate(&key).is_err() {
-                    continue;
-                }
-                let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {
-                    redis::cmd("HKEYS").arg(&key).query(con)
-                })?;
-                if !fields.is_empty() && fields.iter().all(|f| owner_field(f).is_some()) {
-                    names.push(key);
-                }
+        for key in self.scan(&probe, pattern, Some("hash"))? {
+            if key.contains(['{', '}']) || crate::lock::name::validate(&key).is_err() {
+                continue;
             }
-            cursor = next;
-            if cursor == 0 {
-                break;
+            let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {
+                redis::cmd("HKEYS").arg(&key).query(con)
+            })?;
+            if !fields.is_empty() && fields.iter().all(|f| owner_field(f).is_some()) {
+                names.push(key);
             }
         }
         names.sort();
