@@ -39,6 +39,9 @@ pub struct HolderInfo {
     pub held_for: Duration,
     /// Held for a script by a `--while-pid` keeper (`rlock acquire`), not by a run.
     pub detached: bool,
+    /// Held by an rlock from before the current key layout, whose details
+    /// this version does not read (see `src/backend/lua/common.lua`).
+    pub earlier: bool,
 }
 
 /// The kind of hold asked for.
@@ -124,6 +127,8 @@ pub struct HolderStatus {
     /// Lease left, in ms; None for a hold with no lease (file: locks, kept
     /// by the kernel while the holder lives).
     pub lease_ms: Option<u64>,
+    /// Held by an rlock from before the current key layout (no details).
+    pub earlier: bool,
 }
 
 /// One waiter, as `status` shows it (never its token).

@@ -31,6 +31,7 @@ pub fn merge(views: &[LockStatus], total: usize, quorum: usize) -> LockStatus {
                 since_ms: copies.iter().map(|h| h.since_ms).max().unwrap_or(0),
                 // What a quorum still holds: the quorum-th longest lease.
                 lease_ms: leases[quorum - 1],
+                earlier: false,
                 ..(*first).clone()
             });
         }
@@ -102,6 +103,7 @@ mod tests {
             note: String::new(),
             since_ms: 1000,
             lease_ms: Some(ttl_ms),
+            earlier: false,
         }
     }
 

@@ -174,6 +174,13 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
                 None => "kept by the kernel (this host only)".to_owned(),
                 Some(ms) => format!("lease left {}", seconds(ms)),
             };
+            if h.earlier {
+                let _ = writeln!(
+                    out,
+                    "  held by an earlier rlock version (this version does not read its details), {lease}"
+                );
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "  {} held for {held}, {lease}",
@@ -242,7 +249,7 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
                 note => json_string(note),
             };
             format!(
-                "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{}}}",
+                "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{},\"earlier_version\":{}}}",
                 match h.host.as_str() {
                     "" => "null".to_owned(),
                     host => json_string(host),
@@ -251,7 +258,8 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
                 json_string(&h.command),
                 since,
                 h.lease_ms
-                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string())
+                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string()),
+                h.earlier
             )
         })
         .collect();
@@ -330,6 +338,7 @@ mod tests {
                 note: String::new(),
                 since_ms: 1000,
                 lease_ms: Some(21000),
+                earlier: false,
             }],
             waiters: vec![WaiterStatus {
                 host: "ci-4".into(),
@@ -342,7 +351,7 @@ mod tests {
         };
         assert_eq!(
             to_json("deploy", &s, "127.0.0.1:6379"),
-            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
+            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
         );
     }
 }

@@ -40,6 +40,7 @@ pub(crate) fn described(argv: &[String], note: &str) -> HolderInfo {
         note: note.to_owned(),
         held_for: Duration::ZERO,
         detached: false,
+        earlier: false,
     }
 }
 

@@ -188,6 +188,7 @@ fn line(s: &Shown, waited: Duration, columns: usize) -> String {
     let least = match (&s.holder, s.down_since) {
         (_, Some(down)) => format!("server unreachable for {}", seconds(down.elapsed())),
         (None, None) => s.unknown.to_owned(),
+        (Some(h), None) if h.earlier => EARLIER.to_owned(),
         (Some(h), None) => {
             let held_for = h.held_for + s.seen_at.elapsed();
             let held = seconds(held_for);
@@ -224,9 +225,15 @@ fn line(s: &Shown, waited: Duration, columns: usize) -> String {
         .unwrap_or_else(|| cut(&last, max))
 }
 
+/// A hold of an rlock from before the current key layout, as waiting shows it.
+const EARLIER: &str = "held by an earlier rlock version";
+
 /// `pid 42 on host ('command') for 3s`: `h`, which has held the lock for
 /// `held` (shown in whole seconds), sanitized for the terminal.
 pub fn holder_for(h: &HolderInfo, held: Duration) -> String {
+    if h.earlier {
+        return "an earlier rlock version (it records no details this version reads)".to_owned();
+    }
     format!(
         "{} for {}",
         report::holder(&h.pid, &h.host, &h.command, &h.note),
@@ -330,6 +337,7 @@ mod tests {
                 note: note.into(),
                 held_for: Duration::from_secs(5),
                 detached: false,
+                earlier: false,
             }),
             place: Some(1),
             unknown: "",

@@ -123,7 +123,7 @@ fn a_held_lock_follows_its_slot_to_another_master() {
             .args(["--url", &url, "run", "--ttl", "1500ms", "moving", "--"])
             .args(sh(&timed_job(&dir, "waiter", "0.1"))),
     );
-    let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{moving}"]);
+    let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{moving}:leases"]);
     let from = owner(&nodes, slot);
     expect_within(rlock::LIMIT, "the waiter to queue", || {
         nodes[from].cmd::<i64>(&["ZCARD", "rlock:{moving}:waiters"]) == 1

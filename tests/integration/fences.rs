@@ -177,7 +177,7 @@ fn a_16_digit_fence_round_trips_exactly_through_the_scripts() {
         redis.cmd::<String>(&["GET", "rlock:{big}:fence"]),
         BIG.to_string()
     );
-    let record: String = redis.cmd(&["HGET", "rlock:{big}:holders", &a]);
+    let record: String = redis.cmd(&["HGET", "rlock:{big}:leases", &a]);
     assert!(record.contains(&format!("\"fence\":\"{BIG}\"")), "{record}");
     assert_eq!(acquire(&a)[2], Value::Int(BIG as i64), "a repeated acquire");
     assert_eq!(

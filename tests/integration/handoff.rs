@@ -30,7 +30,7 @@ fn acquire(redis: &RedisServer, who: &str, kind: &str, limit: &str, grant: &str)
 }
 
 fn holds(redis: &RedisServer, who: &str) -> bool {
-    redis.cmd::<i64>(&["HEXISTS", &format!("rlock:{{{NAME}}}"), who]) == 1
+    redis.cmd::<i64>(&["HEXISTS", &format!("rlock:{{{NAME}}}:leases"), who]) == 1
 }
 
 /// The messages on `who`'s list; a handoff's as "g<fence>", without the
@@ -158,7 +158,8 @@ fn a_run_of_shared_waiters_is_handed_the_lock_together() {
 
 /// Milliseconds of lease `who` has left, by the server's clock.
 fn lease_left(redis: &RedisServer, who: &str) -> i64 {
-    let until: i64 = redis.cmd(&["ZSCORE", &format!("rlock:{{{NAME}}}:leases"), who]);
+    let hold: String = redis.cmd(&["HGET", &format!("rlock:{{{NAME}}}:leases"), who]);
+    let until: i64 = hold.split('|').nth(1).unwrap().parse().unwrap();
     let time: Vec<String> = redis.cmd(&["TIME"]);
     let now = time[0].parse::<i64>().unwrap() * 1000 + time[1].parse::<i64>().unwrap() / 1000;
     until - now

@@ -89,10 +89,14 @@ fn first_int(v: &Value) -> i64 {
 }
 
 fn server_holders(redis: &RedisServer, name: &str) -> BTreeMap<usize, i64> {
-    let fields: Vec<(String, i64)> = redis.cmd(&["HGETALL", &format!("rlock:{{{name}}}")]);
+    let fields: Vec<(String, String)> =
+        redis.cmd(&["HGETALL", &format!("rlock:{{{name}}}:leases")]);
     fields
         .into_iter()
-        .map(|(t, c)| (usize::from_str_radix(&t, 16).unwrap() - 1, c))
+        .map(|(t, hold)| {
+            let count = hold.split('|').next().unwrap().parse().unwrap();
+            (usize::from_str_radix(&t, 16).unwrap() - 1, count)
+        })
         .collect()
 }
 
@@ -146,9 +150,12 @@ fn run_sequence(redis: &RedisServer, seed: u64, steps: usize) {
             }
             _ => {
                 // The owner's lease runs out: move it into the past.
-                let leases = format!("rlock:{{{name}}}:leases");
+                let holds = format!("rlock:{{{name}}}:leases");
                 if model.holders.remove(&owner).is_some() {
-                    let _: i64 = redis.cmd(&["ZADD", &leases, "1", &tok]);
+                    let hold: String = redis.cmd(&["HGET", &holds, &tok]);
+                    let mut fields: Vec<&str> = hold.splitn(3, '|').collect();
+                    fields[1] = "1";
+                    let _: i64 = redis.cmd(&["HSET", &holds, &tok, &fields.join("|")]);
                 }
                 log.push(format!("expire {owner}"));
                 None

@@ -157,7 +157,7 @@ fn runs_exclude_each_other_and_fences_increase_while_the_quorum_changes() {
 fn a_foreign_key_on_one_server_leaves_no_hold_on_the_others() {
     let servers = three();
     let all: Vec<&RedisServer> = servers.iter().collect();
-    servers[1].cmd::<String>(&["SET", "rlock:{fk}", "not-a-lock"]);
+    servers[1].cmd::<String>(&["SET", "rlock:{fk}:leases", "not-a-lock"]);
     let out = output(quorum(&all).args(["run", "--ttl", "60s", "fk", "--", "true"]));
     assert_eq!(code(&out), 69, "{}", show(&out));
     assert_eq!(
@@ -200,7 +200,7 @@ fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
         || {
             servers[1..]
                 .iter()
-                .all(|s| s.cmd::<i64>(&["EXISTS", "rlock:{nest}"]) == 1)
+                .all(|s| s.cmd::<i64>(&["EXISTS", "rlock:{nest}:leases"]) == 1)
         },
     );
     servers[0].thaw();

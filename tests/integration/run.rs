@@ -108,11 +108,7 @@ fn no_wait_and_conflict_exit_code_when_taken() {
     rlock::assert_fails(&out, 75);
     assert_eq!(
         redis.lock_keys("busy"),
-        [
-            "rlock:{busy}",
-            "rlock:{busy}:holders",
-            "rlock:{busy}:leases"
-        ],
+        ["rlock:{busy}:leases"],
         "only the holder's keys"
     );
 }
@@ -128,15 +124,7 @@ fn wait_gives_up_after_the_duration_and_leaves_nothing() {
     let err = rlock::assert_fails(&out, 9);
     assert!(err.contains("300ms"), "{err}");
     let keys = redis.lock_keys("slow");
-    assert_eq!(
-        keys,
-        [
-            "rlock:{slow}",
-            "rlock:{slow}:holders",
-            "rlock:{slow}:leases"
-        ],
-        "no waiter left behind"
-    );
+    assert_eq!(keys, ["rlock:{slow}:leases"], "no waiter left behind");
 }
 
 #[test]
@@ -186,7 +174,7 @@ fn a_short_ttl_is_renewed_for_a_longer_command() {
     while std::time::Instant::now() < deadline {
         let out = output(rlock(&redis.url()).args(["run", "-n", "renewed", "--", "true"]));
         assert_eq!(code(&out), 75, "lock must stay held: {}", show(&out));
-        let pttl: i64 = redis.cmd(&["PTTL", "rlock:{renewed}"]);
+        let pttl: i64 = redis.cmd(&["PTTL", "rlock:{renewed}:leases"]);
         assert!(
             pttl > 0 && pttl <= 1000,
             "ttl stays within the lease: {pttl}"
@@ -206,7 +194,7 @@ fn nested_run_of_the_same_lock_reenters_and_releases_only_its_hold() {
         "echo \"$RLOCK_TOKEN $RLOCK_FENCE\" > {outer}; \
          {bin} --url {url} run -n nest -- sh -c 'echo \"$RLOCK_TOKEN $RLOCK_FENCE\"' > {inner} || exit 11; \
          {bin} --url {url} run -n nest -- true; echo $? > {sibling}; \
-         redis-cli -p {port} hget rlock:{{nest}} $(printf %s $RLOCK_TOKEN | sha1sum | cut -c1-32) > {count}",
+         redis-cli -p {port} hget rlock:{{nest}}:leases $(printf %s $RLOCK_TOKEN | sha1sum | cut -c1-32) | cut -d'|' -f1 > {count}",
         outer = dir.file("outer"),
         inner = dir.file("inner"),
         sibling = dir.file("sibling"),

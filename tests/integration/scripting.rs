@@ -25,7 +25,7 @@ fn acquire_renew_and_release_with_the_token() {
     let out =
         output(rlock(&redis.url()).args(["renew", "script", "--token", &token, "--ttl", "5s"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
-    let pttl: i64 = redis.cmd(&["PTTL", "rlock:{script}"]);
+    let pttl: i64 = redis.cmd(&["PTTL", "rlock:{script}:leases"]);
     assert!(pttl > 50_000, "renew never shortens the lease: {pttl}");
     let out = output(rlock(&redis.url()).args(["release", "script", "--token", &token]));
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -205,7 +205,7 @@ fn release_force_names_whom_it_removed_and_a_waiter_says_when_it_got_in() {
             ))),
     );
     expect_within(rlock::LIMIT, "the holder", || {
-        redis.cmd::<i64>(&["EXISTS", "rlock:{cut-off}"]) == 1
+        redis.cmd::<i64>(&["EXISTS", "rlock:{cut-off}:leases"]) == 1
     });
     let waiter = spawn(
         rlock(&redis.url())

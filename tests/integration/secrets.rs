@@ -28,7 +28,7 @@ fn passwords_and_tokens_on_commands_command_line_are_not_stored_or_shown() {
     let status = rlock::output(rlock(&url).args(["status", "--json", "secret"]));
     assert_eq!(code(&status), 0, "{}", show(&status));
     let shown = stdout(&status);
-    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{secret}:holders"]);
+    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{secret}:leases"]);
     let stored = stored.join(" ");
     for text in [&shown, &stored] {
         for secret in ["hunter2", "tok3n", "pa55"] {
@@ -302,7 +302,7 @@ fn no_owner_token_is_readable_in_redis() {
         "the token is stored: {everything}"
     );
     // What is stored in its place opens nothing.
-    let stored: Vec<String> = redis.cmd(&["HKEYS", "rlock:{vault}"]);
+    let stored: Vec<String> = redis.cmd(&["HKEYS", "rlock:{vault}:leases"]);
     assert_eq!(stored.len(), 1);
     let out = rlock::output(rlock(&url).args(["release", "vault", "--token", &stored[0]]));
     assert_eq!(code(&out), 1, "{}", show(&out));
@@ -361,7 +361,7 @@ fn keys_credentials_api_keys_glued_passwords_and_bearer_tokens_are_not_stored() 
     let status = rlock::output(rlock(&url).args(["status", "masked"]));
     assert_eq!(code(&status), 0, "{}", show(&status));
     let shown = stdout(&status);
-    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{masked}:holders"]);
+    let stored: Vec<String> = redis.cmd(&["HVALS", "rlock:{masked}:leases"]);
     let stored = stored.join(" ");
     for text in [&shown, &stored] {
         for secret in ["b3arer", "k3y", "cr3d", "ap1", "mysq1"] {

@@ -174,7 +174,7 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
     });
     // The lock's keys are on the replica before it is promoted.
     expect_within(rlock::LIMIT, "the lock to reach the replica", || {
-        replica.cmd::<i64>(&["EXISTS", "rlock:{fo}"]) == 1
+        replica.cmd::<i64>(&["EXISTS", "rlock:{fo}:leases"]) == 1
     });
     expect_within(rlock::LIMIT, "the failover to start", || {
         sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
@@ -223,17 +223,12 @@ fn a_lock_the_new_master_never_got_is_reported_lost() {
             ))),
     );
     expect_within(rlock::LIMIT, "the lock on the replica", || {
-        replica.cmd::<i64>(&["EXISTS", "rlock:{lost}"]) == 1
+        replica.cmd::<i64>(&["EXISTS", "rlock:{lost}:leases"]) == 1
     });
     // The replica loses the lock, as if the write had not reached it before
     // the failover.
     replica.cmd::<String>(&["CONFIG", "SET", "replica-read-only", "no"]);
-    replica.cmd::<i64>(&[
-        "DEL",
-        "rlock:{lost}",
-        "rlock:{lost}:leases",
-        "rlock:{lost}:holders",
-    ]);
+    replica.cmd::<i64>(&["DEL", "rlock:{lost}:leases"]);
     expect_within(rlock::LIMIT, "the failover to start", || {
         sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
     });
@@ -266,7 +261,7 @@ fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock(
         std::path::Path::new(&dir.file("holder.held")).exists()
     });
     expect_within(rlock::LIMIT, "the lock to reach the replica", || {
-        replica.cmd::<i64>(&["EXISTS", "rlock:{split}"]) == 1
+        replica.cmd::<i64>(&["EXISTS", "rlock:{split}:leases"]) == 1
     });
     expect_within(rlock::LIMIT, "the failover to start", || {
         sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
@@ -322,7 +317,7 @@ fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock(
     );
     assert!(taken > 0, "probes found the lock taken on the new master");
     assert_eq!(
-        replica.cmd::<i64>(&["EXISTS", "rlock:{split}"]),
+        replica.cmd::<i64>(&["EXISTS", "rlock:{split}:leases"]),
         0,
         "released on the new master"
     );

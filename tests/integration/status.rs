@@ -16,7 +16,7 @@ fn status_shows_holders_waiters_and_fence_but_no_token() {
         redis.cmd::<i64>(&["ZCARD", "rlock:{shown}:waiters"]) == 1
     });
     let token: String = redis
-        .cmd::<Vec<String>>(&["HKEYS", "rlock:{shown}"])
+        .cmd::<Vec<String>>(&["HKEYS", "rlock:{shown}:leases"])
         .remove(0);
     let out = output(rlock(&redis.url()).args(["status", "shown"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -126,7 +126,7 @@ fn holders_carry_a_note_or_their_ci_job() {
             .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.02; done")));
         let proc = spawn(&mut cmd);
         expect_within(rlock::LIMIT, "the lock to be held", || {
-            redis.cmd::<i64>(&["EXISTS", &format!("rlock:{{{name}}}")]) == 1
+            redis.cmd::<i64>(&["EXISTS", &format!("rlock:{{{name}}}:leases")]) == 1
         });
         proc
     };

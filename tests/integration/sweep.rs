@@ -122,7 +122,7 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         case("lock hash rlock did not write, waiting", &["--url", u, "run", "--wait", "1s", "shape", "--", "true"], 69, "did not write"),
         case("status of a lock hash rlock did not write", &["--url", u, "status", "shape"], 69, "did not write"),
         case("release --force of a lock hash rlock did not write", &["--url", u, "release", "--force", "shape"], 69, "did not write"),
-        case("holders hash rlock did not write", &["--url", u, "run", "shape2", "--", "true"], 69, "did not write"),
+        case("a hold field rlock did not write", &["--url", u, "run", "shape2", "--", "true"], 69, "did not write"),
         case("fence that is not a counter", &["--url", u, "run", "fenced", "--", "true"], 69, "fencing counter"),
         case("status of a fence that is not a counter", &["--url", u, "status", "fenced"], 69, "fencing counter"),
         case("list of a lock key of another type", &["--url", u, "list", "taken"], 69, "will not overwrite"),
@@ -160,12 +160,12 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     let dir = Scratch::new();
     // Keys of another type and a fence that is not a counter, in place before
     // the writes are counted.
-    redis.cmd::<String>(&["SET", "rlock:{taken}", "someone else's value"]);
+    redis.cmd::<String>(&["SET", "rlock:{taken}:leases", "someone else's value"]);
     redis.cmd::<String>(&["SET", "rlock:{fenced}:fence", "abc"]);
     // Hashes of another shape at a lock's keys (another program's): never
     // taken over, pruned or deleted.
-    redis.cmd::<i64>(&["HSET", "rlock:{shape}", "foo", "bar"]);
-    redis.cmd::<i64>(&["HSET", "rlock:{shape2}:holders", "foo", "notjson"]);
+    redis.cmd::<i64>(&["HSET", "rlock:{shape}:leases", "foo", "bar"]);
+    redis.cmd::<i64>(&["HSET", "rlock:{shape2}:leases", "foo", "1|soon|x|{}"]);
     // Fences stay below 2^53: no next fence after 2^53 - 1, never a wrap.
     redis.cmd::<String>(&["SET", "rlock:{beyond}:fence", "9007199254740992"]);
     redis.cmd::<String>(&["SET", "rlock:{full}:fence", "9007199254740991"]);
@@ -242,9 +242,9 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
             c.what
         ));
     }
-    let value: String = redis.cmd(&["GET", "rlock:{taken}"]);
+    let value: String = redis.cmd(&["GET", "rlock:{taken}:leases"]);
     assert_eq!(value, "someone else's value");
-    let shape: Vec<String> = redis.cmd(&["HGETALL", "rlock:{shape}"]);
+    let shape: Vec<String> = redis.cmd(&["HGETALL", "rlock:{shape}:leases"]);
     assert_eq!(shape, ["foo", "bar"], "left as it was");
     assert_eq!(
         redis.keys(),
@@ -252,9 +252,9 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
             "rlock:{beyond}:fence",
             "rlock:{fenced}:fence",
             "rlock:{full}:fence",
-            "rlock:{shape2}:holders",
-            "rlock:{shape}",
-            "rlock:{taken}",
+            "rlock:{shape2}:leases",
+            "rlock:{shape}:leases",
+            "rlock:{taken}:leases",
             "{full}:rlock-fence"
         ]
     );

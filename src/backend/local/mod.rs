@@ -407,6 +407,7 @@ impl Session for LocalSession {
                     note: d.note.clone(),
                     since_ms: d.since,
                     lease_ms: None,
+                    earlier: false,
                 })
                 .collect(),
             servers: None,

@@ -103,6 +103,7 @@ impl Details {
             note: self.note.clone(),
             held_for: Duration::from_millis(clock::now_ms().saturating_sub(self.since)),
             detached: self.keeper,
+            earlier: false,
         }
     }
 }

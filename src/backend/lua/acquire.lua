@@ -11,7 +11,7 @@
 --          makes it the holder and pushes "g<fence>" to its list)
 -- ARGV[12] the holder's note (--note, a CI job's URL), or ""
 -- ARGV[13] history cap (0 or absent: none), ARGV[14]... the `acquired` event's
---          fields, recorded in KEYS[10] with the fence when a new hold is made
+--          fields, recorded in KEYS[8] with the fence when a new hold is made
 --          (see add_event)
 --
 -- Returns (as common.lua's done(), with the outbox and the next waiters)
@@ -34,15 +34,16 @@
 
 local token, ttl = ARGV[1], tonumber(ARGV[3])
 local kind, limit, fair = ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1'
+-- The kind as a hold's field keeps it: x, s, or m<limit>.
+local kind_code = kind == 'm' and (kind .. limit) or kind
 
 -- The fast path: no key of this lock exists but its fence counter (no holder,
 -- no waiter, nothing on the caller's list), so nothing needs pruning, every
 -- kind is compatible and the queue lets anyone go: the same hold as below, in
--- a dozen commands. A key of another type exists, so it is never taken here;
+-- six commands. A key of another type exists, so it is never taken here;
 -- the counter is read with redis.pcall, and a read that fails is explained by
 -- foreign_key() (WRONGTYPE) or passed on.
-if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND,
-        K_MINE) == 0 then
+if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE) == 0 then
     local text = redis.pcall('GET', K_FENCE)
     if type(text) == 'table' then return foreign_key() or text end
     local last = counter_value(text)
@@ -53,115 +54,84 @@ if redis.call('EXISTS', K_LOCK, K_HOLDERS, K_LEASES, K_WAITERS, K_XWAIT, K_WEXP,
     note_day(last)
     local fence = math.max(last + 1, NOW_US)
     if fence >= FENCE_END then return counter_full() end
-    local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind,
-                  limit = limit, since = NOW, fence = fence_text(fence)}
+    local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = NOW,
+                  fence = fence_text(fence)}
     if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
     redis.call('SET', K_FENCE, info.fence, 'PX', FENCE_IDLE)
-    redis.call('HSET', K_LOCK, token, '1')
-    redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
-    redis.call('HSET', K_HOLDERS, token, cjson.encode(info))
-    -- The keys live as long as their longest lease: this one. (The release
-    -- fast path relies on it: a key of theirs there is a lease not run out.)
-    local ms = digits(math.max(1, ttl))
-    redis.call('PEXPIRE', K_LOCK, ms)
-    redis.call('PEXPIRE', K_HOLDERS, ms)
-    redis.call('PEXPIRE', K_LEASES, ms)
+    redis.call('HSET', K_HOLDS, token,
+        hold_value('1', digits(NOW + ttl), kind_code, cjson.encode(info)))
+    -- The key lives as long as its longest lease: this one. (The release
+    -- fast path relies on it: a hold there is a lease not run out.)
+    redis.call('PEXPIRE', K_HOLDS, digits(math.max(1, ttl)))
     add_event(13, fence)
     return done({1, token, fence, 1, 1})
 end
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
+local H = helpers(holds)
 
 -- Past the fast path, what this script reads comes first, with redis.pcall:
--- a key read is absent or of rlock's type; the three keys it does not read are
+-- a key read is absent or of rlock's type; the keys it does not read are
 -- asked their TYPE. Any other answer is explained by foreign_key() (the first
--- key of another type, as ever) before anything is written.
+-- key of another type) before anything is written.
 local fence_value = redis.pcall('GET', K_FENCE)
--- Every lease, soonest first: the lapsed ones to prune, their count and the
--- soonest to run out (one read: a lock has few holders).
-local leases = redis.pcall('ZRANGE', K_LEASES, '0', '-1', 'WITHSCORES')
 local gone = redis.pcall('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
-local tokens = redis.pcall('HKEYS', K_LOCK) -- the holders, for holders_state()
 local mine = redis.pcall('ZSCORE', K_WAITERS, token) -- the caller's arrival, if it waits
-local detailed = redis.pcall('HLEN', K_HOLDERS)
 local function ours(key, want)
     local t = redis.call('TYPE', key)['ok']
     return t == 'none' or t == want
 end
-for _, v in ipairs({fence_value, leases, gone, tokens, mine, detailed}) do
+for _, v in ipairs({fence_value, gone, mine}) do
     if type(v) == 'table' and v.err then return foreign_key() or v end
-end
-local dead, lease_ends = {}, nil
-for i = 1, #leases, 2 do
-    if tonumber(leases[i + 1]) <= NOW then
-        dead[#dead + 1] = leases[i]
-    elseif not lease_ends then
-        lease_ends = math.max(0, tonumber(leases[i + 1]) - NOW)
-    end
 end
 if not (ours(K_XWAIT, 'zset') and ours(K_WKIND, 'hash') and ours(K_MINE, 'list')) then
     return foreign_key()
 end
 if not counter_value(fence_value) then return not_a_counter() end
-local odd = foreign_shape(#tokens, detailed, #leases / 2)
-if odd then return odd end
 local refused = acl_refusal()
 if refused then return refused end
 
-local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], kind = kind, limit = limit}
+local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6]}
 if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
-H.prune(dead, gone)
-if #dead > 0 or #gone > 0 then
-    -- Pruned: the holders, and the caller's own registration, may be gone.
-    tokens = redis.call('HKEYS', K_LOCK)
-    mine = redis.call('ZSCORE', K_WAITERS, token)
-end
--- The caller's own hold count, when it holds.
-local own = false
-for _, t in ipairs(tokens) do
-    if t == token then
-        own = redis.call('HGET', K_LOCK, token)
-        break
-    end
-end
+-- Pruned: the caller's own registration may be gone.
+if H.prune(gone) then mine = redis.call('ZSCORE', K_WAITERS, token) end
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
 -- was handed the lock as it gave up blocking) by the token that already holds
 -- the lock changes nothing; its wake-up list is done with.
-local function lengthen(holder)
+local function lengthen(h)
     local until_ms = NOW + ttl
-    local current = tonumber(redis.call('ZSCORE', K_LEASES, holder) or '0')
-    if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), holder) end
+    if h.ends < until_ms then h.ends = until_ms end
+    H.store(h)
 end
 
--- The fence of a hold, from its metadata (the counter for older holds). A
--- string there converts exactly; older holds kept small numbers.
-local function fence_of(holder)
-    local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, holder) or '')
-    return (ok and type(h) == 'table' and tonumber(h.fence)) or tonumber(fence_value or '0')
+-- The fence of a hold, from its metadata.
+local function fence_of(h)
+    return tonumber(string.match(h.info, '"fence":"(%d+)"')) or tonumber(fence_value or '0')
 end
 
+local own = H.find(token)
 if own then
     redis.call('DEL', K_MINE)
     -- The caller counts the lease from this request; a hold handed over while
     -- it was not reading began earlier: start the lease again.
-    lengthen(token)
+    lengthen(own)
     H.settle()
-    return done({1, token, fence_of(token), tonumber(own)}, H.next_waiters())
+    return done({1, token, fence_of(own), own.count}, H.next_waiters())
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do
-    if redis.call('HEXISTS', K_LOCK, inherited) == 1 then
-        local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, inherited) or '')
-        local held = (ok and type(h) == 'table' and h.kind) or 'x'
-        if held ~= 'x' and held ~= kind then
-            return done({2, held})
+    local h = H.find(inherited)
+    if h then
+        if h.kind ~= 'x' and h.kind ~= kind then
+            return done({2, h.kind})
         end
-        local count = redis.call('HINCRBY', K_LOCK, inherited, '1')
-        lengthen(inherited)
+        h.count = h.count + 1
+        lengthen(h)
         H.settle()
-        return done({1, inherited, fence_of(inherited), count}, H.next_waiters())
+        return done({1, inherited, fence_of(h), h.count}, H.next_waiters())
     end
 end
 
@@ -181,9 +151,9 @@ local function queue_allows()
     return true
 end
 
-local hkind, hn, hcap, record = H.holders_state(tokens)
+local hkind, hn, hcap, record = H.holders_state()
 if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
-    local fence, err = H.hold(token, ttl, info)
+    local fence, err = H.hold(token, ttl, kind, limit, info)
     if not fence then return err end
     local was_waiting = mine
     H.drop_waiter(token)
@@ -197,12 +167,16 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     return done({1, token, fence, 1, 1}, H.next_waiters())
 end
 
+-- Who holds it, for the caller's message: a holder's details, or an earlier
+-- rlock's hold (whose details this layout does not read), marked "earlier".
 local holder = false
 if record then
     local h = record
     holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
               tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
               type(h.note) == 'string' and h.note or ''}
+elseif EARLIER then
+    holder = {'', '', '', 0, '', 'earlier'}
 end
 local register = tonumber(ARGV[7])
 local place = false
@@ -215,12 +189,14 @@ if register > 0 then
     redis.call('ZADD', K_WAITERS, 'NX', now_us, token)
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
     redis.call('ZADD', K_WEXP, digits(NOW + register), token)
-    local spec = (fair and 'F' or '') .. kind .. (kind == 'm' and limit or '')
-    -- A waiter that may be handed the lock registers its lease and metadata;
-    -- any other registers who it is (host, pid, note) for `status`, with an
-    -- empty lease, which admit() reads as "wake it, do not hand it over".
+    local spec = (fair and 'F' or '') .. kind_code
+    -- A waiter that may be handed the lock registers its lease and metadata
+    -- after "=" (which an earlier rlock's release does not read, and so only
+    -- wakes it); any other registers who it is (host, pid, note) for
+    -- `status`, with an empty lease, which admit() reads as "wake it, do not
+    -- hand it over".
     if ARGV[11] == '1' then
-        spec = spec .. '|' .. ttl .. '|' .. cjson.encode(info)
+        spec = spec .. '|=' .. ttl .. '|' .. cjson.encode(info)
     else
         spec = spec .. '||' .. cjson.encode({host = info.host, pid = info.pid, note = info.note})
     end
@@ -233,12 +209,7 @@ if register > 0 then
 end
 -- Look again no later than when a holder's lease or another waiter's
 -- registration could run out: either may be what stands in the way.
-local wait = lease_ends
-if #dead > 0 or #gone > 0 then wait = H.soonest_expiry() end
--- No holder changed here, so the holders' keys keep their expiry; but with no
--- lease left, what is left of them goes, as settle() has it (a key of theirs
--- lost: evicted, deleted).
-if register > 0 and not wait then redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES) end
+local wait = H.soonest_expiry()
 local soonest = redis.call('ZRANGE', K_WEXP, '0', '1', 'WITHSCORES')
 for i = 1, #soonest, 2 do
     if soonest[i] ~= token then

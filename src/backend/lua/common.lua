@@ -1,28 +1,38 @@
 -- common.lua: prepended to every rlock script. Every script receives the same
 -- KEYS, all sharing the lock's {NAME} hash tag:
 --
--- KEYS[1] lock     hash  owner-token -> hold count (Redisson's layout)
--- KEYS[2] holders  hash  owner-token -> JSON {host, pid, command, since, kind, limit}
--- KEYS[3] fence    string, the last fence handed out (lives FENCE_IDLE past the
+-- KEYS[1] holds    hash  owner digest -> "<count>|<lease end>|<kind>|<holder JSON>":
+--                        the hold count, when its lease ends (server ms), its
+--                        kind (x, s, or m<limit>) and {host, pid, command,
+--                        since, fence, note}; the key lives as long as the
+--                        longest lease. Named PREFIX:{NAME}:leases, where
+--                        rlock before this layout kept a sorted set: each
+--                        version's scripts stop at the other's hold (see
+--                        read_holds) instead of writing over it.
+-- KEYS[2] fence    string, the last fence handed out (lives FENCE_IDLE past the
 --                  last fence handed out; see next_fence)
--- KEYS[4] leases   zset  owner-token -> lease expiry (server ms): each holder's own lease
--- KEYS[5] waiters  zset  waiter-token -> arrival (server us), every waiter
--- KEYS[6] xwait    zset  waiter-token -> arrival, waiters for exclusive or semaphore holds
--- KEYS[7] wexp     zset  waiter-token -> registration expiry (server ms)
--- KEYS[8] wkind    hash  waiter-token -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair),
---                        then "|<lease ms>|<holder JSON>" when the lock may be
---                        handed to the waiter directly (see admit)
--- KEYS[9] mine     list  the caller's own wake-up list (KEYS[1]..":w:"..digest)
--- KEYS[10] history stream the lock's last events (rlock history), capped; given
+-- KEYS[3] waiters  zset  waiter digest -> arrival (server us), every waiter
+-- KEYS[4] xwait    zset  waiter digest -> arrival, waiters for exclusive or semaphore holds
+-- KEYS[5] wexp     zset  waiter digest -> registration expiry (server ms)
+-- KEYS[6] wkind    hash  waiter digest -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair),
+--                        then "|=<lease ms>|<holder JSON>" when the lock may be
+--                        handed to the waiter directly (see admit), else
+--                        "||<JSON>" ({host, pid, note}, for status)
+-- KEYS[7] mine     list  the caller's own wake-up list (PREFIX:{NAME}:w:<digest>)
+-- KEYS[8] history  stream the lock's last events (rlock history), capped; given
 --                        to every script, written only by acquire and release
 --                        (and the holds a release hands over), and only when
 --                        the caller passes a history cap (see add_event)
--- KEYS[11..]       lists other waiters' wake-up lists the caller expects this
+-- KEYS[9..]        lists other waiters' wake-up lists the caller expects this
 --                        script may write to (whom it last heard stands first in
 --                        the queue: see next_waiters)
 --
 -- Kinds: x exclusive, s shared, m semaphore (limit holders). Expiry is judged by
--- the server's clock (TIME) only.
+-- the server's clock (TIME) only. A hold is one hash field, so taking a free
+-- lock writes one field and its expiry, and every script reads all holds with
+-- one HGETALL (a lock has few holders); the waiters keep sorted sets, so that
+-- the queue's head, a place and the lapsed registrations cost the same with
+-- 1 or 128 waiters.
 --
 -- A script touches only the keys it is given (Redis's EVAL contract, which
 -- Dragonfly, Kvrocks and script-checking proxies enforce). A message for a
@@ -40,8 +50,8 @@
 -- defined by helpers(), which a script calls when it leaves its fast path
 -- (each function definition is an allocation at every run of a script).
 
-local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local K_HOLDS, K_FENCE, K_WAITERS, K_XWAIT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_WEXP, K_WKIND, K_MINE, K_HISTORY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
 -- An integer as digits. A number passed to redis.call is written with
 -- %.17g, which costs several times more than %d (and a number in `..` keeps
@@ -64,7 +74,7 @@ end
 -- in microseconds), unless the server's clock is set back by more than this.
 local FENCE_IDLE = '2592000000'
 
--- The lock's history (KEYS[10], written only when the caller passed a cap):
+-- The lock's history (K_HISTORY, written only when the caller passed a cap):
 -- a stream capped at `cap` entries (exact MAXLEN: `~` trims only whole nodes
 -- of 100 entries, so a cap of 5 would keep 100; trimming one entry off a small
 -- stream costs next to nothing). `fields`: the event's field/value pairs. One
@@ -82,17 +92,17 @@ local DAY_US = 86400000000
 local NEW_DAY = false
 
 local function history_add(cap, fields)
-    local added = redis.pcall('XADD', KEYS[10], 'NOMKSTREAM', 'MAXLEN', cap, '*',
+    local added = redis.pcall('XADD', K_HISTORY, 'NOMKSTREAM', 'MAXLEN', cap, '*',
         unpack(fields))
     if type(added) == 'string' then
         if NEW_DAY then
-            redis.pcall('PEXPIRE', KEYS[10], HISTORY_IDLE)
+            redis.pcall('PEXPIRE', K_HISTORY, HISTORY_IDLE)
             NEW_DAY = false
         end
         return
     end
-    if type(redis.pcall('XADD', KEYS[10], 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
-        redis.pcall('PEXPIRE', KEYS[10], HISTORY_IDLE)
+    if type(redis.pcall('XADD', K_HISTORY, 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
+        redis.pcall('PEXPIRE', K_HISTORY, HISTORY_IDLE)
     end
 end
 
@@ -157,38 +167,66 @@ local function counter_full()
         ' rlock will not overwrite it')
 end
 
--- An error reply when the lock's hashes hold fields rlock did not write,
--- else nil. Every holder rlock writes has its count in the lock hash, its
--- details in the holders hash and a lease, written and removed together: a
--- hash at the lock's key with other fields (another program's) is never
--- taken over, pruned or deleted. (Three counts, off the fast paths; held,
--- detailed and leased: the three, when the caller has read them already.)
-local function foreign_shape(held, detailed, leased)
-    held = held or redis.call('HLEN', K_LOCK)
-    if held == (detailed or redis.call('HLEN', K_HOLDERS))
-            and held == (leased or redis.call('ZCOUNT', K_LEASES, '-inf', '+inf')) then
-        return nil
+-- A hold's field value, and back. string.match over the value, not cjson:
+-- only the JSON of a holder that status or a busy reply shows is decoded.
+local HOLD = '^(%d+)|(%d+)|(%a)(%d*)|(.*)$'
+local function hold_value(count, ends, kind, info)
+    return count .. '|' .. ends .. '|' .. kind .. '|' .. info
+end
+
+local function odd_hold()
+    return redis.error_reply('WRONGTYPE key ' .. K_HOLDS ..
+        ' holds fields rlock did not write; rlock will not overwrite them')
+end
+
+-- Set when KEYS[1] is a sorted set: the hold of an rlock from before this
+-- layout (or a lapsing leftover of one). It counts as a hold of another kind
+-- until Redis expires it with its longest lease (or that rlock releases it);
+-- these scripts never write to it, and that rlock's scripts stop at a hold of
+-- this layout with a WRONGTYPE error, having written nothing.
+local EARLIER = false
+
+-- Every hold of the lock, as a list of {token, count, ends, kind, limit, info}
+-- (info: the holder's JSON, undecoded), or nil and an error reply when
+-- KEYS[1] holds what rlock did not write. One HGETALL, with redis.pcall: a
+-- sorted set there is an earlier rlock's hold (EARLIER, and no holds read);
+-- any other failure is explained by foreign_key().
+local foreign_key
+local function read_holds()
+    local flat = redis.pcall('HGETALL', K_HOLDS)
+    if flat.err then
+        if redis.call('TYPE', K_HOLDS)['ok'] == 'zset' then
+            EARLIER = true
+            return {}
+        end
+        return nil, foreign_key() or flat
     end
-    return redis.error_reply('WRONGTYPE keys ' .. K_LOCK .. ' and ' .. K_HOLDERS ..
-        ' hold fields rlock did not write (a hold without its details or lease);' ..
-        ' rlock will not overwrite them')
+    local holds = {}
+    for i = 1, #flat, 2 do
+        local count, ends, kind, limit, info = string.match(flat[i + 1], HOLD)
+        if not count then return nil, odd_hold() end
+        holds[#holds + 1] = {token = flat[i], count = tonumber(count), ends = tonumber(ends),
+            kind = kind, limit = tonumber(limit) or 1, info = info}
+    end
+    return holds
 end
 
 -- An error reply when a key of this lock exists with another type (rlock never
--- overwrites what it did not write), else nil. Nine TYPEs, so acquire runs it
--- only to explain a read that failed (its fast path sees every key absent; past
--- it, it reads with redis.pcall first); force and status run it first.
-local function foreign_key()
-    local want = {'hash', 'hash', 'string', 'zset', 'zset', 'zset', 'zset', 'hash', 'list'}
-    for i = 1, 9 do
+-- overwrites what it did not write), else nil. Seven TYPEs, so scripts run it
+-- only to explain a read that failed, or before a write they make without
+-- reading first (force). A sorted set at KEYS[1] is an earlier rlock's hold,
+-- not a foreign key.
+foreign_key = function()
+    local want = {'hash', 'string', 'zset', 'zset', 'zset', 'hash', 'list'}
+    for i = 1, 7 do
         local t = redis.call('TYPE', KEYS[i])['ok']
-        if t ~= 'none' and t ~= want[i] then
+        if t ~= 'none' and t ~= want[i] and not (i == 1 and t == 'zset') then
             return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. t ..
                 ' (expected ' .. want[i] .. '); rlock will not overwrite it')
         end
     end
     if not counter_value(redis.call('GET', K_FENCE)) then return not_a_counter() end
-    return foreign_shape()
+    return nil
 end
 
 -- An error reply when the user's ACL would refuse one of the writes a script
@@ -199,24 +237,26 @@ end
 local function acl_refusal()
     local allowed = redis.acl_check_cmd
     if not allowed then return nil end
-    -- Every write command the scripts use, on the lock's own key: all keys
-    -- share its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
+    -- Every write command the scripts use, on the holds' key: all keys share
+    -- its prefix (`~PREFIX:*`, as the README's ACL rules have it). The
     -- wake-up lists, with their `:w:` infix, and the fence get a check of
     -- their own. (One call each, in a row: no table to build at every run. The
     -- command and its key are all a check needs: the key's place comes from the
     -- command's key spec, as it would for the whole command.)
     local refused
-    if not allowed('HSET', K_LOCK) then refused = {'HSET', K_LOCK}
-    elseif not allowed('HINCRBY', K_LOCK) then refused = {'HINCRBY', K_LOCK}
-    elseif not allowed('HDEL', K_LOCK) then refused = {'HDEL', K_LOCK}
-    elseif not allowed('ZADD', K_LOCK) then refused = {'ZADD', K_LOCK}
-    elseif not allowed('ZREM', K_LOCK) then refused = {'ZREM', K_LOCK}
-    elseif not allowed('PEXPIRE', K_LOCK) then refused = {'PEXPIRE', K_LOCK}
-    elseif not allowed('DEL', K_LOCK) then refused = {'DEL', K_LOCK}
-    -- A wake-up list's name holds an owner token: never shown.
-    elseif not allowed('RPUSH', K_MINE) then refused = {'RPUSH', K_LOCK .. ':w:*'}
-    elseif not allowed('PEXPIRE', K_MINE) then refused = {'PEXPIRE', K_LOCK .. ':w:*'}
-    elseif not allowed('DEL', K_MINE) then refused = {'DEL', K_LOCK .. ':w:*'}
+    -- HGETALL, a read, too: every script past a fast path reads the holds
+    -- with it, so a hold taken without it could not be released.
+    if not allowed('HGETALL', K_HOLDS) then refused = {'HGETALL', K_HOLDS}
+    elseif not allowed('HSET', K_HOLDS) then refused = {'HSET', K_HOLDS}
+    elseif not allowed('HDEL', K_HOLDS) then refused = {'HDEL', K_HOLDS}
+    elseif not allowed('ZADD', K_HOLDS) then refused = {'ZADD', K_HOLDS}
+    elseif not allowed('ZREM', K_HOLDS) then refused = {'ZREM', K_HOLDS}
+    elseif not allowed('PEXPIRE', K_HOLDS) then refused = {'PEXPIRE', K_HOLDS}
+    elseif not allowed('DEL', K_HOLDS) then refused = {'DEL', K_HOLDS}
+    -- A wake-up list's name holds an owner digest: shown as a pattern.
+    elseif not allowed('RPUSH', K_MINE) then refused = {'RPUSH', 'the wake-up lists (:w:*)'}
+    elseif not allowed('PEXPIRE', K_MINE) then refused = {'PEXPIRE', 'the wake-up lists (:w:*)'}
+    elseif not allowed('DEL', K_MINE) then refused = {'DEL', 'the wake-up lists (:w:*)'}
     elseif not allowed('SET', K_FENCE) then refused = {'SET', K_FENCE}
     else return nil end
     return redis.error_reply('NOPERM rlock: the user may not run ' .. refused[1] ..
@@ -224,16 +264,20 @@ local function acl_refusal()
 end
 
 -- Everything past the fast paths, as a table of functions (H.prune() and so
--- on): helpers() builds it when a script leaves its fast path, after clock().
-local function helpers()
+-- on): helpers() builds it when a script leaves its fast path, after clock(),
+-- from the holds the script read (read_holds), which it keeps up to date as
+-- it writes them.
+local function helpers(holds)
     -- Its own copies of the keys, the clock (read before) and the limits: a
     -- function captures each outer local it uses, at every run of a script.
-    local K_LOCK, K_HOLDERS, K_FENCE, K_LEASES = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-    local K_WAITERS, K_XWAIT, K_WEXP, K_WKIND = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+    local K_HOLDS, K_FENCE, K_WAITERS, K_XWAIT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+    local K_WEXP, K_WKIND = KEYS[5], KEYS[6]
     NOW_TEXT = digits(NOW)
     local NOW, NOW_US, NOW_TEXT = NOW, NOW_US, NOW_TEXT
     -- Most waiters one wake-up pass looks at (a batch of shared waiters).
     local WAKE_BATCH = '100'
+    -- The wake-up lists' common start: the caller's own list is BASE:w:<digest>.
+    local BASE = string.match(KEYS[7], '^(.*):w:[^:]*$')
 
     -- The counter's value (0 when absent), or nil when it holds anything rlock
     -- could not have written.
@@ -256,12 +300,12 @@ local function helpers()
     end
 
     local function wake_list(token)
-        return K_LOCK .. ':w:' .. token
+        return BASE .. ':w:' .. token
     end
 
-    -- The wake-up lists this script was given: the caller's own and KEYS[11..].
-    local declared = {[KEYS[9]] = true}
-    for i = 11, #KEYS do declared[KEYS[i]] = true end
+    -- The wake-up lists this script was given: the caller's own and KEYS[9..].
+    local declared = {[KEYS[7]] = true}
+    for i = 9, #KEYS do declared[KEYS[i]] = true end
 
     -- Puts message on token's list, which lives ms more ("w": a wake-up, only
     -- onto an empty list; "g<fence>...": a handoff; "d": the list goes), when
@@ -298,12 +342,28 @@ local function helpers()
         return kind, limit, fair
     end
 
+    -- The hold of token (nil when it holds nothing), and its place in holds.
+    local function find(token)
+        for i, h in ipairs(holds) do
+            if h.token == token then return h, i end
+        end
+        return nil
+    end
+
+    -- Writes h's field after its count or lease changed.
+    local function store(h)
+        redis.call('HSET', K_HOLDS, h.token,
+            hold_value(digits(h.count), digits(h.ends), h.kind .. (h.kind == 'm' and h.limit or ''), h.info))
+    end
+
     -- lapsed: its lease ran out, and so did any handoff on its list (the
     -- list lives no longer than the lease it announces).
     local function drop_holder(token, lapsed)
-        redis.call('HDEL', K_LOCK, token)
-        redis.call('HDEL', K_HOLDERS, token)
-        redis.call('ZREM', K_LEASES, token)
+        local _, i = find(token)
+        if i then
+            table.remove(holds, i)
+            redis.call('HDEL', K_HOLDS, token)
+        end
         -- A handoff not yet read must never be read after its hold is gone.
         if not lapsed then send(token, 'd') end
     end
@@ -315,24 +375,21 @@ local function helpers()
         redis.call('HDEL', K_WKIND, token)
     end
 
-    -- The live holders' kind, count and smallest limit (kind nil when free),
-    -- and the first holder's metadata (nil when unreadable). tokens: the lock
-    -- hash's fields, when the caller has read them since the last change.
-    local function holders_state(tokens)
-        tokens = tokens or redis.call('HKEYS', K_LOCK)
-        if #tokens == 0 then return nil, 0, nil end
-        local kind, cap, first = nil, nil, nil
-        for i, token in ipairs(tokens) do
-            local ok, h = pcall(cjson.decode, redis.call('HGET', K_HOLDERS, token) or '')
-            if i == 1 and ok and type(h) == 'table' then first = h end
-            local k = (ok and type(h) == 'table' and h.kind) or 'x'
-            local l = (ok and type(h) == 'table' and tonumber(h.limit)) or 1
+    -- The live holders' kind, count and smallest limit (kind nil when free;
+    -- an earlier rlock's hold counts as one exclusive holder), and the first
+    -- holder's metadata (nil when unreadable or an earlier rlock's).
+    local function holders_state()
+        if EARLIER then return 'x', 1, 1, nil end
+        if #holds == 0 then return nil, 0, nil, nil end
+        local kind, cap = nil, nil
+        for _, h in ipairs(holds) do
+            local k = h.kind
             if kind and k ~= kind then k = 'x' end
             kind = k
-            cap = cap and math.min(cap, l) or l
-            if kind ~= 'm' then break end
+            cap = cap and math.min(cap, h.limit) or h.limit
         end
-        return kind, #tokens, cap, first
+        local ok, first = pcall(cjson.decode, holds[1].info)
+        return kind, #holds, cap, ok and type(first) == 'table' and first or nil
     end
 
     local function compatible(kind, limit, hkind, hn, hcap)
@@ -348,17 +405,18 @@ local function helpers()
         send(token, 'w', until_ms - NOW)
     end
 
-    -- Gives the holders' keys the life of their longest lease (which the
-    -- release fast path relies on), or deletes them.
+    -- Gives the holds' key the life of their longest lease (which the release
+    -- fast path relies on), or deletes it. An earlier rlock's hold is its own.
     local function settle_holders()
-        local last = redis.call('ZRANGE', K_LEASES, '-1', '-1', 'WITHSCORES')[2]
+        if EARLIER then return end
+        local last
+        for _, h in ipairs(holds) do
+            if not last or h.ends > last then last = h.ends end
+        end
         if last then
-            local ms = digits(math.max(1, tonumber(last) - NOW))
-            redis.call('PEXPIRE', K_LOCK, ms)
-            redis.call('PEXPIRE', K_HOLDERS, ms)
-            redis.call('PEXPIRE', K_LEASES, ms)
+            redis.call('PEXPIRE', K_HOLDS, digits(math.max(1, last - NOW)))
         else
-            redis.call('DEL', K_LOCK, K_HOLDERS, K_LEASES)
+            redis.call('DEL', K_HOLDS)
         end
     end
 
@@ -397,14 +455,12 @@ local function helpers()
     -- cjson would round it to 14 digits. info: a table, or the JSON of one
     -- (a waiter's registration, which an acquire wrote with cjson), to which
     -- since and fence are added as text: no decoding and encoding again.
-    local function hold(token, ttl, info, fence)
+    local function hold(token, ttl, kind, limit, info, fence)
         local err
         if not fence then fence, err = next_fence() end
         if not fence then return nil, err end
         local fence_digits = fence_text(fence)
         redis.call('SET', K_FENCE, fence_digits, 'PX', FENCE_IDLE)
-        redis.call('HSET', K_LOCK, token, '1')
-        redis.call('ZADD', K_LEASES, digits(NOW + ttl), token)
         if type(info) == 'string' then
             info = string.sub(info, 1, -2) .. (info == '{}' and '' or ',') .. '"since":' ..
                 NOW_TEXT .. ',"fence":"' .. fence_digits .. '"}'
@@ -412,7 +468,10 @@ local function helpers()
             info.since, info.fence = NOW, fence_digits
             info = cjson.encode(info)
         end
-        redis.call('HSET', K_HOLDERS, token, info)
+        local h = {token = token, count = 1, ends = NOW + ttl, kind = kind, limit = limit or 1,
+            info = info}
+        holds[#holds + 1] = h
+        store(h)
         return fence
     end
 
@@ -421,11 +480,12 @@ local function helpers()
     -- round trip to take it); others get a wake-up and try themselves. The lease
     -- handed over ends when the waiter's registration would have: the waiter
     -- counts it from the request that registered it, and a waiter that died or
-    -- stopped keeps the lock no longer than it would have kept its place.
+    -- stopped keeps the lock no longer than it would have kept its place. A
+    -- registration without the "=" (an earlier rlock's) is only woken.
     local function admit(token, spec, grants)
-        local ttl, info = string.match(spec or '', '^[^|]*|(%d+)|(.*)$')
+        local ttl, info = string.match(spec or '', '^[^|]*|=(%d+)|(.*)$')
         -- An object as cjson writes it, without since and fence, is taken as
-        -- it is (hold adds them); anything else is decoded, as it always was.
+        -- it is (hold adds them); anything else is decoded.
         if not (ttl and string.match(info, '^{.*}$') and not string.find(info, '"since"', 1, true)
                 and not string.find(info, '"fence"', 1, true)) then
             local ok, h = pcall(cjson.decode, info or '')
@@ -442,6 +502,7 @@ local function helpers()
             push_wake(token)
             return
         end
+        local kind, limit = parse_kind(spec)
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
         -- The waiter's `acquired` event, when the release records history: the
@@ -464,7 +525,7 @@ local function helpers()
             fields[#fields + 1] = tostring(h.command or '')
             history_add(HISTORY_CAP, fields)
         end
-        hold(token, lease, info, fence)
+        hold(token, lease, kind, limit, info, fence)
         drop_waiter(token)
         -- Sent by wake(), once every grant is made: the message names the
         -- waiters then first in line, whom the new holder's release may wake.
@@ -524,10 +585,14 @@ local function helpers()
     end
 
     -- Drops holders whose lease ran out and waiters whose registration did, and
-    -- wakes the waiters that can go when that changed anything. dead and gone:
-    -- those lapsed holders and waiters, when the caller has read them already.
-    local function prune(dead, gone)
-        dead = dead or redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', NOW_TEXT)
+    -- wakes the waiters that can go when that changed anything. gone: the
+    -- lapsed waiters, when the caller has read them already. Returns whether
+    -- it dropped anyone.
+    local function prune(gone)
+        local dead = {}
+        for _, h in ipairs(holds) do
+            if h.ends <= NOW then dead[#dead + 1] = h.token end
+        end
         for _, token in ipairs(dead) do drop_holder(token, true) end
         -- A lapsed waiter's list lapses with its registration (or sooner).
         gone = gone or redis.call('ZRANGEBYSCORE', K_WEXP, '-inf', NOW_TEXT)
@@ -536,18 +601,28 @@ local function helpers()
         if #dead > 0 or #gone > 0 then
             wake()
             settle()
+            return true
         end
+        return false
     end
 
-    -- The earliest lease expiry among holders, as ms from now (nil when none).
+    -- The earliest lease expiry among holders, as ms from now (nil when none;
+    -- for an earlier rlock's hold, when Redis expires it).
     local function soonest_expiry()
-        local first = redis.call('ZRANGE', K_LEASES, '0', '0', 'WITHSCORES')[2]
-        return first and math.max(0, tonumber(first) - NOW)
+        if EARLIER then
+            local ms = redis.call('PTTL', K_HOLDS)
+            return ms >= 0 and ms or nil
+        end
+        local first
+        for _, h in ipairs(holds) do
+            if not first or h.ends < first then first = h.ends end
+        end
+        return first and math.max(0, first - NOW)
     end
 
     return {
         fence_counter = fence_counter, next_fence = next_fence, wake_list = wake_list,
-        send = send, next_waiters = next_waiters,
+        send = send, next_waiters = next_waiters, find = find, store = store,
         parse_kind = parse_kind, drop_holder = drop_holder, drop_waiter = drop_waiter,
         holders_state = holders_state, compatible = compatible, push_wake = push_wake,
         settle_holders = settle_holders, settle_waiters = settle_waiters, settle = settle,

@@ -6,13 +6,20 @@
 -- run` stops COMMAND and exits 70.
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
 local foreign = foreign_key() or acl_refusal()
 if foreign then return foreign end
-
+-- An earlier rlock's hold is its own: this layout neither reads its owners
+-- nor deletes its keys.
+if EARLIER then
+    return redis.error_reply('EARLIER rlock: the lock is held by an earlier rlock version; ' ..
+        'that version\'s `release --force` removes it, or it ends with its lease')
+end
+local H = helpers(holds)
 H.prune()
-local holders = redis.call('HKEYS', K_LOCK)
-for _, token in ipairs(holders) do H.drop_holder(token) end
+local n = #holds
+while #holds > 0 do H.drop_holder(holds[1].token) end
 H.wake()
 H.settle()
-return done(#holders)
+return done(n)

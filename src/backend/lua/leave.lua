@@ -1,5 +1,5 @@
 -- leave.lua: a waiter gives up (wait elapsed, signal) and leaves nothing
--- behind. KEYS: see common.lua (KEYS[9] is the leaving waiter's list).
+-- behind. KEYS: see common.lua (KEYS[7] is the leaving waiter's list).
 --
 -- ARGV[1] the waiter's token
 --
@@ -9,7 +9,9 @@
 -- never ran anything under it.
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
+local H = helpers(holds)
 local refused = acl_refusal()
 if refused then return refused end
 H.prune()

@@ -3,7 +3,7 @@
 --
 -- ARGV[1] owner token
 -- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
---         recorded in KEYS[10] when the hold ends (see add_event)
+--         recorded in KEYS[8] when the hold ends (see add_event)
 --
 -- Returns (as common.lua's done(), with the outbox) -1 when ARGV[1] does not
 -- hold the lock (nothing changed), otherwise
@@ -14,22 +14,20 @@ local token = ARGV[1]
 -- The fast path: nobody waits, and the caller is the only holder, once: its
 -- hold ends and every key of the lock but the fence goes, as prune(), wake()
 -- and settle() below would have it, in three commands. Its lease has not run
--- out, since Redis has not expired the lock's hash: the lock's keys are given
--- the life of their longest lease (here the caller's own) by every script
--- that changes a lease. (PEXPIRE counts from when it runs, a few microseconds
--- after the script read TIME: the keys may outlive the lease by that much, a
--- margin far inside the one the holder keeps on its own clock.) One write and
--- nothing before it, so no ACL check first: a refused DEL writes nothing, and
--- is reported as the check would have. HGETALL is asked first where Redis can,
--- and read with redis.pcall: a user whose rules predate it, or a key of
--- another type, takes the path below.
-if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
-        and (not redis.acl_check_cmd or redis.acl_check_cmd('HGETALL', K_LOCK)) then
-    local held = redis.pcall('HGETALL', K_LOCK)
-    if #held == 2 and held[1] == token and held[2] == '1' then
-        local dropped = redis.pcall('DEL', K_LOCK, K_HOLDERS, K_LEASES, K_MINE)
+-- out, since Redis has not expired the holds' key: it is given the life of
+-- its longest lease (here the caller's own) by every script that changes a
+-- lease. (PEXPIRE counts from when it runs, a few microseconds after the
+-- script read TIME: the key may outlive the lease by that much, a margin far
+-- inside the one the holder keeps on its own clock.) One write and nothing
+-- before it, so no ACL check first: a refused DEL writes nothing, and is
+-- reported as the check would have. HGETALL is read with redis.pcall: a key
+-- of another type (an earlier rlock's hold) takes the path below.
+if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0 then
+    local held = redis.pcall('HGETALL', K_HOLDS)
+    if #held == 2 and held[1] == token and string.match(held[2], '^1|%d+|%a%d*|') then
+        local dropped = redis.pcall('DEL', K_HOLDS, K_MINE)
         if type(dropped) == 'table' and string.find(dropped.err or '', '^NOPERM') then
-            return redis.error_reply('NOPERM rlock: the user may not run DEL on ' .. K_LOCK ..
+            return redis.error_reply('NOPERM rlock: the user may not run DEL on ' .. K_HOLDS ..
                 ', which this lock needs; nothing was written')
         end
         if type(dropped) == 'table' then return dropped end
@@ -39,16 +37,20 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0
 end
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
+local H = helpers(holds)
 local refused = acl_refusal()
 if refused then return refused end
 H.prune()
-local held = tonumber(redis.call('HGET', K_LOCK, token))
-if not held then
+local h = H.find(token)
+if not h then
     return done(-1)
 end
-if held > 1 then
-    return done(redis.call('HINCRBY', K_LOCK, token, '-1'))
+if h.count > 1 then
+    h.count = h.count - 1
+    H.store(h)
+    return done(h.count)
 end
 -- (Its wake-up list goes too: nothing more will be handed to this token.)
 H.drop_holder(token)

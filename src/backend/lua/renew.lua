@@ -10,15 +10,20 @@
 -- holder with a shorter lease never cuts an enclosing holder's lease short.
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
+local H = helpers(holds)
 local refused = acl_refusal()
 if refused then return refused end
 H.prune()
-if redis.call('HEXISTS', K_LOCK, ARGV[1]) == 0 then
+local h = H.find(ARGV[1])
+if not h then
     return done(0)
 end
 local until_ms = NOW + tonumber(ARGV[2])
-local current = tonumber(redis.call('ZSCORE', K_LEASES, ARGV[1]) or '0')
-if current < until_ms then redis.call('ZADD', K_LEASES, digits(until_ms), ARGV[1]) end
+if h.ends < until_ms then
+    h.ends = until_ms
+    H.store(h)
+end
 H.settle()
 return done(1, H.next_waiters())

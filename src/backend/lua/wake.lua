@@ -1,5 +1,5 @@
 -- wake.lua: delivers the messages another script could not (its outbox: they
--- were for wake-up lists it was not given). KEYS: see common.lua; KEYS[11..]
+-- were for wake-up lists it was not given). KEYS: see common.lua; KEYS[9..]
 -- are the lists of the waiters named in ARGV.
 --
 -- ARGV: digest, message, digest, message, ... as an outbox holds them.
@@ -12,7 +12,9 @@
 -- A list not among KEYS is never touched.
 
 clock()
-local H = helpers()
+local holds, unread = read_holds()
+if not holds then return unread end
+local H = helpers(holds)
 local sent = 0
 for i = 1, #ARGV - 1, 2 do
     local token, message = ARGV[i], ARGV[i + 1]
@@ -22,9 +24,9 @@ for i = 1, #ARGV - 1, 2 do
         ms = tonumber(redis.call('ZSCORE', K_WEXP, token))
     elseif kind == 'g' then
         local fence = string.match(message, '^g(%d+)')
-        local held = redis.call('HGET', K_HOLDERS, token)
-        if fence and held and string.find(held, '"fence":"' .. fence .. '"', 1, true) then
-            ms = tonumber(redis.call('ZSCORE', K_LEASES, token))
+        local held = H.find(token)
+        if fence and held and string.find(held.info, '"fence":"' .. fence .. '"', 1, true) then
+            ms = held.ends
         end
     elseif kind == 'd' then
         ms = NOW + 1

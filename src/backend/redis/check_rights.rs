@@ -96,12 +96,7 @@ const PROBES: &[Probe] = &[
     creating("hset", &["HSET", "H", "f", "1"]),
     probe("pexpire", &["PEXPIRE", "H", "10000"]),
     probe("hget", &["HGET", "H", "f"]),
-    optional(
-        "hgetall",
-        "a release takes a slower path",
-        &["HGETALL", "H"],
-    ),
-    probe("hkeys", &["HKEYS", "H"]),
+    probe("hgetall", &["HGETALL", "H"]),
     probe("hexists", &["HEXISTS", "H", "f"]),
     probe("hincrby", &["HINCRBY", "H", "f", "1"]),
     probe("hlen", &["HLEN", "H"]),

@@ -246,7 +246,7 @@ fn one_line(text: &str) -> String {
 
 /// Commands rlock's scripts run (an ACL user needs each of them).
 pub const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH PEXPIRE PUBLISH \
-     HGET HSET HDEL HKEYS HEXISTS HINCRBY ZADD ZREM ZSCORE ZRANGE ZRANGEBYSCORE ZCOUNT";
+     HGET HGETALL HLEN HSET HDEL HEXISTS HINCRBY XADD ZADD ZREM ZSCORE ZRANGE ZRANGEBYSCORE ZCOUNT";
 
 /// What an ACL refusal (NOPERM, or a command refused inside a script) means
 /// for this lock, naming what the user lacks; None for other errors.

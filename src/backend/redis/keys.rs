@@ -10,15 +10,17 @@ use crate::lock::token::Token;
 pub struct Keys {
     /// The lock name as the user gave it.
     pub name: String,
-    /// Hash owner-token → hold count (Redisson's layout).
+    /// What every other key's name starts with: `PREFIX:{NAME}`.
+    pub base: String,
+    /// The key that exists while the lock is held. rlock's layout: the holds,
+    /// a hash owner digest → `count|lease end|kind|holder JSON`, at
+    /// `PREFIX:{NAME}:leases`, where rlock before this layout kept a sorted
+    /// set, so that each version stops at the other's holds (see
+    /// `src/backend/lua/common.lua`). `--redisson`: Redisson's hash at NAME.
     pub lock: String,
-    /// Hash owner-token → holder metadata (JSON: host, pid, command, since).
-    pub holders: String,
     /// Fencing counter, raised on every new hold; expires 30 days after the
     /// last fence handed out.
     pub fence: String,
-    /// Sorted set owner-token → lease expiry (server ms), one lease per holder.
-    pub leases: String,
     /// Sorted set waiter-token → arrival (server µs) of every waiter.
     pub waiters: String,
     /// Sorted set waiter-token → arrival of exclusive and semaphore waiters.
@@ -54,15 +56,14 @@ impl Keys {
         };
         Keys {
             name: name.to_owned(),
-            holders: format!("{base}:holders"),
+            lock: format!("{base}:leases"),
             fence: format!("{base}:fence"),
-            leases: format!("{base}:leases"),
             waiters: format!("{base}:waiters"),
             xwait: format!("{base}:xwait"),
             wexp: format!("{base}:wexp"),
             wkind: format!("{base}:wkind"),
             history: format!("{base}:history"),
-            lock: base,
+            base,
             redisson: None,
         }
     }
@@ -86,28 +87,26 @@ impl Keys {
         let digest = token.digest();
         match &self.redisson {
             Some(_) => format!("{{{}}}:rlock-int:{}", self.name, digest.as_str()),
-            None => format!("{}:w:{}", self.lock, digest.as_str()),
+            None => format!("{}:w:{}", self.base, digest.as_str()),
         }
     }
 
     /// The wake-up list of the waiter whose token has digest `digest`
     /// (rlock's own layout).
     pub fn wake_list_of(&self, digest: &str) -> String {
-        format!("{}:w:{digest}", self.lock)
+        format!("{}:w:{digest}", self.base)
     }
 
     /// Every key a script gets, in the order of `src/backend/lua/common.lua`:
-    /// `token`'s wake-up list ninth, the history stream tenth (given to every
+    /// `token`'s wake-up list seventh, the history stream eighth (given to every
     /// script, written only when the caller passes a history cap), then the
     /// lists of the waiters whose digests are `others` (those the script may
     /// write to).
     pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
-        let mut keys = Vec::with_capacity(10 + others.len());
+        let mut keys = Vec::with_capacity(8 + others.len());
         keys.extend([
             self.lock.clone(),
-            self.holders.clone(),
             self.fence.clone(),
-            self.leases.clone(),
             self.waiters.clone(),
             self.xwait.clone(),
             self.wexp.clone(),
@@ -127,21 +126,21 @@ mod tests {
     #[test]
     fn every_key_shares_one_hash_tag() {
         let keys = Keys::new("rlock", "deploy");
-        assert_eq!(keys.lock, "rlock:{deploy}");
+        assert_eq!(keys.lock, "rlock:{deploy}:leases");
         let token = Token::parse(&"0".repeat(32)).unwrap();
-        for key in keys.script_keys(&token, &["ab".into()]).iter().skip(1) {
+        for key in keys.script_keys(&token, &["ab".into()]) {
             assert!(key.starts_with("rlock:{deploy}:"), "{key}");
         }
-        assert_eq!(Keys::new("", "x").lock, "{x}");
+        assert_eq!(Keys::new("", "x").lock, "{x}:leases");
     }
 
     #[test]
-    fn history_stands_tenth_and_other_lists_after_it() {
+    fn history_stands_eighth_and_other_lists_after_it() {
         let keys = Keys::new("rlock", "deploy");
         let token = Token::parse(&"0".repeat(32)).unwrap();
         let given = keys.script_keys(&token, &["ab".into()]);
-        assert_eq!(given.len(), 11);
-        assert_eq!(given[9], "rlock:{deploy}:history");
-        assert_eq!(given[10], "rlock:{deploy}:w:ab");
+        assert_eq!(given.len(), 9);
+        assert_eq!(given[7], "rlock:{deploy}:history");
+        assert_eq!(given[8], "rlock:{deploy}:w:ab");
     }
 }

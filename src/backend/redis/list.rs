@@ -130,10 +130,12 @@ impl StandaloneSession {
         let glob = format!("{head}{{{pattern}}}*");
         let probe = LockId::new(prefix, "*");
         for key in self.scan(&probe, &glob, None)? {
-            // The lock hash exists while held; the waiters set while waited for.
+            // The holds exist while held (an earlier rlock's hold: its hash
+            // at `{NAME}` too); the waiters set while waited for.
             let rest = &key[head.len()..];
             let name = rest
-                .strip_suffix('}')
+                .strip_suffix("}:leases")
+                .or_else(|| rest.strip_suffix('}'))
                 .or_else(|| rest.strip_suffix("}:waiters"))
                 .and_then(|n| n.strip_prefix('{'));
             if let Some(name) = name.filter(|n| !n.contains(['{', '}'])) {

@@ -81,6 +81,7 @@ impl StandaloneSession {
                 note: String::new(),
                 since_ms: 0,
                 lease_ms: u64::try_from(pttl).ok(),
+                earlier: false,
             });
         }
         Ok(LockStatus {

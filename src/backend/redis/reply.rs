@@ -85,6 +85,7 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
                     note: h.get(4).and_then(as_string).unwrap_or_default(),
                     held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
                     detached: false,
+                    earlier: h.get(5).and_then(as_string).as_deref() == Some("earlier"),
                 }),
                 _ => None,
             };
@@ -119,6 +120,7 @@ fn parse_status(reply: Value) -> Option<LockStatus> {
                     since_ms: number(&f[3]).unwrap_or(0),
                     lease_ms: Some(number(&f[4]).unwrap_or(0)),
                     note: f.get(5).and_then(as_string).unwrap_or_default(),
+                    earlier: f.get(6).and_then(as_string).as_deref() == Some("earlier"),
                 }),
                 _ => None,
             })

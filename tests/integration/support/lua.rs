@@ -58,16 +58,14 @@ pub fn undelivered(
     parts
 }
 
-/// The keys a script of lock `name` gets: common.lua's ten, with `token`'s
-/// wake-up list ninth and the history stream tenth, then the lists of the
+/// The keys a script of lock `name` gets: common.lua's eight, with `token`'s
+/// wake-up list seventh and the history stream eighth, then the lists of the
 /// digests `others`.
 pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
     let base = format!("rlock:{{{name}}}");
     let mut keys = vec![
-        base.clone(),
-        format!("{base}:holders"),
-        format!("{base}:fence"),
         format!("{base}:leases"),
+        format!("{base}:fence"),
         format!("{base}:waiters"),
         format!("{base}:xwait"),
         format!("{base}:wexp"),
