@@ -187,7 +187,7 @@ def memory(res):
             continue
         holder = subprocess.Popen(TOOLS[name] + ["sleep", "2"])
         deadline = time.monotonic() + 5
-        while redis("exists", "rlock:{bench}").strip() != "1":
+        while redis("exists", "rlock:{bench}:leases").strip() != "1":
             if time.monotonic() > deadline:
                 sys.exit("bench: rlock did not take the lock for the memory sample")
             time.sleep(0.01)

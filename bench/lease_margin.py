@@ -45,9 +45,11 @@ def redis_cli(port, *args):
 
 
 def lease_expiry_ms(port, name):
-    text = redis_cli(port, "ZRANGE", "rlock:{%s}:leases" % name, "0", "-1", "WITHSCORES")
-    lines = text.split()
-    return int(lines[1]) if len(lines) >= 2 else None
+    """The lease end (server ms) of the lock's holder: the second field of its
+    hold, COUNT|LEASE-END|KIND|JSON."""
+    text = redis_cli(port, "HVALS", "rlock:{%s}:leases" % name)
+    line = text.split("\n")[0]
+    return int(line.split("|")[1]) if line.count("|") >= 3 else None
 
 
 def round_once(rlock, port, ttl, holders, work, index):
