@@ -73,7 +73,9 @@ fn previous(url: &str) -> Command {
 }
 
 /// Like [`holder`], for the previous release: `run OPTS NAME` whose COMMAND
-/// holds until [`release`]`(dir, tag)`, then logs "TAG start-ms end-ms".
+/// holds until [`release`]`(dir, tag)`, then logs "TAG start-ms end-ms". The
+/// COMMAND also ends when `dir` is removed, so one whose rlock a test killed
+/// does not outlive the test.
 fn previous_holder(
     redis: &RedisServer,
     dir: &Scratch,
@@ -83,9 +85,11 @@ fn previous_holder(
 ) -> Proc {
     let ready = dir.file(&format!("{tag}.held"));
     let script = format!(
-        "s=$(date +%s%3N); touch {ready}; while [ ! -e {release} ]; do sleep 0.01; done; \
+        "s=$(date +%s%3N); touch {ready}; \
+         while [ ! -e {release} ] && [ -d {dir} ]; do sleep 0.01; done; \
          echo \"{tag} $s $(date +%s%3N)\" >> {log}",
         release = dir.file(&format!("{tag}.release")),
+        dir = dir.path().display(),
         log = dir.file("log"),
     );
     let run = spawn_quiet(
@@ -263,8 +267,41 @@ fn a_previous_run_meeting_a_new_hold_exits_69_and_never_runs() {
     assert!(!exists(&dir, "old-n.ran") && !exists(&dir, "old-wait.ran"));
 }
 
+/// The outcome of an earlier rlock's waiting run beside a new holder's
+/// [`timed_job`] "new": 69 without its COMMAND, or its COMMAND ran (exit 0)
+/// wholly before or, when `only_after`, wholly after the new holder's.
+fn assert_waiter_apart(dir: &Scratch, waiter: &std::process::Output, only_after: bool) {
+    let (new_start, new_end) = span(dir, "new").expect("the new run's span");
+    match code(waiter) {
+        69 => assert!(
+            !exists(dir, "waiter.held"),
+            "the earlier waiter exited 69 but ran COMMAND: {}",
+            show(waiter)
+        ),
+        0 => {
+            let (start, end) = span(dir, "waiter").expect("the earlier waiter's span");
+            assert!(
+                start >= new_end || (!only_after && end <= new_start),
+                "the earlier waiter ran {start}..{end}, the new holder {new_start}..{new_end}"
+            );
+        }
+        other => panic!(
+            "the earlier waiter: exit {other}, neither 69 nor its COMMAND: {}",
+            show(waiter)
+        ),
+    }
+    eprintln!(
+        "earlier waiter: exit {:?}, ran {:?}; new ran {new_start}..{new_end}",
+        waiter.status.code(),
+        span(dir, "waiter")
+    );
+}
+
+/// An earlier holder, an earlier waiter, then a new waiter: the earlier
+/// release may hand the lock to its own kind's waiter first; whoever runs,
+/// no two COMMANDs overlap.
 #[test]
-fn a_previous_waiter_never_overlaps_a_new_holder() {
+fn a_previous_waiter_ahead_of_a_new_one_never_overlaps_it() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-queue", "old");
@@ -287,34 +324,48 @@ fn a_previous_waiter_never_overlaps_a_new_holder() {
     assert_eq!(code(&new), 0, "the new run: {}", show(&new));
     let waiter = waiter.output_within(Duration::from_secs(90));
     let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
-    let (new_start, new_end) = span(&dir, "new").expect("the new run's span");
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
     assert!(
         new_start >= old_end,
         "new started before the earlier holder ended"
     );
-    match code(&waiter) {
-        69 => assert!(
-            !exists(&dir, "waiter.held"),
-            "the earlier waiter exited 69 but ran COMMAND: {}",
-            show(&waiter)
-        ),
-        0 => {
-            let (start, end) = span(&dir, "waiter").expect("the earlier waiter's span");
-            assert!(
-                start >= new_end || end <= new_start,
-                "the earlier waiter ran {start}..{end}, during the new holder's \
-                 {new_start}..{new_end}"
-            );
-            assert!(start >= old_end, "the earlier waiter overlapped its holder");
-        }
-        other => panic!(
-            "the earlier waiter: exit {other}, neither 69 nor its COMMAND: {}",
-            show(&waiter)
-        ),
+    if let Some((start, _)) = span(&dir, "waiter") {
+        assert!(start >= old_end, "the earlier waiter overlapped its holder");
     }
-    eprintln!(
-        "earlier waiter: exit {:?}; ran {:?}; new ran {new_start}..{new_end}",
-        waiter.status.code(),
-        span(&dir, "waiter")
+    assert_waiter_apart(&dir, &waiter, false);
+}
+
+/// An earlier holder, a new waiter, then an earlier waiter: the new run takes
+/// the lock when the earlier holder is done; the earlier waiter then exits 69
+/// without its COMMAND or runs it only after the new holder's ended.
+#[test]
+fn a_previous_waiter_behind_a_new_holder_exits_69_or_runs_after_it() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-behind", "old");
+    let new = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "30s", "up-behind", "--"])
+            .args(sh(&timed_job(&dir, "new", "1"))),
     );
+    expect_waiting(&redis, "up-behind", 1);
+    let waiter = spawn(
+        previous(&redis.url())
+            .args(["run", "--wait", "60s", "up-behind", "--"])
+            .args(sh(&timed_job(&dir, "waiter", "0.5"))),
+    );
+    expect_waiting(&redis, "up-behind", 2);
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+
+    let new = new.output_within(rlock::LIMIT);
+    assert_eq!(code(&new), 0, "the new run: {}", show(&new));
+    let waiter = waiter.output_within(Duration::from_secs(90));
+    let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
+    assert!(
+        new_start >= old_end,
+        "new started before the earlier holder ended"
+    );
+    assert_waiter_apart(&dir, &waiter, true);
 }
