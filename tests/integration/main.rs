@@ -34,6 +34,7 @@
 //! - `scripting`: acquire / renew / release, release --force
 //! - `status`: status and list
 //! - `tls`: rediss:// with certificates made by the test
+//! - `upgrade`: a rolling upgrade: the previous release's rlock (built from history) beside this one
 
 mod support;
 
@@ -69,3 +70,4 @@ mod signals;
 mod status;
 mod sweep;
 mod tls;
+mod upgrade;

@@ -1,0 +1,371 @@
+//! A rolling upgrade: the previous release's rlock (built from history by
+//! scripts/previous-rlock, or `RLOCK_PREVIOUS_BIN`) and this one on the same
+//! locks. Holds of the earlier layout are seen as held by every command of
+//! this build; the earlier rlock that meets this build's hold fails closed
+//! (69) and never runs its COMMAND; the two never hold a lock at once.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support::expect_within;
+use crate::support::holder::{holder, release, span, timed_job};
+use crate::support::process::Proc;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{
+    self, assert_fails, code, output, rlock, sh, show, spawn, spawn_quiet, stdout,
+};
+use crate::support::scratch::Scratch;
+
+/// The first build of the previous release compiles a whole crate: minutes on
+/// a slow machine, far longer than any run of it.
+const BUILD_LIMIT: &str = "1800";
+
+/// The previous release's binary: `RLOCK_PREVIOUS_BIN`, else what
+/// scripts/previous-rlock prints (building it once, cached across runs).
+fn previous_bin() -> &'static str {
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var("RLOCK_PREVIOUS_BIN")
+            .ok()
+            .filter(|b| !b.is_empty())
+        {
+            return bin;
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/previous-rlock");
+        assert!(
+            script.exists(),
+            "{} is missing (not a git clone?): set RLOCK_PREVIOUS_BIN to the previous release's rlock",
+            script.display()
+        );
+        let out = Command::new("timeout")
+            .arg(BUILD_LIMIT)
+            .arg(&script)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed ({:?}): {}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// `rlock --url URL` of the previous release, with the same clean environment
+/// as [`rlock`].
+fn previous(url: &str) -> Command {
+    let model = rlock(url);
+    let mut cmd = Command::new(previous_bin());
+    cmd.args(model.get_args());
+    for (var, value) in model.get_envs() {
+        match value {
+            Some(value) => cmd.env(var, value),
+            None => cmd.env_remove(var),
+        };
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Like [`holder`], for the previous release: `run OPTS NAME` whose COMMAND
+/// holds until [`release`]`(dir, tag)`, then logs "TAG start-ms end-ms". The
+/// COMMAND also ends when `dir` is removed, so one whose rlock a test killed
+/// does not outlive the test.
+fn previous_holder(
+    redis: &RedisServer,
+    dir: &Scratch,
+    opts: &[&str],
+    name: &str,
+    tag: &str,
+) -> Proc {
+    let ready = dir.file(&format!("{tag}.held"));
+    let script = format!(
+        "s=$(date +%s%3N); touch {ready}; \
+         while [ ! -e {release} ] && [ -d {dir} ]; do sleep 0.01; done; \
+         echo \"{tag} $s $(date +%s%3N)\" >> {log}",
+        release = dir.file(&format!("{tag}.release")),
+        dir = dir.path().display(),
+        log = dir.file("log"),
+    );
+    let run = spawn_quiet(
+        previous(&redis.url())
+            .arg("run")
+            .args(opts)
+            .arg(name)
+            .arg("--")
+            .args(sh(&script)),
+    );
+    expect_within(rlock::LIMIT, &format!("{tag} to hold {name}"), || {
+        Path::new(&ready).exists()
+    });
+    run
+}
+
+/// Waits until `count` runs wait in NAME's queue (a key both layouts keep).
+fn expect_waiting(redis: &RedisServer, name: &str, count: i64) {
+    expect_within(
+        rlock::LIMIT,
+        &format!("{count} waiter(s) of {name}"),
+        || redis.cmd::<i64>(&["ZCARD", &format!("rlock:{{{name}}}:waiters")]) >= count,
+    );
+}
+
+fn exists(dir: &Scratch, file: &str) -> bool {
+    Path::new(&dir.file(file)).exists()
+}
+
+fn exit_code(status: std::process::ExitStatus) -> Option<i32> {
+    status.code()
+}
+
+#[test]
+fn a_new_run_without_wait_finds_a_previous_hold_taken() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-nowait", "old");
+    let out = output(rlock(&redis.url()).args([
+        "run",
+        "-n",
+        "up-nowait",
+        "--",
+        "touch",
+        &dir.file("new.ran"),
+    ]));
+    assert_fails(&out, 75);
+    assert!(
+        !exists(&dir, "new.ran"),
+        "COMMAND ran beside an earlier hold"
+    );
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+}
+
+#[test]
+fn a_new_run_with_wait_runs_only_after_the_previous_holder_ended() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-wait", "old");
+    let new = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "30s", "up-wait", "--"])
+            .args(sh(&timed_job(&dir, "new", "0.2"))),
+    );
+    expect_waiting(&redis, "up-wait", 1);
+    assert!(
+        !exists(&dir, "new.held"),
+        "the new run started its COMMAND while an earlier rlock held the lock"
+    );
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+    let out = new.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
+    assert!(
+        new_start >= old_end,
+        "new COMMAND started at {new_start}, before the earlier holder ended at {old_end}"
+    );
+}
+
+#[test]
+fn status_reports_a_previous_hold_as_held_by_an_earlier_version() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-status", "old");
+
+    let out = output(rlock(&redis.url()).args(["status", "up-status"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("held by an earlier rlock version"),
+        "status names the earlier version: {text}"
+    );
+    assert!(!text.contains("free"), "{text}");
+
+    // --check: 0 while any NAME is held (1 would say free).
+    let out = output(rlock(&redis.url()).args(["status", "--check", "up-status"]));
+    assert_eq!(code(&out), 0, "held, for --check: {}", show(&out));
+
+    let out = output(rlock(&redis.url()).args(["status", "--json", "up-status"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let json = stdout(&out);
+    assert!(json.contains("\"held\":true"), "{json}");
+    assert!(json.contains("earlier"), "the holder is marked: {json}");
+
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+}
+
+#[test]
+fn a_previous_hold_whose_rlock_died_ends_within_its_ttl() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "3s"], "up-dead", "old");
+    // The earlier rlock dies without releasing; its COMMAND (looping until
+    // released) is left behind, holding nothing any more after the lease.
+    old.kill();
+    let killed = crate::support::now_ms();
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "--wait", "20s", "up-dead", "--"])
+            .args(sh(&timed_job(&dir, "new", "0"))),
+    );
+    release(&dir, "old");
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
+    assert!(
+        new_start < killed + 3_000 + 2_000,
+        "taken {} ms after the earlier holder died, ttl 3 s",
+        new_start - killed
+    );
+}
+
+#[test]
+fn a_previous_run_meeting_a_new_hold_exits_69_and_never_runs() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut new = holder(&redis, &dir, &["--ttl", "60s"], "up-closed", "new");
+
+    let out = output(previous(&redis.url()).args([
+        "run",
+        "-n",
+        "up-closed",
+        "--",
+        "touch",
+        &dir.file("old-n.ran"),
+    ]));
+    assert_eq!(code(&out), 69, "earlier rlock, -n: {}", show(&out));
+    assert!(!exists(&dir, "old-n.ran"), "the earlier rlock ran COMMAND");
+
+    let out = output(previous(&redis.url()).args([
+        "run",
+        "--wait",
+        "5s",
+        "up-closed",
+        "--",
+        "touch",
+        &dir.file("old-wait.ran"),
+    ]));
+    assert_eq!(code(&out), 69, "earlier rlock, --wait 5s: {}", show(&out));
+    assert!(
+        !exists(&dir, "old-wait.ran"),
+        "the earlier rlock ran COMMAND"
+    );
+
+    assert!(new.try_status().is_none(), "the new holder kept running");
+    release(&dir, "new");
+    assert_eq!(exit_code(new.wait_within(rlock::LIMIT)), Some(0));
+    assert!(
+        span(&dir, "new").is_some(),
+        "the new holder's COMMAND ended"
+    );
+    assert!(!exists(&dir, "old-n.ran") && !exists(&dir, "old-wait.ran"));
+}
+
+/// The outcome of an earlier rlock's waiting run beside a new holder's
+/// [`timed_job`] "new": 69 without its COMMAND, or its COMMAND ran (exit 0)
+/// wholly before or, when `only_after`, wholly after the new holder's.
+fn assert_waiter_apart(dir: &Scratch, waiter: &std::process::Output, only_after: bool) {
+    let (new_start, new_end) = span(dir, "new").expect("the new run's span");
+    match code(waiter) {
+        69 => assert!(
+            !exists(dir, "waiter.held"),
+            "the earlier waiter exited 69 but ran COMMAND: {}",
+            show(waiter)
+        ),
+        0 => {
+            let (start, end) = span(dir, "waiter").expect("the earlier waiter's span");
+            assert!(
+                start >= new_end || (!only_after && end <= new_start),
+                "the earlier waiter ran {start}..{end}, the new holder {new_start}..{new_end}"
+            );
+        }
+        other => panic!(
+            "the earlier waiter: exit {other}, neither 69 nor its COMMAND: {}",
+            show(waiter)
+        ),
+    }
+    eprintln!(
+        "earlier waiter: exit {:?}, ran {:?}; new ran {new_start}..{new_end}",
+        waiter.status.code(),
+        span(dir, "waiter")
+    );
+}
+
+/// An earlier holder, an earlier waiter, then a new waiter: the earlier
+/// release may hand the lock to its own kind's waiter first; whoever runs,
+/// no two COMMANDs overlap.
+#[test]
+fn a_previous_waiter_ahead_of_a_new_one_never_overlaps_it() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-queue", "old");
+    let waiter = spawn(
+        previous(&redis.url())
+            .args(["run", "--wait", "60s", "up-queue", "--"])
+            .args(sh(&timed_job(&dir, "waiter", "0.5"))),
+    );
+    expect_waiting(&redis, "up-queue", 1);
+    let new = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "30s", "up-queue", "--"])
+            .args(sh(&timed_job(&dir, "new", "1"))),
+    );
+    expect_waiting(&redis, "up-queue", 2);
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+
+    let new = new.output_within(rlock::LIMIT);
+    assert_eq!(code(&new), 0, "the new run: {}", show(&new));
+    let waiter = waiter.output_within(Duration::from_secs(90));
+    let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
+    assert!(
+        new_start >= old_end,
+        "new started before the earlier holder ended"
+    );
+    if let Some((start, _)) = span(&dir, "waiter") {
+        assert!(start >= old_end, "the earlier waiter overlapped its holder");
+    }
+    assert_waiter_apart(&dir, &waiter, false);
+}
+
+/// An earlier holder, a new waiter, then an earlier waiter: the new run takes
+/// the lock when the earlier holder is done; the earlier waiter then exits 69
+/// without its COMMAND or runs it only after the new holder's ended.
+#[test]
+fn a_previous_waiter_behind_a_new_holder_exits_69_or_runs_after_it() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-behind", "old");
+    let new = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "30s", "up-behind", "--"])
+            .args(sh(&timed_job(&dir, "new", "1"))),
+    );
+    expect_waiting(&redis, "up-behind", 1);
+    let waiter = spawn(
+        previous(&redis.url())
+            .args(["run", "--wait", "60s", "up-behind", "--"])
+            .args(sh(&timed_job(&dir, "waiter", "0.5"))),
+    );
+    expect_waiting(&redis, "up-behind", 2);
+    release(&dir, "old");
+    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
+
+    let new = new.output_within(rlock::LIMIT);
+    assert_eq!(code(&new), 0, "the new run: {}", show(&new));
+    let waiter = waiter.output_within(Duration::from_secs(90));
+    let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
+    let (new_start, _) = span(&dir, "new").expect("the new run's span");
+    assert!(
+        new_start >= old_end,
+        "new started before the earlier holder ended"
+    );
+    assert_waiter_apart(&dir, &waiter, true);
+}
