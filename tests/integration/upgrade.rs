@@ -195,7 +195,10 @@ fn status_reports_a_previous_hold_as_held_by_an_earlier_version() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let json = stdout(&out);
     assert!(json.contains("\"held\":true"), "{json}");
-    assert!(json.contains("earlier"), "the holder is marked: {json}");
+    assert!(
+        json.contains("\"earlier_version\":true"),
+        "the holder is marked: {json}"
+    );
 
     release(&dir, "old");
     assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
