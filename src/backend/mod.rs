@@ -169,6 +169,11 @@ pub struct AcquireRequest<'a> {
     /// events, when this request makes a new hold (the Redis backend writes it
     /// in the acquiring script: no round trip of its own).
     pub record: Option<(u32, &'a Event)>,
+    /// The hold may be given back in the same round (another lock of the
+    /// run, or too few replicas): a backend that records the event in the
+    /// acquiring script says so in [`Hold::history_entry`], so that the
+    /// release retracts it; others record nothing then.
+    pub tentative: bool,
 }
 
 /// A hold on a lock.
@@ -182,6 +187,9 @@ pub struct Hold {
     pub count: u64,
     /// The request's `acquired` event was added to the history with the hold.
     pub recorded: bool,
+    /// The history entry of that event, when the backend can retract it
+    /// ([`Session::release_retracting`]).
+    pub history_entry: Option<String>,
 }
 
 /// What an attempt found.
@@ -250,6 +258,18 @@ pub trait Session: Send {
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
     fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>>;
+    /// [`release`](Self::release) of a hold given back in the round that took
+    /// it, also removing its `acquired` event (`entry`, a
+    /// [`Hold::history_entry`]) from the history: no run held it.
+    fn release_retracting(
+        &mut self,
+        keys: &LockId,
+        token: &Token,
+        entry: &str,
+    ) -> Result<Option<u64>> {
+        let _ = entry;
+        self.release(keys, token)
+    }
     /// [`release`](Self::release), adding `event` to the lock's history
     /// (keeping `cap` events) when the hold ended. The Redis backend writes it
     /// in the releasing script; others after it.

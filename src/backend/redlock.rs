@@ -214,6 +214,7 @@ impl Session for RedlockSession {
             grant: false,
             // Recorded once the quorum holds it (see `record`), with its fence.
             record: None,
+            tentative: false,
         };
         let results = self.each(|s| s.acquire(&single));
         let mut holds: Vec<ServerHold> = Vec::new();
@@ -275,6 +276,7 @@ impl Session for RedlockSession {
                     fence: Fence(fence),
                     count,
                     recorded: false,
+                    history_entry: None,
                 }));
             }
             self.give_back(req.keys, &ours);

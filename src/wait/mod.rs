@@ -186,7 +186,11 @@ fn confirm_replicas(
 /// Gives back holds taken in a round that could not take every lock.
 fn release_all(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold]) {
     for (keys, hold) in wanted.locks.iter().zip(holds).rev() {
-        if let Err(err) = session.release(keys, &hold.token) {
+        let released = match &hold.history_entry {
+            Some(entry) => session.release_retracting(keys, &hold.token, entry),
+            None => session.release(keys, &hold.token),
+        };
+        if let Err(err) = released {
             report::error(&format!(
                 "{}: could not release after a partial acquisition ({}); it expires within {}",
                 keys.name,

@@ -140,23 +140,22 @@ impl<'a, 'w> Waiter<'a, 'w> {
     pub(super) fn try_all(&mut self, turn: &Turn) -> Result<Round> {
         let wanted = self.wanted;
         let mut holds: Vec<Hold> = Vec::with_capacity(wanted.locks.len());
-        // One lock, no replicas to wait for: the hold the script makes is the
-        // one COMMAND gets, so the script records it (else the caller does,
-        // once every hold is confirmed).
-        let event = wanted
-            .record
-            .as_ref()
-            .filter(|_| wanted.locks.len() == 1 && wanted.min_replicas == 0)
-            .map(|(cap, e)| {
-                let waited = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-                (
-                    *cap,
-                    Event {
-                        waited_ms: Some(waited),
-                        ..e.clone()
-                    },
-                )
-            });
+        // The acquiring script records each new hold. With several locks, or
+        // replicas to wait for, a hold may be given back in this round: the
+        // request is tentative, and such a hold's event is retracted by its
+        // release (a backend that cannot leaves it to the caller, once every
+        // hold is confirmed).
+        let tentative = wanted.locks.len() > 1 || wanted.min_replicas > 0;
+        let event = wanted.record.as_ref().map(|(cap, e)| {
+            let waited = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            (
+                *cap,
+                Event {
+                    waited_ms: Some(waited),
+                    ..e.clone()
+                },
+            )
+        });
         for (i, keys) in wanted.locks.iter().enumerate() {
             let request = AcquireRequest {
                 keys,
@@ -169,6 +168,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 fair: wanted.fair,
                 grant: wanted.handoff,
                 record: event.as_ref().map(|(cap, e)| (*cap, e)),
+                tentative,
             };
             let attempt = self.session.acquire(&request);
             if attempt.is_ok() {
@@ -222,7 +222,12 @@ impl<'a, 'w> Waiter<'a, 'w> {
                         // No hold is kept while waiting for the server either
                         // (best effort, quietly: it is likely not answering).
                         for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
-                            let _ = self.session.release(keys, &hold.token);
+                            let _ = match &hold.history_entry {
+                                Some(entry) => {
+                                    self.session.release_retracting(keys, &hold.token, entry)
+                                }
+                                None => self.session.release(keys, &hold.token),
+                            };
                         }
                     } else {
                         release_all(self.session, wanted, &holds);
@@ -413,6 +418,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
                     fence,
                     count: 1,
                     recorded: true,
+                    history_entry: None,
                 };
                 match refresh(
                     self.session,

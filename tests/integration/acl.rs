@@ -46,6 +46,7 @@ pub(crate) const RULES: &[&str] = &[
     "+zrangebyscore",
     "+zcount",
     "+xadd",
+    "+xdel",
     "+xrevrange",
     "+info",
 ];

@@ -500,3 +500,63 @@ fn the_historys_expiry_is_restarted_once_a_day() {
     assert!(ttl > 31 * day - 60_000, "restarted on a new day: {ttl}");
     assert_eq!(redis.cmd::<i64>(&["XLEN", history]), 6);
 }
+
+/// The EVALSHA calls the server has carried out (INFO commandstats).
+fn evalsha_calls(redis: &RedisServer) -> u64 {
+    let info: String = redis.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .and_then(|stats| {
+            let field = |name: &str| -> Option<u64> {
+                stats
+                    .split(',')
+                    .find_map(|kv| kv.strip_prefix(name))
+                    .and_then(|v| v.parse().ok())
+            };
+            Some(field("calls=")? - field("failed_calls=").unwrap_or(0))
+        })
+        .unwrap_or(0)
+}
+
+/// A run of several names: each acquiring script records its hold (no round
+/// trip of its own: one script per lock to take it and one to release it),
+/// and a round that took one lock and found the next taken gives the first
+/// back with its event: no `acquired` is left for a hold no run kept.
+#[test]
+fn several_names_record_in_their_scripts_and_a_round_given_back_leaves_nothing() {
+    let redis = RedisServer::start();
+    let plain = output(rlock(&redis.url()).args(["run", "c", "d", "--", "true"]));
+    assert_eq!(code(&plain), 0, "{}", show(&plain));
+    let before = evalsha_calls(&redis);
+    let out = output(rlock(&redis.url()).args(["run", "c", "d", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        evalsha_calls(&redis) - before,
+        4,
+        "two acquires and two releases"
+    );
+    for name in ["c", "d"] {
+        let events = history_json(rlock(&redis.url()).args(["history", name, "--json"]));
+        assert_eq!(
+            kinds(&events),
+            ["released", "acquired", "released", "acquired"],
+            "{name}: {events:?}"
+        );
+    }
+
+    let dir = Scratch::new();
+    let mut holder = hold(&redis, &dir, "pair-b");
+    let mut waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "30s", "pair-a", "pair-b", "--", "true"]));
+    expect_within(rlock::LIMIT, "the run to wait for pair-b", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{pair-b}:waiters"]) == 1
+    });
+    let events = history_json(rlock(&redis.url()).args(["history", "pair-a", "--json"]));
+    assert_eq!(kinds(&events), Vec::<&str>::new(), "{events:?}");
+    release(&dir, "pair-b");
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    assert!(waiter.wait_within(rlock::LIMIT).success());
+    let events = history_json(rlock(&redis.url()).args(["history", "pair-a", "--json"]));
+    assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
+    assert_eq!(events[0].get("fence"), events[1].get("fence"));
+}

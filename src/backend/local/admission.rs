@@ -84,6 +84,7 @@ impl LocalSession {
                 fence: Fence(details.fence),
                 count: 2,
                 recorded: false,
+                history_entry: None,
             }));
         }
         None

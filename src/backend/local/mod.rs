@@ -157,6 +157,7 @@ impl Session for LocalSession {
                 fence: Fence(held.fence),
                 count: 1,
                 recorded: false,
+                history_entry: None,
             }));
         }
         if let Some(attempt) = self.reenter(req) {
@@ -237,7 +238,8 @@ impl Session for LocalSession {
             },
         );
         let mut recorded = false;
-        if let Some((cap, event)) = req.record.filter(|(cap, _)| *cap > 0) {
+        // A hold the round may give back is recorded by the caller, once kept.
+        if let Some((cap, event)) = req.record.filter(|(cap, _)| *cap > 0 && !req.tentative) {
             let event = Event {
                 fence: Some(fence),
                 ..event.clone()
@@ -252,6 +254,7 @@ impl Session for LocalSession {
             fence: Fence(fence),
             count: 1,
             recorded,
+            history_entry: None,
         }))
     }
 

@@ -15,10 +15,10 @@
 --          (see add_event)
 --
 -- Returns (as common.lua's done(), with the outbox and the next waiters)
--- {1, token, fence, count[, 1]} when held: token is the owner that now holds
+-- {1, token, fence, count[, new]} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call, and a
--- fifth element 1 when a new hold was made (its `acquired` event, when ARGV[13]
--- gave a cap, went to the history with it);
+-- fifth element when a new hold was made: the id of its `acquired` event in
+-- the history (when ARGV[13] gave a cap and the write succeeded), else 1;
 -- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
 -- lease or another waiter's registration could run out (-1: neither), holder
 -- {host, pid, command, held-for-ms, note} of a current holder or false, place
@@ -63,8 +63,7 @@ if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE) ==
     -- The key lives as long as its longest lease: this one. (The release
     -- fast path relies on it: a hold there is a lease not run out.)
     redis.call('PEXPIRE', K_HOLDS, digits(math.max(1, ttl)))
-    add_event(13, fence)
-    return done({1, token, fence, 1, 1})
+    return done({1, token, fence, 1, add_event(13, fence) or 1})
 end
 
 clock()
@@ -163,8 +162,7 @@ if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- back): pass the wake-up along. Shared waiters are woken as a batch.
     if was_waiting and kind == 'm' then H.wake() end
     H.settle()
-    add_event(13, fence)
-    return done({1, token, fence, 1, 1}, H.next_waiters())
+    return done({1, token, fence, 1, add_event(13, fence) or 1}, H.next_waiters())
 end
 
 -- Who holds it, for the caller's message: a holder's details, or an earlier
@@ -190,13 +188,15 @@ if register > 0 then
     if kind ~= 's' then redis.call('ZADD', K_XWAIT, 'NX', now_us, token) end
     redis.call('ZADD', K_WEXP, digits(NOW + register), token)
     local spec = (fair and 'F' or '') .. kind_code
-    -- A waiter that may be handed the lock registers its lease and metadata
-    -- after "=" (which an earlier rlock's release does not read, and so only
-    -- wakes it); any other registers who it is (host, pid, note) for
+    -- A waiter that may be handed the lock registers its lease, its history
+    -- cap and metadata after "=" (which an earlier rlock's release does not
+    -- read, and so only wakes it); any other registers who it is (host, pid, note) for
     -- `status`, with an empty lease, which admit() reads as "wake it, do not
     -- hand it over".
     if ARGV[11] == '1' then
-        spec = spec .. '|=' .. ttl .. '|' .. cjson.encode(info)
+        local cap = ARGV[13]
+        spec = spec .. '|=' .. ttl .. ((cap and cap ~= '0') and ('h' .. cap) or '') .. '|' ..
+            cjson.encode(info)
     else
         spec = spec .. '||' .. cjson.encode({host = info.host, pid = info.pid, note = info.note})
     end

@@ -15,9 +15,10 @@
 -- KEYS[4] xwait    zset  waiter digest -> arrival, waiters for exclusive or semaphore holds
 -- KEYS[5] wexp     zset  waiter digest -> registration expiry (server ms)
 -- KEYS[6] wkind    hash  waiter digest -> "[F]x", "[F]s" or "[F]m<limit>" (F: --fair),
---                        then "|=<lease ms>|<holder JSON>" when the lock may be
---                        handed to the waiter directly (see admit), else
---                        "||<JSON>" ({host, pid, note}, for status)
+--                        then "|=<lease ms>[h<history cap>]|<holder JSON>"
+--                        when the lock may be handed to the waiter directly
+--                        (see admit), else "||<JSON>" ({host, pid, note}, for
+--                        status)
 -- KEYS[7] mine     list  the caller's own wake-up list (PREFIX:{NAME}:w:<digest>)
 -- KEYS[8] history  stream the lock's last events (rlock history), capped; given
 --                        to every script, written only by acquire and release
@@ -99,28 +100,34 @@ local function history_add(cap, fields)
             redis.pcall('PEXPIRE', K_HISTORY, HISTORY_IDLE)
             NEW_DAY = false
         end
-        return
+        return added
     end
-    if type(redis.pcall('XADD', K_HISTORY, 'MAXLEN', cap, '*', unpack(fields))) == 'string' then
+    added = redis.pcall('XADD', K_HISTORY, 'MAXLEN', cap, '*', unpack(fields))
+    if type(added) == 'string' then
         redis.pcall('PEXPIRE', K_HISTORY, HISTORY_IDLE)
+        return added
     end
+    return nil
 end
 
 -- The caller's event: when it passed a cap in ARGV[at] (not 0 or absent),
 -- the field/value pairs in ARGV[at + 1] on, and the fence when given.
--- (HISTORY_CAP: the cap a release passed, for the holds it hands over.)
-local HISTORY_CAP
+-- Returns the entry's id (nil when nothing was written). A cap of 0 followed
+-- by "retract" and an id removes that entry instead (see release.lua).
 local function add_event(at, fence)
     local cap = ARGV[at]
-    if not cap or cap == '0' then return end
-    HISTORY_CAP = cap
+    if cap == '0' and ARGV[at + 1] == 'retract' and ARGV[at + 2] then
+        redis.pcall('XDEL', K_HISTORY, ARGV[at + 2])
+        return nil
+    end
+    if not cap or cap == '0' then return nil end
     local fields = {}
     for i = at + 1, #ARGV do fields[#fields + 1] = ARGV[i] end
     if fence then
         fields[#fields + 1] = 'fence'
         fields[#fields + 1] = string.format('%d', fence)
     end
-    history_add(cap, fields)
+    return history_add(cap, fields)
 end
 
 -- The server's time in ms and in us, read by clock() (one TIME per script, and
@@ -483,7 +490,7 @@ local function helpers(holds)
     -- stopped keeps the lock no longer than it would have kept its place. A
     -- registration without the "=" (an earlier rlock's) is only woken.
     local function admit(token, spec, grants)
-        local ttl, info = string.match(spec or '', '^[^|]*|=(%d+)|(.*)$')
+        local ttl, cap, info = string.match(spec or '', '^[^|]*|=(%d+)h?(%d*)|(.*)$')
         -- An object as cjson writes it, without since and fence, is taken as
         -- it is (hold adds them); anything else is decoded.
         if not (ttl and string.match(info, '^{.*}$') and not string.find(info, '"since"', 1, true)
@@ -505,9 +512,11 @@ local function helpers(holds)
         local kind, limit = parse_kind(spec)
         local registered_until = tonumber(redis.call('ZSCORE', K_WEXP, token) or NOW)
         local lease = math.max(1, math.min(tonumber(ttl), registered_until - NOW))
-        -- The waiter's `acquired` event, when the release records history: the
-        -- waiter starts COMMAND without another round trip, so it is written here.
-        if HISTORY_CAP then
+        -- The waiter's `acquired` event, with the history cap it registered
+        -- (whichever script hands the lock over: a release, or one that
+        -- pruned a lapsed holder): the waiter starts COMMAND without another
+        -- round trip, so it is written here.
+        if cap ~= '' and cap ~= '0' then
             local h = info
             if type(h) ~= 'table' then
                 local ok, decoded = pcall(cjson.decode, h)
@@ -523,7 +532,7 @@ local function helpers(holds)
             end
             fields[#fields + 1] = 'command'
             fields[#fields + 1] = tostring(h.command or '')
-            history_add(HISTORY_CAP, fields)
+            history_add(cap, fields)
         end
         hold(token, lease, kind, limit, info, fence)
         drop_waiter(token)

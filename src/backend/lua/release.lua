@@ -3,7 +3,9 @@
 --
 -- ARGV[1] owner token
 -- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
---         recorded in KEYS[8] when the hold ends (see add_event)
+--         recorded in KEYS[8] when the hold ends (see add_event); or 0,
+--         "retract", and the id of the hold's `acquired` event, which goes
+--         (a hold given back in the round that took it: no run held it)
 --
 -- Returns (as common.lua's done(), with the outbox) -1 when ARGV[1] does not
 -- hold the lock (nothing changed), otherwise

@@ -62,7 +62,7 @@ for i = 1, #queue, 2 do
     local until_ms = tonumber(redis.call('ZSCORE', K_WEXP, token) or '')
     if until_ms and until_ms > NOW then
         local spec = redis.call('HGET', K_WKIND, token) or ''
-        local ok, w = pcall(cjson.decode, string.match(spec, '^[^|]*|=?%d*|(.*)$') or '')
+        local ok, w = pcall(cjson.decode, string.match(spec, '^[^|]*|=?[%dh]*|(.*)$') or '')
         if not (ok and type(w) == 'table') then w = {} end
         local arrived_ms = math.floor((tonumber(queue[i + 1]) or NOW_US) / 1000)
         waiters[#waiters + 1] = {text(w.host), tostring(tonumber(w.pid) or ''), text(w.note),

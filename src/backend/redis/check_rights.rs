@@ -115,6 +115,11 @@ const PROBES: &[Probe] = &[
     ),
     probe("pexpire", &["PEXPIRE", "X", "10000"]),
     optional(
+        "xdel",
+        "a run of several names that gives a hold back leaves its acquired event",
+        &["XDEL", "X", "0-1"],
+    ),
+    optional(
         "xrevrange",
         "rlock history, and rlock metrics' history counts",
         &["XREVRANGE", "X", "+", "-", "COUNT", "1"],

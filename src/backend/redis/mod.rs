@@ -420,6 +420,33 @@ impl Session for StandaloneSession {
         self.release_recorded(keys, token, None)
     }
 
+    fn release_retracting(
+        &mut self,
+        keys: &LockId,
+        token: &Token,
+        entry: &str,
+    ) -> Result<Option<u64>> {
+        if keys.redisson {
+            return self.release(keys, token);
+        }
+        let stored = Keys::of(keys);
+        let others = self.others(&stored);
+        let reply: Value = self.call(keys, self.timeout(), false, |con| {
+            with_keys(&script::RELEASE, &stored, token, &others)
+                .arg(token.digest().as_str())
+                .arg(0)
+                .arg("retract")
+                .arg(entry)
+                .invoke(con)
+        })?;
+        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &keys.name, "release")?;
+        if left == 0 {
+            self.next_up.remove(&stored.lock);
+        }
+        Ok(u64::try_from(left).ok())
+    }
+
     fn release_recorded(
         &mut self,
         keys: &LockId,

@@ -70,7 +70,12 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
             },
             fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
-            recorded: items.get(4).and_then(as_int) == Some(1),
+            // 1, or the entry id of the `acquired` event the script wrote.
+            recorded: items.get(4).is_some(),
+            history_entry: items
+                .get(4)
+                .filter(|v| as_int(v).is_none())
+                .and_then(as_string),
         })),
         2 => Some(Attempt::Incompatible {
             held: Kind::from_code(&as_string(items.get(1)?)?, 0)?,
