@@ -8,7 +8,7 @@
 //! and loaded with SCRIPT LOAD when the server answers NOSCRIPT, as
 //! `redis::Script` does.
 
-use redis::{Cmd, ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ToRedisArgs};
+use redis::{Cmd, ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ToRedisArgs, Value};
 
 include!(concat!(env!("OUT_DIR"), "/lua_sha.rs"));
 
@@ -59,6 +59,8 @@ pub static REDISSON_ACQUIRE: Script = script!(plain "lua/redisson_acquire.lua");
 pub static REDISSON_RENEW: Script = script!(plain "lua/redisson_renew.lua");
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
 pub static REDISSON_RELEASE: Script = script!(plain "lua/redisson_release.lua");
+/// `--redisson`: an event for the history, sent with the script that made it.
+pub static REDISSON_RECORD: Script = script!(plain "lua/redisson_record.lua");
 
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
 pub static RAISE_FENCE: Script = script!(plain "lua/raise_fence.lua");
@@ -71,7 +73,7 @@ pub static CHECK_SCRIPT: Script = script!(plain "lua/check_script.lua");
 pub static CHECK_ATOMIC: Script = script!(plain "lua/check_atomic.lua");
 
 /// The lock scripts, for naming the line a server refused.
-static LOCK_SCRIPTS: [&Script; 12] = [
+static LOCK_SCRIPTS: [&Script; 13] = [
     &ACQUIRE,
     &RENEW,
     &RELEASE,
@@ -83,6 +85,7 @@ static LOCK_SCRIPTS: [&Script; 12] = [
     &REDISSON_ACQUIRE,
     &REDISSON_RENEW,
     &REDISSON_RELEASE,
+    &REDISSON_RECORD,
     &RAISE_FENCE,
 ];
 
@@ -157,6 +160,39 @@ impl Invocation<'_> {
             result => result,
         }
     }
+}
+
+/// `first`, then `then`, in one round trip: `then` is a script that checks
+/// what `first` did (so it may run before `first` is retried). Each script
+/// the server does not know yet is loaded and invoked on its own, in order.
+/// Returns `first`'s reply and `then`'s result.
+pub fn invoke_then<T: FromRedisValue>(
+    first: &Invocation<'_>,
+    then: &Invocation<'_>,
+    con: &mut dyn ConnectionLike,
+) -> RedisResult<(T, RedisResult<Value>)> {
+    let no_script =
+        |err: &redis::RedisError| err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript);
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors()
+        .add_command(first.eval_cmd())
+        .add_command(then.eval_cmd());
+    let mut replies: Vec<RedisResult<Value>> = pipe.query(con)?;
+    let second = replies.pop();
+    let reply = match replies.pop() {
+        Some(Err(err)) if no_script(&err) => {
+            let reply = first.invoke(con)?;
+            return Ok((reply, then.invoke(con)));
+        }
+        Some(reply) => redis::from_redis_value(reply?)?,
+        None => first.invoke(con)?,
+    };
+    let second = match second {
+        Some(Err(err)) if no_script(&err) => then.invoke(con),
+        Some(result) => result,
+        None => then.invoke(con),
+    };
+    Ok((reply, second))
 }
 
 /// SCRIPT LOAD of `script`.

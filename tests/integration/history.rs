@@ -560,3 +560,45 @@ fn several_names_record_in_their_scripts_and_a_round_given_back_leaves_nothing()
     assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
     assert_eq!(events[0].get("fence"), events[1].get("fence"));
 }
+
+/// `--redisson`: the events go with Redisson's own scripts (in the same round
+/// trip), with the hold's fence; a lock that another holds records nothing
+/// for the run that did not get it but its `busy`.
+#[test]
+fn redisson_locks_record_acquired_and_released_with_the_fence() {
+    let redis = RedisServer::start();
+    let out = output(rlock(&redis.url()).args(["run", "--redisson", "orders", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let events =
+        history_json(rlock(&redis.url()).args(["history", "--redisson", "orders", "--json"]));
+    assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
+    assert_eq!(events[0].get("fence"), events[1].get("fence"));
+    assert!(events[1].get("fence").parse::<u64>().unwrap() > 0);
+    assert_eq!(events[0].get("exit"), "0");
+
+    let dir = Scratch::new();
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--redisson", "orders", "--"])
+            .args(sh(&format!(
+                "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+                dir.file("held"),
+                dir.file("go")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder", || {
+        dir.path().join("held").exists()
+    });
+    let busy =
+        output(rlock(&redis.url()).args(["run", "--redisson", "-n", "orders", "--", "true"]));
+    assert_eq!(code(&busy), 75, "{}", show(&busy));
+    std::fs::write(dir.file("go"), "").unwrap();
+    assert!(holder.wait_within(rlock::LIMIT).success());
+    let events =
+        history_json(rlock(&redis.url()).args(["history", "--redisson", "orders", "--json"]));
+    assert_eq!(
+        kinds(&events),
+        ["released", "busy", "acquired", "released", "acquired"],
+        "{events:?}"
+    );
+}

@@ -30,7 +30,7 @@ use keys::Keys;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Connection, RedisError, Value};
+use redis::{Connection, RedisError, RedisResult, Value};
 
 use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
 use crate::backend::script;
@@ -167,6 +167,53 @@ fn with_keys<'a>(
     invocation
 }
 
+/// `--redisson`: redisson_record.lua for `event`, added to the history when
+/// the owner `field` holds the lock once (`when` "held") or no more ("gone").
+fn redisson_record<'a>(
+    stored: &Keys,
+    field: &str,
+    cap: u32,
+    when: &str,
+    event: &Event,
+) -> script::Invocation<'a> {
+    let mut invocation = script::REDISSON_RECORD.key(&stored.history);
+    invocation
+        .key(&stored.lock)
+        .key(&stored.fence)
+        .arg(cap)
+        .arg(millis(crate::lock::event::IDLE))
+        .arg(field)
+        .arg(when);
+    for (name, value) in event.fields() {
+        invocation.arg(name).arg(value);
+    }
+    invocation
+}
+
+impl StandaloneSession {
+    /// Whether redisson_record.lua wrote its event; a failure is a `-v` note.
+    fn recorded(&self, keys: &LockId, result: RedisResult<Value>) -> bool {
+        match result {
+            Ok(Value::Int(1)) => true,
+            Ok(Value::Int(-1)) => {
+                crate::report::verbose(|| {
+                    format!(
+                        "{}: history not written: key {} is not a stream (another program's?)",
+                        keys.name,
+                        Keys::of(keys).history
+                    )
+                });
+                false
+            }
+            Ok(_) => false,
+            Err(err) => {
+                crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+                false
+            }
+        }
+    }
+}
+
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
@@ -178,18 +225,30 @@ impl Session for StandaloneSession {
             let inherited: Vec<String> = req.inherited.iter().map(Token::redisson_field).collect();
             let inherited = inherited.join(",");
             let field = req.token.redisson_field();
-            let reply: Value = self.call(keys, self.timeout(), true, |con| {
-                script::REDISSON_ACQUIRE
-                    .key(&stored.lock)
-                    .key(&stored.fence)
-                    .arg(millis(req.ttl))
-                    .arg(&field)
-                    .arg(&inherited)
-                    .invoke(con)
-            })?;
+            // The `acquired` event goes in the same round trip (not for a
+            // hold the round may give back: that is recorded once kept).
+            let record = req
+                .record
+                .filter(|(cap, _)| *cap > 0 && !req.tentative)
+                .map(|(cap, event)| redisson_record(&stored, &field, cap, "held", event));
+            let (reply, recorded): (Value, Option<RedisResult<Value>>) =
+                self.call(keys, self.timeout(), true, |con| {
+                    let mut acquire = script::REDISSON_ACQUIRE.key(&stored.lock);
+                    acquire
+                        .key(&stored.fence)
+                        .arg(millis(req.ttl))
+                        .arg(&field)
+                        .arg(&inherited);
+                    match &record {
+                        Some(record) => script::invoke_then(&acquire, record, con)
+                            .map(|(reply, recorded)| (reply, Some(recorded))),
+                        None => acquire.invoke(con).map(|reply| (reply, None)),
+                    }
+                })?;
+            let written = recorded.is_some_and(|r| self.recorded(keys, r));
             let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
             if let Attempt::Acquired(hold) = &mut attempt {
-                hold.recorded = false;
+                hold.recorded = written;
                 // A holder listens for no unlock: its subscription (opened
                 // before the attempt, in case it had to wait) goes.
                 if self
@@ -459,21 +518,23 @@ impl Session for StandaloneSession {
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
             let sharded = if self.is_cluster() { "1" } else { "0" };
-            let left: i64 = self.call(keys, self.timeout(), false, |con| {
-                script::REDISSON_RELEASE
-                    .key(&stored.lock)
-                    .key(channel)
-                    .arg(&field)
-                    .arg(sharded)
-                    .invoke(con)
-            })?;
-            let left = u64::try_from(left).ok();
-            if let (Some(0), Some((cap, event))) = (left, record) {
-                if let Err(err) = self.record(keys, cap, event) {
-                    crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
-                }
+            // The `released` event goes in the same round trip.
+            let record =
+                record.map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
+            let (left, recorded): (i64, Option<RedisResult<Value>>) =
+                self.call(keys, self.timeout(), false, |con| {
+                    let mut release = script::REDISSON_RELEASE.key(&stored.lock);
+                    release.key(channel).arg(&field).arg(sharded);
+                    match &record {
+                        Some(record) => script::invoke_then(&release, record, con)
+                            .map(|(left, recorded)| (left, Some(recorded))),
+                        None => release.invoke(con).map(|left| (left, None)),
+                    }
+                })?;
+            if let Some(recorded) = recorded {
+                self.recorded(keys, recorded);
             }
-            return Ok(left);
+            return Ok(u64::try_from(left).ok());
         }
         let others = self.others(&stored);
         let reply: Value = self.call(keys, self.timeout(), false, |con| {
