@@ -602,3 +602,30 @@ fn redisson_locks_record_acquired_and_released_with_the_fence() {
         "{events:?}"
     );
 }
+
+/// A hold handed to a waiter by a script other than a release (here
+/// `release --force`, which ends the hold and lets the first waiter in) is
+/// recorded with the history cap the waiter registered.
+#[test]
+fn a_hold_handed_over_by_a_forced_release_is_recorded() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = hold(&redis, &dir, "seized");
+    let mut waiter =
+        spawn(rlock(&redis.url()).args(["run", "--note", "next", "seized", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{seized}:waiters"]) == 1
+    });
+    let out = output(rlock(&redis.url()).args(["release", "--force", "seized"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(waiter.wait_within(rlock::LIMIT).success());
+    release(&dir, "seized");
+    assert_eq!(holder.wait_within(rlock::LIMIT).code(), Some(70));
+    let events = history_json(rlock(&redis.url()).args(["history", "seized", "--json"]));
+    let handed: Vec<&Seen> = events
+        .iter()
+        .filter(|e| e.event == "acquired" && e.get("note") == "next")
+        .collect();
+    assert_eq!(handed.len(), 1, "{events:?}");
+    assert_ne!(handed[0].get("waited_ms"), "null", "{events:?}");
+}
