@@ -1,33 +1,72 @@
 //! Redis Cluster topology: three masters joined by `redis-cli --cluster
-//! create`, no replicas.
+//! create`, no replicas, on plain or TLS ports.
 
 use std::process::Command;
 
 use super::expect_within;
-use super::redis_server::RedisServer;
+use super::redis_server::{free_port, RedisServer};
 use super::rlock::LIMIT;
+use super::tls::Tls;
 
 pub struct Cluster {
+    /// The nodes; the test reaches each on its plain port.
     pub nodes: Vec<RedisServer>,
+    /// The nodes' TLS ports, in the order of `nodes` (empty without TLS).
+    pub tls_ports: Vec<u16>,
 }
 
 impl Cluster {
     /// Three masters sharing the slots, once every node reports `cluster_state:ok`.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// [`start`](Self::start) with a TLS port on each node (`--tls-cluster
+    /// yes`: the cluster bus and the addresses the nodes give out are TLS),
+    /// the cluster created through the TLS ports.
+    pub fn start_tls(tls: &Tls) -> Self {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&Tls>) -> Self {
+        let tls_ports: Vec<u16> = match tls {
+            Some(_) => (0..3).map(|_| free_port()).collect(),
+            None => Vec::new(),
+        };
         let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| {
-                RedisServer::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ])
+            .map(|i| {
+                let mut args = Vec::new();
+                if let Some(tls) = tls {
+                    args = tls.server_args(tls_ports[i], false);
+                    args.extend(["--tls-cluster", "yes"].map(String::from));
+                }
+                args.extend(
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                    ]
+                    .map(String::from),
+                );
+                RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
             })
             .collect();
         let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for node in &nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
+        match tls {
+            Some(tls) => {
+                create.args(["--tls", "--cacert", &tls.file("ca.crt")]);
+                create.args(["--cluster", "create"]);
+                for port in &tls_ports {
+                    create.arg(format!("127.0.0.1:{port}"));
+                }
+            }
+            None => {
+                create.args(["--cluster", "create"]);
+                for node in &nodes {
+                    create.arg(format!("127.0.0.1:{}", node.port));
+                }
+            }
         }
         let out = create
             .args(["--cluster-replicas", "0", "--cluster-yes"])
@@ -40,7 +79,7 @@ impl Cluster {
                 info.contains("cluster_state:ok")
             })
         });
-        Cluster { nodes }
+        Cluster { nodes, tls_ports }
     }
 
     /// `redis+cluster://` seeded with two of the three nodes.

@@ -13,6 +13,7 @@ pub mod rlock;
 pub mod scratch;
 pub mod sentinel;
 pub mod terminal;
+pub mod tls;
 
 use std::time::{Duration, Instant};
 
