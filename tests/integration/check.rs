@@ -7,6 +7,7 @@
 use std::process::Output;
 
 use crate::acl::RULES;
+use crate::support::quorum;
 use crate::support::redis_server::{refusing_port, RedisServer};
 use crate::support::rlock::{assert_fails, bare, code, output, rlock, show, stdout};
 use crate::support::scratch::Scratch;
@@ -271,7 +272,7 @@ fn json_has_the_server_and_its_checks() {
 
 #[test]
 fn each_server_of_a_quorum_is_checked_and_the_quorum_decides_the_exit() {
-    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_with(FIT)).collect();
+    let mut servers = quorum::servers_with(3, FIT);
     let urls = || {
         servers
             .iter()

@@ -4,63 +4,17 @@
 //! holder and a waiter: MOVED and ASK are followed, the holder keeps renewing,
 //! the waiter gets the lock after it.
 
-use std::process::Command;
-
+use crate::support::cluster::Cluster;
 use crate::support::expect_within;
 use crate::support::holder::{span, timed_job};
-use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
 
-fn cluster() -> Vec<RedisServer> {
-    let nodes: Vec<RedisServer> = (0..3)
-        .map(|_| {
-            RedisServer::start_with(&[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ])
-        })
-        .collect();
-    let mut create = Command::new("redis-cli");
-    create.arg("--cluster").arg("create");
-    for node in &nodes {
-        create.arg(format!("127.0.0.1:{}", node.port));
-    }
-    let out = create
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli must be installed");
-    assert!(out.status.success(), "cluster create: {out:?}");
-    expect_within(rlock::LIMIT, "the cluster to be ok", || {
-        nodes.iter().all(|n| {
-            let info: String = n.cmd(&["CLUSTER", "INFO"]);
-            info.contains("cluster_state:ok")
-        })
-    });
-    nodes
-}
-
-fn url(nodes: &[RedisServer]) -> String {
-    format!(
-        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
-        nodes[0].port, nodes[1].port
-    )
-}
-
-/// The node serving `slot`.
-fn owner(nodes: &[RedisServer], slot: i64) -> usize {
-    nodes
-        .iter()
-        .position(|n| n.cmd::<i64>(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]) > 0)
-        .expect("some node has the lock's keys")
-}
-
 #[test]
 fn locks_in_every_slot_work() {
-    let nodes = cluster();
-    let url = url(&nodes);
+    let cluster = Cluster::start();
+    let nodes = &cluster.nodes;
+    let url = cluster.url();
     let names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
     let mut fences = Vec::new();
     for name in names {
@@ -83,7 +37,7 @@ fn locks_in_every_slot_work() {
         .iter()
         .map(|n| {
             let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", &format!("rlock:{{{n}}}:fence")]);
-            owner(&nodes, slot)
+            cluster.owner(slot)
         })
         .collect();
     assert!(
@@ -107,8 +61,9 @@ fn locks_in_every_slot_work() {
 
 #[test]
 fn a_held_lock_follows_its_slot_to_another_master() {
-    let nodes = cluster();
-    let url = url(&nodes);
+    let cluster = Cluster::start();
+    let nodes = &cluster.nodes;
+    let url = cluster.url();
     let dir = Scratch::new();
     let holder = spawn(
         bare()
@@ -124,7 +79,7 @@ fn a_held_lock_follows_its_slot_to_another_master() {
             .args(sh(&timed_job(&dir, "waiter", "0.1"))),
     );
     let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{moving}:leases"]);
-    let from = owner(&nodes, slot);
+    let from = cluster.owner(slot);
     expect_within(rlock::LIMIT, "the waiter to queue", || {
         nodes[from].cmd::<i64>(&["ZCARD", "rlock:{moving}:waiters"]) == 1
     });
@@ -138,7 +93,7 @@ fn a_held_lock_follows_its_slot_to_another_master() {
     let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
     migrate.extend(keys.iter().map(String::as_str));
     nodes[from].cmd::<String>(&migrate);
-    for node in &nodes {
+    for node in nodes {
         node.cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
     }
     let holder = holder.output_within(rlock::LIMIT);
@@ -190,28 +145,15 @@ const REDISSON_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); \
 
 const JAVA_OWNER: &str = "8f2c1a0e-1111-4222-8333-944455556666:57";
 
-/// The node serving `key`'s slot (the one that answers without MOVED).
-fn node_of<'a>(nodes: &'a [RedisServer], key: &str) -> &'a RedisServer {
-    nodes
-        .iter()
-        .find(|n| {
-            redis::cmd("EXISTS")
-                .arg(key)
-                .query::<i64>(&mut n.con())
-                .is_ok()
-        })
-        .expect("a node serves the slot")
-}
-
 /// Redisson on a Redis 7 Cluster publishes its unlocks with SPUBLISH and
 /// listens with SSUBSCRIBE: a waiting rlock wakes at a Redisson unlock, and a
 /// Redisson waiter at an rlock release, long before the 30 s lease would run out.
 #[test]
 fn redisson_and_rlock_wake_each_other_on_a_cluster_by_sharded_pub_sub() {
-    let nodes = cluster();
-    let url = url(&nodes);
+    let cluster = Cluster::start();
+    let url = cluster.url();
     let channel = "redisson_lock__channel:{orders}";
-    let node = node_of(&nodes, "orders");
+    let node = cluster.node_of("orders");
     let locked: Option<i64> = redis::cmd("EVAL")
         .arg(REDISSON_LOCK)
         .arg(1)
@@ -282,8 +224,8 @@ fn redisson_and_rlock_wake_each_other_on_a_cluster_by_sharded_pub_sub() {
 /// settings are checked.
 #[test]
 fn check_reports_the_cluster_and_checks_a_node() {
-    let nodes = cluster();
-    let out = output(bare().args(["--url", &url(&nodes), "check"]));
+    let cluster = Cluster::start();
+    let out = output(bare().args(["--url", &cluster.url(), "check"]));
     // The fixtures run without AOF: persistence warns.
     assert_eq!(code(&out), 1, "{}", show(&out));
     let text = stdout(&out);
@@ -293,7 +235,7 @@ fn check_reports_the_cluster_and_checks_a_node() {
         ),
         "{text}"
     );
-    for node in &nodes {
+    for node in &cluster.nodes {
         let here = format!("127.0.0.1:{}: ", node.port);
         for check in ["version", "eviction", "persistence", "replicas"] {
             assert!(

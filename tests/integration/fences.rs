@@ -9,6 +9,7 @@
 use redis::Value;
 
 use crate::support::lua::script;
+use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{bare, code, output, rlock, sh, show, stdout};
 use crate::support::scratch::Scratch;
@@ -102,21 +103,15 @@ fn fence_counters_expire_30_days_after_the_last_fence_and_fences_still_increase(
 
 #[test]
 fn redlock_fences_keep_increasing_when_a_quorum_restarts_without_its_data() {
-    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let quorum = |servers: &[RedisServer]| {
-        let mut cmd = bare();
-        for s in servers {
-            cmd.arg("--url").arg(s.url());
-        }
-        cmd
-    };
-    let before = fence(quorum(&servers), &[], "rl");
+    let mut servers = quorum::servers(3);
+    let all = |servers: &[RedisServer]| quorum::rlock(servers.iter().map(RedisServer::url));
+    let before = fence(all(&servers), &[], "rl");
     servers[0].restart();
     servers[1].restart();
     // The only server that remembers the fence does not answer: the quorum
     // is the two that forgot it.
     servers[2].freeze();
-    let after = fence(quorum(&servers), &[], "rl");
+    let after = fence(all(&servers), &[], "rl");
     servers[2].thaw();
     assert!(after > before, "fence {after} after {before}");
 }

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 
 use crate::support::expect_within;
 use crate::support::holder::{hold, release};
+use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, bare, code, output, rlock, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
@@ -283,20 +284,10 @@ fn a_history_that_cannot_be_written_never_fails_a_run() {
 /// answers, and still answers with one server gone.
 #[test]
 fn under_redlock_every_server_records_and_history_reads_one() {
-    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let servers = quorum::servers(3);
     let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
-    let quorum = || {
-        let mut cmd = bare();
-        for url in &urls {
-            cmd.arg("--url").arg(url);
-        }
-        cmd
-    };
-    let out = output(
-        quorum()
-            .args(["run", "shared-job", "--"])
-            .args(sh("exit 2")),
-    );
+    let all = || quorum::rlock(&urls);
+    let out = output(all().args(["run", "shared-job", "--"]).args(sh("exit 2")));
     assert_eq!(code(&out), 2, "{}", show(&out));
     for server in &servers {
         assert_eq!(
@@ -307,7 +298,7 @@ fn under_redlock_every_server_records_and_history_reads_one() {
     }
     let mut servers = servers;
     servers[0].stop();
-    let events = history_json(quorum().args(["history", "shared-job", "--json"]));
+    let events = history_json(all().args(["history", "shared-job", "--json"]));
     assert_eq!(kinds(&events), ["released", "acquired"], "{events:?}");
     assert_eq!(events[0].get("exit"), "2");
 }

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::process::{alive, Proc};
+use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};
 use crate::support::scratch::Scratch;
@@ -324,18 +325,14 @@ fn a_release_stalled_past_its_timeout_is_not_called_lost() {
 /// while the quorum that had it does not answer, proves nothing.
 #[test]
 fn a_redlock_minority_without_the_hold_does_not_make_it_lost() {
-    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let servers = quorum::servers(3);
     let dir = Scratch::new();
     // Someone else holds it on the third server only.
     let other =
         rlock::output(rlock(&servers[2].url()).args(["acquire", "--ttl", "60s", "minority"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
-    let mut quorum = rlock::bare();
-    for server in &servers {
-        quorum.arg("--url").arg(server.url());
-    }
     let (holder, _, _) = holder_with(
-        quorum,
+        quorum::rlock(servers.iter().map(RedisServer::url)),
         &dir,
         &["--connect-timeout", "300ms", "--ttl", "30s"],
         "minority",

@@ -1,73 +1,86 @@
 //! rlock's integration tests: the real binary against real `redis-server`s.
 //!
 //! One test binary (one link step). Each module covers one area; put a new test
-//! in the module of the behaviour it checks:
-//! - `run`: exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
-//! - `fences`: fences never go back (data lost, counter file removed), 16 digits exact
-//! - `faults`: crashes and stalls of rlock or redis-server, lost leases
-//! - `cluster`: three masters; locks in every slot, a slot moved under a holder
-//! - `chaos`: contending runs under a loop of injected faults
-//! - `local`: the file: backend (this host only, kernel file locks)
-//! - `local_scripts`: acquire --while-pid / renew / release with file:
-//! - `model`: the Lua scripts against an in-memory model, random sequences
-//! - `signals`: forwarding (kill and terminal), interrupts while waiting
-//! - `acl`: ACL users: the documented rules, and what a user lacking one sees
-//! - `check`: `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
-//! - `bad_input`: usage errors and unusable servers, one `rlock:` line each
-//! - `sweep`: the table of every bad input: status, one line, a bound, no write
-//! - `sentinel`: a primary, a replica and three sentinels; a failover
-//! - `several`: several NAMEs in one run (all or none)
-//! - `kinds`: shared locks, semaphores, fair queues
-//! - `handoff`: a release hands the lock to the head waiter (scripts, step by step)
-//! - `history`: rlock history and --history: every event, Redis, Redlock and file:, capped, off
-//! - `declared_keys`: under MONITOR, every key a script touches is one of its KEYS
-//! - `redlock`: one lock over three servers (several --url)
-//! - `redisson`: --redisson interop with Redisson's own lock scripts
-//! - `lease`: the lease's end under pauses, stalls, forced releases and restarts
-//! - `outage`: waiting runs wait out a restarting server, within bounds
-//! - `max_hold`: run --max-hold (exit 124, the group killed, the lock free at once)
-//! - `metrics`: run --metrics-file and rlock metrics, read by prometheus_client's parser
-//! - `output`: output that cannot be written is an error
-//! - `replicas`: --min-replicas against a primary and a replica
-//! - `generated`: completions, man page and --help are up to date; completions tried in bash, zsh and fish
-//! - `secrets`: no password or token stored with a hold; tokens from RLOCK_TOKEN
-//! - `scripting`: acquire / renew / release, release --force
-//! - `status`: status and list
-//! - `tls`: rediss:// with certificates made by the test
-//! - `upgrade`: a rolling upgrade: the previous release's rlock (built from history) beside this one
+//! in the module of the behaviour it checks. `support` holds the fixtures: a
+//! server, the Sentinel, Cluster, Redlock quorum and TLS topologies, the rlock
+//! runner, waiting with deadlines.
 
 mod support;
 
-mod acl;
-mod bad_input;
-mod chaos;
-mod check;
-mod cluster;
-mod declared_keys;
-mod faults;
+// Locking semantics: exclusion, waiting, renewal, fences, kinds of lock, leases.
+/// fences never go back (data lost, counter file removed), 16 digits exact
 mod fences;
-mod generated;
+/// a release hands the lock to the head waiter (scripts, step by step)
 mod handoff;
-mod history;
+/// shared locks, semaphores, fair queues
 mod kinds;
+/// the lease's end under pauses, stalls, forced releases and restarts
 mod lease;
-mod local;
-mod local_scripts;
+/// run --max-hold (exit 124, the group killed, the lock free at once)
 mod max_hold;
-mod metrics;
-mod model;
-mod outage;
-mod output;
-mod redisson;
-mod redlock;
-mod replicas;
+/// exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
 mod run;
+/// acquire / renew / release, release --force
 mod scripting;
-mod secrets;
-mod sentinel;
+/// several NAMEs in one run (all or none)
 mod several;
-mod signals;
-mod status;
-mod sweep;
+
+// Backends and topologies: file:, Redlock, replicas, Sentinel, Cluster, TLS, Redisson.
+/// three masters; locks in every slot, a slot moved under a holder
+mod cluster;
+/// the file: backend (this host only, kernel file locks)
+mod local;
+/// acquire --while-pid / renew / release with file:
+mod local_scripts;
+/// --redisson interop with Redisson's own lock scripts
+mod redisson;
+/// one lock over three servers (several --url)
+mod redlock;
+/// --min-replicas against a primary and a replica
+mod replicas;
+/// a primary, a replica and three sentinels; a failover
+mod sentinel;
+/// rediss:// with certificates made by the test
 mod tls;
+
+// The Lua scripts themselves: against a model, and the keys they declare.
+/// under MONITOR, every key a script touches is one of its KEYS
+mod declared_keys;
+/// the Lua scripts against an in-memory model, random sequences
+mod model;
+
+// Faults: crashes, stalls, outages, signals, injected chaos.
+/// contending runs under a loop of injected faults
+mod chaos;
+/// crashes and stalls of rlock or redis-server, lost leases
+mod faults;
+/// waiting runs wait out a restarting server, within bounds
+mod outage;
+/// forwarding (kill and terminal), interrupts while waiting
+mod signals;
+
+// The command line and its output: bad input, status, writes that fail, generated files.
+/// usage errors and unusable servers, one `rlock:` line each
+mod bad_input;
+/// completions, man page and --help are up to date; completions tried in bash, zsh and fish
+mod generated;
+/// output that cannot be written is an error
+mod output;
+/// status and list
+mod status;
+/// the table of every bad input: status, one line, a bound, no write
+mod sweep;
+
+// Operations: ACLs, check, history, metrics, secrets, rolling upgrades.
+/// ACL users: the documented rules, and what a user lacking one sees
+mod acl;
+/// `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
+mod check;
+/// rlock history and --history: every event, Redis, Redlock and file:, capped, off
+mod history;
+/// run --metrics-file and rlock metrics, read by prometheus_client's parser
+mod metrics;
+/// no password or token stored with a hold; tokens from RLOCK_TOKEN
+mod secrets;
+/// a rolling upgrade: the previous release's rlock (built from history) beside this one
 mod upgrade;

@@ -7,27 +7,15 @@
 use std::time::{Duration, Instant};
 
 use crate::support::expect_within;
+use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, assert_fails, bare, code, output, sh, show, spawn};
 use crate::support::scratch::Scratch;
 
-fn three() -> Vec<RedisServer> {
-    (0..3).map(|_| RedisServer::start()).collect()
-}
-
-/// `rlock --url A --url B --url C`.
-fn quorum(servers: &[&RedisServer]) -> std::process::Command {
-    let mut cmd = bare();
-    for server in servers {
-        cmd.arg("--url").arg(server.url());
-    }
-    cmd
-}
-
 fn fence_of(servers: &[&RedisServer], dir: &Scratch) -> u64 {
     let file = dir.file("fence");
     let out = output(
-        quorum(servers)
+        quorum::over(servers)
             .args(["run", "--ttl", "2s", "rl", "--"])
             .args(sh(&format!("echo $RLOCK_FENCE > {file}"))),
     );
@@ -37,7 +25,7 @@ fn fence_of(servers: &[&RedisServer], dir: &Scratch) -> u64 {
 
 #[test]
 fn a_quorum_works_with_one_server_gone_and_refuses_with_two() {
-    let mut servers = three();
+    let mut servers = quorum::servers(3);
     let dir = Scratch::new();
     let all: Vec<&RedisServer> = servers.iter().collect();
     let clock = servers.iter().map(RedisServer::time_us).min().unwrap();
@@ -51,12 +39,9 @@ fn a_quorum_works_with_one_server_gone_and_refuses_with_two() {
     let urls = [servers[0].url(), servers[1].url(), gone.url()];
     drop(gone);
     let run = |dir: &Scratch| {
-        let mut cmd = bare();
-        for url in &urls {
-            cmd.arg("--url").arg(url);
-        }
         output(
-            cmd.args(["run", "--no-wait", "rl", "--"])
+            quorum::rlock(&urls)
+                .args(["run", "--no-wait", "rl", "--"])
                 .args(sh(&format!("touch {}", dir.file("ran")))),
         )
     };
@@ -83,12 +68,12 @@ fn a_quorum_works_with_one_server_gone_and_refuses_with_two() {
 
 #[test]
 fn a_holder_whose_majority_stops_answering_stops_command_in_time() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let dir = Scratch::new();
     let all: Vec<&RedisServer> = servers.iter().collect();
     let ticks = dir.file("ticks");
     let holder = spawn(
-        quorum(&all)
+        quorum::over(&all)
             .args(["run", "--ttl", "1500ms", "--kill-after", "1s", "rl", "--"])
             .args(sh(&format!(
                 "while :; do date +%s%3N >> {ticks}; sleep 0.02; done"
@@ -114,16 +99,20 @@ fn a_holder_whose_majority_stops_answering_stops_command_in_time() {
 
 #[test]
 fn runs_exclude_each_other_and_fences_increase_while_the_quorum_changes() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let dir = Scratch::new();
     let all: Vec<&RedisServer> = servers.iter().collect();
     // Concurrent runs: one at a time.
     let log = dir.file("log");
     let runs: Vec<_> = (0..4)
         .map(|_| {
-            spawn(quorum(&all).args(["run", "rl", "--"]).args(sh(&format!(
+            spawn(
+                quorum::over(&all)
+                    .args(["run", "rl", "--"])
+                    .args(sh(&format!(
                 "s=$(date +%s%N); sleep 0.05; echo \"$s $(date +%s%N) $RLOCK_FENCE\" >> {log}"
-            ))))
+            ))),
+            )
         })
         .collect();
     for run in runs {
@@ -155,10 +144,10 @@ fn runs_exclude_each_other_and_fences_increase_while_the_quorum_changes() {
 /// others are given back.
 #[test]
 fn a_foreign_key_on_one_server_leaves_no_hold_on_the_others() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let all: Vec<&RedisServer> = servers.iter().collect();
     servers[1].cmd::<String>(&["SET", "rlock:{fk}:leases", "not-a-lock"]);
-    let out = output(quorum(&all).args(["run", "--ttl", "60s", "fk", "--", "true"]));
+    let out = output(quorum::over(&all).args(["run", "--ttl", "60s", "fk", "--", "true"]));
     assert_eq!(code(&out), 69, "{}", show(&out));
     assert_eq!(
         servers[0].lock_keys("fk"),
@@ -172,7 +161,7 @@ fn a_foreign_key_on_one_server_leaves_no_hold_on_the_others() {
 /// with the parent's token where a quorum knows it, and nothing is left.
 #[test]
 fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let dir = Scratch::new();
     let all: Vec<&RedisServer> = servers.iter().collect();
     // The parent takes the lock while server 0 does not answer.
@@ -190,7 +179,7 @@ fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
         urls = urls.join(" "),
     );
     let parent = spawn(
-        quorum(&all)
+        quorum::over(&all)
             .args(["run", "--ttl", "1500ms", "nest", "--"])
             .args(sh(&script)),
     );
@@ -222,7 +211,7 @@ fn a_nested_run_reenters_with_the_token_a_quorum_knows() {
 /// server whose counter is ahead, fences still increase when the quorum changes.
 #[test]
 fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let rules = crate::acl::RULES;
     let mut urls = Vec::new();
     for s in &servers {
@@ -237,13 +226,10 @@ fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
     servers[0].cmd::<String>(&["SET", "rlock:{f}:fence", &ahead.to_string()]);
     let dir = Scratch::new();
     let fence = |dir: &Scratch| {
-        let mut cmd = bare();
-        for u in &urls {
-            cmd.arg("--url").arg(u);
-        }
         let file = dir.file("fence");
         let out = output(
-            cmd.args(["run", "f", "--"])
+            quorum::rlock(&urls)
+                .args(["run", "f", "--"])
                 .args(sh(&format!("echo $RLOCK_FENCE > {file}"))),
         );
         assert_eq!(code(&out), 0, "{}", show(&out));
@@ -262,16 +248,14 @@ fn fences_keep_increasing_for_a_user_with_the_documented_acl_rules() {
 #[test]
 fn renewals_stay_within_the_lease_when_reconnecting_to_stalled_servers() {
     // A password (or a db) makes each new connection wait for a reply.
-    let servers: Vec<RedisServer> = (0..5)
-        .map(|_| RedisServer::start_with(&["--requirepass", "pw"]))
-        .collect();
+    let servers = quorum::servers_with(5, &["--requirepass", "pw"]);
     let dir = Scratch::new();
     let ticks = dir.file("ticks");
-    let mut cmd = bare();
-    for s in &servers {
-        cmd.arg("--url")
-            .arg(format!("redis://:pw@127.0.0.1:{}", s.port));
-    }
+    let mut cmd = quorum::rlock(
+        servers
+            .iter()
+            .map(|s| format!("redis://:pw@127.0.0.1:{}", s.port)),
+    );
     let holder = spawn(
         cmd.args(["run", "--ttl", "3s", "--kill-after", "1s", "rl", "--"])
             .args(sh(&format!(
@@ -301,10 +285,15 @@ fn renewals_stay_within_the_lease_when_reconnecting_to_stalled_servers() {
 
 #[test]
 fn semaphores_and_fair_queues_need_one_server() {
-    let servers = three();
+    let servers = quorum::servers(3);
     let all: Vec<&RedisServer> = servers.iter().collect();
     for opts in [&["--limit", "2"][..], &["--fair"]] {
-        let out = output(quorum(&all).arg("run").args(opts).args(["x", "--", "true"]));
+        let out = output(
+            quorum::over(&all)
+                .arg("run")
+                .args(opts)
+                .args(["x", "--", "true"]),
+        );
         let err = assert_fails(&out, 2);
         assert!(err.contains("need one server"), "{err}");
     }
@@ -314,15 +303,9 @@ fn semaphores_and_fair_queues_need_one_server() {
 /// when the servers disagree, instead of the first server's view.
 #[test]
 fn status_shows_the_quorums_view_and_says_when_servers_disagree() {
-    let mut servers = three();
+    let mut servers = quorum::servers(3);
     let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
-    let all = || {
-        let mut cmd = bare();
-        for url in &urls {
-            cmd.arg("--url").arg(url);
-        }
-        cmd
-    };
+    let all = || quorum::rlock(&urls);
     let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
     let holders = |text: &str, name: &str| {
         let row = text

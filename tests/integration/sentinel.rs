@@ -4,119 +4,13 @@
 //! it lost, exit 70), a waiter keeps waiting and runs after it, and two
 //! COMMANDs never run at once unless the first one's loss was reported.
 
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::expect_within;
 use crate::support::holder::{span, timed_job};
-use crate::support::process::Proc;
-use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn};
 use crate::support::scratch::Scratch;
-
-struct Sentinels {
-    procs: Vec<Proc>,
-    ports: Vec<u16>,
-    _dir: Scratch,
-}
-
-impl Sentinels {
-    /// Three sentinels watching `primary` as "mymaster" (quorum 2).
-    fn start(primary: &RedisServer) -> Self {
-        let dir = Scratch::new();
-        let mut procs = Vec::new();
-        let mut ports = Vec::new();
-        for i in 0..3 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let conf = dir.file(&format!("sentinel-{i}.conf"));
-            std::fs::write(
-                &conf,
-                format!(
-                    "port {port}\nbind 127.0.0.1\ndir {}\n\
-                     sentinel monitor mymaster 127.0.0.1 {} 2\n\
-                     sentinel down-after-milliseconds mymaster 1000\n\
-                     sentinel failover-timeout mymaster 5000\n",
-                    dir.path().display(),
-                    primary.port
-                ),
-            )
-            .unwrap();
-            let child = Command::new(crate::support::redis_server::server_bin())
-                .arg(&conf)
-                .arg("--sentinel")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server must be installed");
-            procs.push(Proc::new(child));
-            ports.push(port);
-        }
-        let sentinels = Sentinels {
-            procs,
-            ports,
-            _dir: dir,
-        };
-        expect_within(rlock::LIMIT, "the sentinels to know the replica", || {
-            sentinels.ports.iter().all(|&p| {
-                sentinel_cmd(p, &["SENTINEL", "replicas", "mymaster"])
-                    .is_some_and(|v| matches!(v, redis::Value::Array(ref a) if !a.is_empty()))
-            })
-        });
-        sentinels
-    }
-
-    fn url(&self) -> String {
-        let hosts: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect();
-        format!("redis+sentinel://{}/mymaster", hosts.join(","))
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        match sentinel_cmd(
-            self.ports[0],
-            &["SENTINEL", "get-master-addr-by-name", "mymaster"],
-        )? {
-            redis::Value::Array(a) => redis::from_redis_value::<u16>(a.get(1)?.clone()).ok(),
-            _ => None,
-        }
-    }
-}
-
-impl Drop for Sentinels {
-    fn drop(&mut self) {
-        for proc in &mut self.procs {
-            proc.kill();
-        }
-    }
-}
-
-fn sentinel_cmd(port: u16, args: &[&str]) -> Option<redis::Value> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
-    let mut con = client
-        .get_connection_with_timeout(Duration::from_secs(1))
-        .ok()?;
-    con.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(&mut con).ok()
-}
-
-fn topology() -> (RedisServer, RedisServer, Sentinels) {
-    let (primary, replica) = RedisServer::with_replica();
-    let sentinels = Sentinels::start(&primary);
-    (primary, replica, sentinels)
-}
+use crate::support::sentinel::topology;
 
 #[test]
 fn the_master_is_found_through_the_sentinels() {
@@ -177,7 +71,7 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
         replica.cmd::<i64>(&["EXISTS", "rlock:{fo}:leases"]) == 1
     });
     expect_within(rlock::LIMIT, "the failover to start", || {
-        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+        sentinels.failover().is_some()
     });
     expect_within(rlock::LIMIT, "the replica to be the master", || {
         sentinels.master_port() == Some(replica.port)
@@ -230,7 +124,7 @@ fn a_lock_the_new_master_never_got_is_reported_lost() {
     replica.cmd::<String>(&["CONFIG", "SET", "replica-read-only", "no"]);
     replica.cmd::<i64>(&["DEL", "rlock:{lost}:leases"]);
     expect_within(rlock::LIMIT, "the failover to start", || {
-        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+        sentinels.failover().is_some()
     });
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 70, "{}", show(&out));
@@ -264,7 +158,7 @@ fn a_planned_failover_with_the_old_primary_still_writable_never_splits_the_lock(
         replica.cmd::<i64>(&["EXISTS", "rlock:{split}:leases"]) == 1
     });
     expect_within(rlock::LIMIT, "the failover to start", || {
-        sentinel_cmd(sentinels.ports[0], &["SENTINEL", "FAILOVER", "mymaster"]).is_some()
+        sentinels.failover().is_some()
     });
     expect_within(rlock::LIMIT, "the replica to be the master", || {
         sentinels.master_port() == Some(replica.port)

@@ -3,115 +3,20 @@
 //! vouches for works; an unknown issuer, a missing client certificate and bad
 //! files each get one line and their status.
 
-use std::net::TcpListener;
-use std::process::Command;
-
+use crate::support::cluster::Cluster;
 use crate::support::redis_server::{free_port, RedisServer};
 use crate::support::rlock::{assert_fails, bare, code, output, show};
-use crate::support::scratch::Scratch;
-
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, all
-/// signed by the CA, plus a second CA nobody uses.
-fn certificates(dir: &Scratch) {
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .expect("openssl must be installed (scripts/test installs it)");
-        assert!(out.status.success(), "openssl {args:?}: {out:?}");
-    };
-    for ca in ["ca", "other-ca"] {
-        openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-keyout",
-            &format!("{ca}.key"),
-            "-out",
-            &format!("{ca}.crt"),
-            "-subj",
-            &format!("/CN=rlock test {ca}"),
-        ]);
-    }
-    std::fs::write(
-        dir.file("san.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .unwrap();
-    for who in ["server", "client"] {
-        openssl(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            &format!("{who}.key"),
-            "-out",
-            &format!("{who}.csr"),
-            "-subj",
-            &format!("/CN={who}"),
-        ]);
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{who}.csr"),
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.cnf",
-            "-out",
-            &format!("{who}.crt"),
-        ]);
-    }
-}
-
-/// A server with a plain port (for the test) and a TLS port (for rlock).
-fn tls_server(dir: &Scratch, clients_need_certificates: bool) -> (RedisServer, String) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let redis = RedisServer::start_with(&[
-        "--tls-port",
-        &port,
-        "--tls-cert-file",
-        &dir.file("server.crt"),
-        "--tls-key-file",
-        &dir.file("server.key"),
-        "--tls-ca-cert-file",
-        &dir.file("ca.crt"),
-        "--tls-auth-clients",
-        if clients_need_certificates {
-            "yes"
-        } else {
-            "no"
-        },
-    ]);
-    (redis, format!("rediss://127.0.0.1:{port}"))
-}
+use crate::support::sentinel::Sentinels;
+use crate::support::tls::Tls;
 
 #[test]
 fn a_server_the_ca_vouches_for_works_and_others_are_refused() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let (redis, url) = tls_server(&dir, false);
+    let tls = Tls::new();
+    let (redis, url) = tls.server(false);
     let clock = redis.time_us();
     let out = output(
         bare()
-            .args(["--url", &url, "--cacert", &dir.file("ca.crt")])
+            .args(["--url", &url, "--cacert", &tls.file("ca.crt")])
             .args(["run", "secure", "--", "true"]),
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -123,7 +28,7 @@ fn a_server_the_ca_vouches_for_works_and_others_are_refused() {
     // The same CA from the environment, as redis-cli's names suggest.
     let out = output(
         bare()
-            .env("RLOCK_CACERT", dir.file("ca.crt"))
+            .env("RLOCK_CACERT", tls.file("ca.crt"))
             .args(["--url", &url, "status", "secure"]),
     );
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -131,7 +36,7 @@ fn a_server_the_ca_vouches_for_works_and_others_are_refused() {
         ("system trust store", vec![]),
         (
             "another CA",
-            vec!["--cacert".to_owned(), dir.file("other-ca.crt")],
+            vec!["--cacert".to_owned(), tls.file("other-ca.crt")],
         ),
     ] {
         let out = output(
@@ -147,7 +52,7 @@ fn a_server_the_ca_vouches_for_works_and_others_are_refused() {
         "--url",
         &url,
         "--cacert",
-        &dir.file("missing.pem"),
+        &tls.file("missing.pem"),
         "run",
         "secure",
         "--",
@@ -159,15 +64,14 @@ fn a_server_the_ca_vouches_for_works_and_others_are_refused() {
 
 #[test]
 fn a_server_that_wants_a_client_certificate_gets_one_with_cert_and_key() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let (_redis, url) = tls_server(&dir, true);
-    let base = ["--url", &url, "--cacert", &dir.file("ca.crt")];
+    let tls = Tls::new();
+    let (_redis, url) = tls.server(true);
+    let base = ["--url", &url, "--cacert", &tls.file("ca.crt")];
     let out = output(bare().args(base).args(["run", "mtls", "--", "true"]));
     assert_fails(&out, 69);
     let out = output(bare().args(base).args([
         "--cert",
-        &dir.file("client.crt"),
+        &tls.file("client.crt"),
         "run",
         "mtls",
         "--",
@@ -180,9 +84,9 @@ fn a_server_that_wants_a_client_certificate_gets_one_with_cert_and_key() {
             .args(base)
             .args([
                 "--cert",
-                &dir.file("client.crt"),
+                &tls.file("client.crt"),
                 "--key",
-                &dir.file("client.key"),
+                &tls.file("client.key"),
             ])
             .args(["run", "mtls", "--", "true"]),
     );
@@ -191,17 +95,16 @@ fn a_server_that_wants_a_client_certificate_gets_one_with_cert_and_key() {
 
 #[test]
 fn the_while_pid_watchdog_gets_the_tls_files_of_the_command_line() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let (_redis, url) = tls_server(&dir, true);
+    let tls = Tls::new();
+    let (_redis, url) = tls.server(true);
     let me = std::process::id().to_string();
     let tls = [
         "--cacert",
-        &dir.file("ca.crt"),
+        &tls.file("ca.crt"),
         "--cert",
-        &dir.file("client.crt"),
+        &tls.file("client.crt"),
         "--key",
-        &dir.file("client.key"),
+        &tls.file("client.key"),
     ];
     let out = output(bare().args(["--url", &url]).args(tls).args([
         "acquire",
@@ -226,9 +129,8 @@ fn the_while_pid_watchdog_gets_the_tls_files_of_the_command_line() {
 
 #[test]
 fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let (redis, tls_url) = tls_server(&dir, false);
+    let tls = Tls::new();
+    let (redis, tls_url) = tls.server(false);
     let plain_to_tls = tls_url.replacen("rediss://", "redis://", 1);
     let out = output(bare().args(["--url", &plain_to_tls, "run", "x", "--", "true"]));
     let err = assert_fails(&out, 69);
@@ -241,7 +143,7 @@ fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
         "--url",
         &tls_to_plain,
         "--cacert",
-        &dir.file("ca.crt"),
+        &tls.file("ca.crt"),
         "--connect-timeout",
         "300ms",
         "status",
@@ -254,45 +156,11 @@ fn tls_on_one_end_only_gets_a_hint_at_the_other_scheme() {
     );
 }
 
-/// redis-server arguments for a TLS port (server certificate, the test CA),
-/// beside the plain port the test itself uses.
-fn tls_args(dir: &Scratch, port: u16) -> Vec<String> {
-    [
-        "--tls-port",
-        &port.to_string(),
-        "--tls-cert-file",
-        &dir.file("server.crt"),
-        "--tls-key-file",
-        &dir.file("server.key"),
-        "--tls-ca-cert-file",
-        &dir.file("ca.crt"),
-        "--tls-auth-clients",
-        "no",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-/// `redis-cli --tls` against port `port`.
-fn tls_cli(dir: &Scratch, port: u16, args: &[&str]) -> std::process::Output {
-    Command::new("redis-cli")
-        .args([
-            "--tls",
-            "--cacert",
-            &dir.file("ca.crt"),
-            "-p",
-            &port.to_string(),
-        ])
-        .args(args)
-        .output()
-        .expect("redis-cli must be installed")
-}
-
 /// A lock through `url` (with the test CA) is held: a second run (not a
 /// nested one: it does not inherit the first one's tokens) finds it taken (75)
 /// while the first runs, and gets it after.
-fn lock_works_through(dir: &Scratch, url: &str, name: &str) {
-    let ca = dir.file("ca.crt");
+fn lock_works_through(tls: &Tls, url: &str, name: &str) {
+    let ca = tls.file("ca.crt");
     let rlock = |args: &[&str]| {
         let mut cmd = bare();
         cmd.args(["--url", url, "--cacert", &ca]).args(args);
@@ -319,51 +187,14 @@ fn lock_works_through(dir: &Scratch, url: &str, name: &str) {
 
 #[test]
 fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
-    let dir = Scratch::new();
-    certificates(&dir);
+    let tls = Tls::new();
     let master_tls = free_port();
-    let master_args = tls_args(&dir, master_tls);
+    let master_args = tls.server_args(master_tls, false);
     let master =
         RedisServer::start_with(&master_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let sentinel_port = free_port();
-    let conf = dir.file("sentinel.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "port 0\nbind 127.0.0.1\ndir {dir}\ntls-port {sentinel_port}\n\
-             tls-cert-file {crt}\ntls-key-file {key}\ntls-ca-cert-file {ca}\n\
-             tls-auth-clients no\ntls-replication yes\n\
-             sentinel monitor mymaster 127.0.0.1 {master_tls} 1\n",
-            dir = dir.path().display(),
-            crt = dir.file("server.crt"),
-            key = dir.file("server.key"),
-            ca = dir.file("ca.crt"),
-        ),
-    )
-    .unwrap();
-    let _sentinel = crate::support::process::Proc::new(
-        Command::new(crate::support::redis_server::server_bin())
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed"),
-    );
-    crate::support::expect_within(
-        crate::support::rlock::LIMIT,
-        "the TLS sentinel to name the master",
-        || {
-            let out = tls_cli(
-                &dir,
-                sentinel_port,
-                &["SENTINEL", "get-master-addr-by-name", "mymaster"],
-            );
-            String::from_utf8_lossy(&out.stdout).contains(&master_tls.to_string())
-        },
-    );
-    let url = format!("rediss+sentinel://127.0.0.1:{sentinel_port}/mymaster");
-    lock_works_through(&dir, &url, "via-tls-sentinel");
+    let sentinel = Sentinels::start_tls(&tls, master_tls);
+    let url = sentinel.url();
+    lock_works_through(&tls, &url, "via-tls-sentinel");
     // Taken on the master the sentinel named.
     let fence: Option<String> = master.cmd(&["GET", "rlock:{via-tls-sentinel}:fence"]);
     assert!(fence.is_some(), "the fence is on the TLS master");
@@ -371,55 +202,15 @@ fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
 
 #[test]
 fn rediss_cluster_follows_tls_nodes() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let tls_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let nodes: Vec<RedisServer> = tls_ports
-        .iter()
-        .map(|&p| {
-            let mut args = tls_args(&dir, p);
-            args.extend(
-                [
-                    "--tls-cluster",
-                    "yes",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ]
-                .map(String::from),
-            );
-            RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .collect();
-    let mut create = Command::new("redis-cli");
-    create.args([
-        "--tls",
-        "--cacert",
-        &dir.file("ca.crt"),
-        "--cluster",
-        "create",
-    ]);
-    for p in &tls_ports {
-        create.arg(format!("127.0.0.1:{p}"));
-    }
-    let out = create
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli must be installed");
-    assert!(out.status.success(), "cluster create: {out:?}");
-    crate::support::expect_within(crate::support::rlock::LIMIT, "the cluster to be ok", || {
-        nodes.iter().all(|n| {
-            let info: String = n.cmd(&["CLUSTER", "INFO"]);
-            info.contains("cluster_state:ok")
-        })
-    });
+    let tls = Tls::new();
+    let cluster = Cluster::start_tls(&tls);
     // Seeds on one node only: the others are reached by following MOVED.
-    let url = format!("rediss+cluster://127.0.0.1:{}", tls_ports[0]);
+    let url = format!("rediss+cluster://127.0.0.1:{}", cluster.tls_ports[0]);
     for name in ["alpha", "bravo", "charlie", "delta"] {
-        lock_works_through(&dir, &url, name);
+        lock_works_through(&tls, &url, name);
     }
-    let holding: Vec<usize> = nodes
+    let holding: Vec<usize> = cluster
+        .nodes
         .iter()
         .map(|n| n.cmd::<Vec<String>>(&["KEYS", "rlock:*:fence"]).len())
         .collect();
@@ -433,10 +224,9 @@ fn rediss_cluster_follows_tls_nodes() {
 /// connection; an untrusted certificate fails `reachable` (exit 69).
 #[test]
 fn check_runs_over_tls_and_an_untrusted_certificate_fails_reachable() {
-    let dir = Scratch::new();
-    certificates(&dir);
-    let (_redis, url) = tls_server(&dir, false);
-    let out = output(bare().args(["--url", &url, "--cacert", &dir.file("ca.crt"), "check"]));
+    let tls = Tls::new();
+    let (_redis, url) = tls.server(false);
+    let out = output(bare().args(["--url", &url, "--cacert", &tls.file("ca.crt"), "check"]));
     // The fixture runs without AOF: persistence warns.
     assert_eq!(code(&out), 1, "{}", show(&out));
     let text = crate::support::rlock::stdout(&out);
@@ -451,7 +241,7 @@ fn check_runs_over_tls_and_an_untrusted_certificate_fails_reachable() {
         "--url",
         &url,
         "--cacert",
-        &dir.file("other-ca.crt"),
+        &tls.file("other-ca.crt"),
         "check",
     ]));
     let err = assert_fails(&out, 69);

@@ -1,14 +1,19 @@
-//! Test support: real `redis-server` processes, the real `rlock` binary, and
+//! Test support: real `redis-server` processes and the topologies made of them
+//! (Sentinel, Cluster, a Redlock quorum, TLS), the real `rlock` binary, and
 //! waiting for conditions with deadlines.
 
+pub mod cluster;
 pub mod holder;
 pub mod lua;
 pub mod process;
 pub mod prom;
+pub mod quorum;
 pub mod redis_server;
 pub mod rlock;
 pub mod scratch;
+pub mod sentinel;
 pub mod terminal;
+pub mod tls;
 
 use std::time::{Duration, Instant};
 

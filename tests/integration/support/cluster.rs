@@ -1,0 +1,113 @@
+//! Redis Cluster topology: three masters joined by `redis-cli --cluster
+//! create`, no replicas, on plain or TLS ports.
+
+use std::process::Command;
+
+use super::expect_within;
+use super::redis_server::{free_port, RedisServer};
+use super::rlock::LIMIT;
+use super::tls::Tls;
+
+pub struct Cluster {
+    /// The nodes; the test reaches each on its plain port.
+    pub nodes: Vec<RedisServer>,
+    /// The nodes' TLS ports, in the order of `nodes` (empty without TLS).
+    pub tls_ports: Vec<u16>,
+}
+
+impl Cluster {
+    /// Three masters sharing the slots, once every node reports `cluster_state:ok`.
+    pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// [`start`](Self::start) with a TLS port on each node (`--tls-cluster
+    /// yes`: the cluster bus and the addresses the nodes give out are TLS),
+    /// the cluster created through the TLS ports.
+    pub fn start_tls(tls: &Tls) -> Self {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&Tls>) -> Self {
+        let tls_ports: Vec<u16> = match tls {
+            Some(_) => (0..3).map(|_| free_port()).collect(),
+            None => Vec::new(),
+        };
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|i| {
+                let mut args = Vec::new();
+                if let Some(tls) = tls {
+                    args = tls.server_args(tls_ports[i], false);
+                    args.extend(["--tls-cluster", "yes"].map(String::from));
+                }
+                args.extend(
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                    ]
+                    .map(String::from),
+                );
+                RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut create = Command::new("redis-cli");
+        match tls {
+            Some(tls) => {
+                create.args(["--tls", "--cacert", &tls.file("ca.crt")]);
+                create.args(["--cluster", "create"]);
+                for port in &tls_ports {
+                    create.arg(format!("127.0.0.1:{port}"));
+                }
+            }
+            None => {
+                create.args(["--cluster", "create"]);
+                for node in &nodes {
+                    create.arg(format!("127.0.0.1:{}", node.port));
+                }
+            }
+        }
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli must be installed");
+        assert!(out.status.success(), "cluster create: {out:?}");
+        expect_within(LIMIT, "the cluster to be ok", || {
+            nodes.iter().all(|n| {
+                let info: String = n.cmd(&["CLUSTER", "INFO"]);
+                info.contains("cluster_state:ok")
+            })
+        });
+        Cluster { nodes, tls_ports }
+    }
+
+    /// `redis+cluster://` seeded with two of the three nodes.
+    pub fn url(&self) -> String {
+        format!(
+            "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+            self.nodes[0].port, self.nodes[1].port
+        )
+    }
+
+    /// The index of the node serving `slot` (the one holding keys in it).
+    pub fn owner(&self, slot: i64) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.cmd::<i64>(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]) > 0)
+            .expect("some node has the lock's keys")
+    }
+
+    /// The node serving `key`'s slot (the one that answers without MOVED).
+    pub fn node_of(&self, key: &str) -> &RedisServer {
+        self.nodes
+            .iter()
+            .find(|n| {
+                redis::cmd("EXISTS")
+                    .arg(key)
+                    .query::<i64>(&mut n.con())
+                    .is_ok()
+            })
+            .expect("a node serves the slot")
+    }
+}
