@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{HolderInfo, Kind};
+use crate::backend::HolderInfo;
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::wait::outage::Patience;

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use super::keys::Keys;
 use super::topology::Source;
 use super::StandaloneSession;
-use crate::backend::{HolderStatus, Kind, LockStatus};
+use crate::backend::{HolderStatus, LockStatus};
 use crate::error::{Cause, Error, Result};
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 
 /// Whether `field` looks like a Redisson owner field: a UUID (Redisson's
