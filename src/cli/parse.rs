@@ -9,6 +9,7 @@ use clap::{FromArgMatches, Parser};
 use super::duration::{bare_number, is_unit};
 use super::{command, env, Cli, Command, WhilePidCli, WHILE_PID};
 use crate::exit::Exit;
+use crate::lock::name::{InvalidName, LockName};
 
 /// Parses the command line. Help and version are printed here (exit 0); a usage
 /// error becomes one `rlock: ` line (exit 2).
@@ -39,7 +40,7 @@ where
                     dashes_at: Vec::new(),
                     usage: None,
                 };
-                crate::report::error(&one_line(&err.render().to_string(), &at));
+                crate::report::error(&one_line_of(&err, &at));
                 Exit::Usage
             });
     }
@@ -74,18 +75,10 @@ where
             env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
                 run.resolve_shell();
-                for name in &mut run.names {
-                    let index = name
-                        .strip_prefix(PLACEHOLDER)
-                        .and_then(|i| i.parse::<usize>().ok());
-                    if let Some(given) = index.and_then(|i| dashed.get(i)) {
-                        *name = given.clone();
-                    }
-                }
             }
             cli
         });
-    parsed.map_err(|err| {
+    let mut cli = parsed.map_err(|err| {
         use clap::error::ErrorKind;
         match err.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -98,11 +91,36 @@ where
             }
             _ => {
                 let at = Context::of(&given);
-                crate::report::error(&one_line(&err.render().to_string(), &at));
+                crate::report::error(&one_line_of(&err, &at));
                 Exit::Usage
             }
         }
-    })
+    })?;
+    if let Command::Run(run) = &mut cli.command {
+        for name in &mut run.names {
+            let index = name
+                .strip_prefix(PLACEHOLDER)
+                .and_then(|i| i.parse::<usize>().ok());
+            if let Some(given) = index.and_then(|i| dashed.get(i)) {
+                *name = LockName::new(given).map_err(|bad| {
+                    crate::report::error(&bad.to_string());
+                    Exit::Usage
+                })?;
+            }
+        }
+    }
+    Ok(cli)
+}
+
+/// The one line for a usage error: a refused NAME as it always reads
+/// (`invalid lock name …`, the same whichever command took it), anything
+/// else as clap words it, on one line.
+fn one_line_of(err: &clap::Error, at: &Context) -> String {
+    use std::error::Error as _;
+    match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
+        Some(bad) => bad.to_string(),
+        None => one_line(&err.render().to_string(), at),
+    }
 }
 
 /// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
@@ -290,7 +308,7 @@ impl Context {
         self.positional
             .first()
             .map(String::as_str)
-            .filter(|n| named && !self.unsure && crate::lock::name::validate(n).is_ok())
+            .filter(|n| named && !self.unsure && LockName::new(n).is_ok())
     }
 }
 

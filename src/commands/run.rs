@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::event::Event;
+use crate::lock::name::LockName;
 use crate::supervisor::{Outcome, Prepared};
 
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
@@ -18,8 +19,8 @@ pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
     if let (Some(path), false) = (&args.metrics_file, usage) {
         let mut names: Vec<String> = Vec::new();
         for name in &args.names {
-            if !names.contains(name) {
-                names.push(name.clone());
+            if !names.iter().any(|n| n == name.as_str()) {
+                names.push(name.as_str().to_owned());
             }
         }
         crate::commands::metrics::write_run_file(path, &names, &outcome, &result);
@@ -75,13 +76,16 @@ fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Resul
         return;
     };
     let fences = outcome.fences.borrow().clone();
-    let mut names: Vec<&String> = args.names.iter().collect();
+    let mut names: Vec<&LockName> = args.names.iter().collect();
     names.sort();
     names.dedup();
     for name in names {
         let lock = config.lock_id(args.lock.redisson, name);
         let event = Event {
-            fence: fences.iter().find(|(n, _)| n == name).map(|(_, f)| *f),
+            fence: fences
+                .iter()
+                .find(|(n, _)| n == name.as_str())
+                .map(|(_, f)| *f),
             ..event.clone()
         };
         crate::commands::history::record_after(backend.as_ref(), &[lock], cap, &event);

@@ -8,7 +8,6 @@ use crate::commands::while_pid::{self, Watched};
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::lock::name;
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
@@ -17,7 +16,6 @@ use crate::wait::{self, Wanted};
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
 pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
     config.refuse_conflicts(&args.lock)?;
     let local = config.is_local();
     if local && args.while_pid.is_none() {
@@ -278,7 +276,6 @@ fn given_token(given: Option<&str>, from_env: Option<&str>, lock: &str) -> Resul
 
 /// `rlock renew NAME [--token T]`: extends the hold to --ttl from now.
 pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
     let token = given_token(
         args.token.as_deref(),
         config.token_from_env.as_deref(),
@@ -313,7 +310,6 @@ fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::lock::name:
 
 /// `rlock release NAME [--token T] | --force`.
 pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
     let token = if args.force {
         None
     } else {

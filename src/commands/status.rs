@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::kind::Kind;
-use crate::lock::name;
+use crate::lock::name::LockName;
 use crate::report::{self, json_string};
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
@@ -19,20 +19,18 @@ use crate::report::{self, json_string};
 /// never "free".
 pub fn status(
     config: &Config,
-    names: &[String],
+    names: &[LockName],
     json: bool,
     check: bool,
     redisson: bool,
 ) -> Result<Exit> {
-    for name in names {
-        name::validate(name)?;
-    }
+    let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading()?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match (names, redisson) {
+    let names = match (names.as_slice(), redisson) {
         ([], false) => session.list(&config.prefix, "*")?,
         ([], true) => session.list_redisson("*")?,
         (given, _) => given.to_vec(),

@@ -122,7 +122,7 @@ pub fn start(
     }
     // After `--`, a NAME such as `-v` is a name, not an option.
     cmd.arg("--")
-        .arg(&args.name)
+        .arg(args.name.as_str())
         .env("RLOCK_URL", config.urls.join(","))
         .env("RLOCK_PREFIX", &config.prefix)
         .env("RLOCK_KEEP_TOKEN", token.as_str())

@@ -32,7 +32,7 @@ use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
-use crate::lock::name::LockId;
+use crate::lock::name::{LockId, LockName};
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
@@ -67,7 +67,7 @@ struct Run<'a> {
     config: &'a Config,
     /// The names as given, duplicates dropped: they name things in messages
     /// and COMMAND's environment.
-    names: Vec<&'a String>,
+    names: Vec<&'a LockName>,
     /// The names, comma-separated, for messages.
     display: String,
     backend: Arc<dyn Backend>,
@@ -137,11 +137,8 @@ impl<'a> Prepared<'a> {
     /// Checks the names and options, finds COMMAND, forks the guardian and
     /// starts catching signals. Nothing is acquired yet.
     pub fn new(config: &'a Config, args: &'a RunArgs, outcome: &'a Outcome) -> Result<Self> {
-        for name in &args.names {
-            crate::lock::name::validate(name)?;
-        }
         config.refuse_conflicts(&args.lock)?;
-        let mut names: Vec<&String> = Vec::new();
+        let mut names: Vec<&LockName> = Vec::new();
         for name in &args.names {
             if !names.contains(&name) {
                 names.push(name);
@@ -154,7 +151,7 @@ impl<'a> Prepared<'a> {
             .join(", ");
         let program = child::resolve(&args.command[0], &display)?;
         let backend = config.backend()?;
-        let mut order: Vec<&String> = names.clone();
+        let mut order: Vec<&LockName> = names.clone();
         order.sort();
         let locks: Vec<LockId> = order
             .iter()

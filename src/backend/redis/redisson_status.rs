@@ -103,7 +103,7 @@ impl StandaloneSession {
         }
         let mut names = Vec::new();
         for key in self.scan(&probe, pattern, Some("hash"))? {
-            if key.contains(['{', '}']) || crate::lock::name::validate(&key).is_err() {
+            if key.contains(['{', '}']) || crate::lock::name::LockName::new(&key).is_err() {
                 continue;
             }
             let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {
