@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::cli::{AcquireArgs, ReleaseArgs, RenewArgs};
 use crate::commands::while_pid::{self, Watched};
-use crate::config::Config;
+use crate::config::{Config, LockSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
 use crate::lock::token::Token;
@@ -15,8 +15,7 @@ use crate::wait::{self, Wanted};
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
-pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
-    config.refuse_conflicts(&args.lock)?;
+pub fn acquire(config: &Config, spec: &LockSpec, args: &AcquireArgs) -> Result<Exit> {
     let local = config.is_local();
     if local && args.while_pid.is_none() {
         return Err(Error::usage(
@@ -34,7 +33,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         })
         .transpose()?;
     let backend = config.backend()?;
-    let keys = [config.lock_id(args.lock.redisson, &args.name)];
+    let keys = [spec.lock_id(config, &args.name)];
     let shared = Shared::new(&args.name);
     run_state::start(Arc::clone(&shared))?;
     shared.set(Phase::Acquiring);
@@ -55,17 +54,12 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     holder.pid = caller.to_string();
     holder.detached = true;
     let mut wanted = Wanted::new(
-        &keys,
-        &token,
-        inherited,
-        &holder,
-        &args.lock,
-        args.lock.ttl,
+        &keys, &token, inherited, &holder, spec, spec.ttl,
         // The lock must last its ttl from when this command returns.
         false,
     );
     wanted.replica_timeout = config.connect_timeout;
-    let cap = args.lock.history;
+    let cap = spec.history;
     let acquired = crate::supervisor::holder::event("acquired", &holder);
     if cap > 0 {
         wanted.record = Some((cap, acquired.clone()));
@@ -130,8 +124,9 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         // A file: re-entry holds nothing of its own: the enclosing run keeps it.
         if !local || !fds.is_empty() {
             // Signals are noted, not acted on, until the keeper has answered.
-            let started =
-                while_pid::start(config, args, watched, token, &fds, &|| shared.interrupted());
+            let started = while_pid::start(config, spec, &args.name, watched, token, &fds, &|| {
+                shared.interrupted()
+            });
             match started {
                 Ok(started) => keeper = Some(started),
                 Err(while_pid::StartError::Interrupted(signal)) => {
