@@ -415,6 +415,34 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_name_reads_the_same_whichever_command_took_it() {
+        for args in [
+            &["rlock", "run", "a b", "--", "true"][..],
+            &["rlock", "run", "ok", "a b", "--", "true"],
+            &["rlock", "acquire", "a b"],
+            &["rlock", "renew", "a b"],
+            &["rlock", "release", "--force", "a b"],
+            &["rlock", "status", "ok", "a b"],
+            &["rlock", "history", "a b"],
+        ] {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            let err = command().try_get_matches_from(&args).unwrap_err();
+            assert_eq!(
+                one_line_of(&err, &Context::of(&args)),
+                "invalid lock name 'a b': whitespace is not allowed",
+                "{args:?}"
+            );
+        }
+        let dashed = ["rlock", "run", "--", "-a b", "--", "true"];
+        assert!(matches!(parse_from(dashed), Err(Exit::Usage)));
+        let dashed = ["rlock", "run", "--", "-a", "--", "true"];
+        let Command::Run(run) = parse_from(dashed).unwrap().command else {
+            panic!("not run")
+        };
+        assert_eq!(run.names[0].as_str(), "-a");
+    }
+
+    #[test]
     fn usage_errors_fit_on_one_line() {
         let args: Vec<OsString> = ["rlock", "run", "x"].map(OsString::from).to_vec();
         let err = Cli::try_parse_from(&args).unwrap_err();

@@ -155,3 +155,60 @@ fn refuse_conflicts(config: &Config, lock: &LockOptions) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// `rlock --url URL acquire OPTIONS... x`, resolved.
+    fn spec(url: &str, options: &[&str]) -> Result<LockSpec> {
+        let mut args = vec!["rlock", "--url", url, "acquire"];
+        args.extend(options);
+        args.push("x");
+        let cli = Cli::try_parse_from(args).unwrap();
+        let config = Config::resolve(&cli.global, None)?;
+        let Command::Acquire(acquire) = &cli.command else {
+            panic!("not acquire")
+        };
+        LockSpec::resolve(&config, &acquire.lock)
+    }
+
+    const ONE: &str = "redis://127.0.0.1:1";
+
+    #[test]
+    fn kinds_and_waits() {
+        assert_eq!(spec(ONE, &[]).unwrap().kind, Kind::Exclusive);
+        assert_eq!(spec(ONE, &["--limit", "1"]).unwrap().kind, Kind::Exclusive);
+        let limit = spec(ONE, &["--limit", "3"]).unwrap();
+        assert_eq!(limit.kind, Kind::Semaphore(3));
+        assert_eq!(spec(ONE, &["-s"]).unwrap().kind, Kind::Shared);
+        let forever = spec(ONE, &[]).unwrap();
+        assert_eq!((forever.wait, forever.no_wait()), (None, false));
+        let no_wait = spec(ONE, &["-n"]).unwrap();
+        assert_eq!(
+            (no_wait.wait, no_wait.no_wait()),
+            (Some(Duration::ZERO), true)
+        );
+        let zero = spec(ONE, &["--wait", "0"]).unwrap();
+        assert!(zero.no_wait());
+    }
+
+    #[test]
+    fn conflicts_with_the_target_are_usage_errors() {
+        let quorum = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
+        for (url, options) in [
+            ("file:/nonexistent-rlock-dir", &["--fair"][..]),
+            ("file:/nonexistent-rlock-dir", &["--redisson"]),
+            ("file:/nonexistent-rlock-dir", &["--min-replicas", "1"]),
+            (quorum, &["--limit", "2"]),
+            (quorum, &["--redisson"]),
+            (ONE, &["--redisson", "--shared"]),
+        ] {
+            let err = spec(url, options).unwrap_err();
+            assert_eq!(err.exit().code(), 2, "{url} {options:?}");
+        }
+        assert!(spec(quorum, &["--limit", "1"]).is_ok());
+    }
+}

@@ -1,12 +1,12 @@
 //! One `rlock run` as a chain of states, whose methods are the only order in
 //! which its steps can happen:
 //!
-//! [`Prepared`] (names checked, COMMAND found, guardian forked, signals
-//! caught) → [`Prepared::acquire`] → [`Held`] (the lock is ours; the
-//! guardian keeps the lease's deadlines) → [`Held::spawn`] → [`Running`]
-//! (COMMAND started) → [`Running::wait`] → [`Finished`] (COMMAND and what it
-//! left in its process group are gone, the deadlines closed) →
-//! [`Finished::release`] → the exit status.
+//! [`Prepared`] (COMMAND found, guardian forked, signals caught) →
+//! [`Prepared::acquire`] → [`Held`] (the lock is ours; the guardian keeps
+//! the lease's deadlines) → [`Held::spawn`] → [`Running`] (COMMAND started)
+//! → [`Running::wait`] → [`Finished`] (COMMAND and what it left in its
+//! process group are gone, the deadlines closed) → [`Finished::release`] →
+//! the exit status.
 //!
 //! Each step consumes the state before it, so COMMAND cannot start before
 //! the lock is held, and the lock cannot be released while COMMAND's group
@@ -133,8 +133,9 @@ pub struct Finished<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    /// Checks the names and options, finds COMMAND, forks the guardian and
-    /// starts catching signals. Nothing is acquired yet.
+    /// Finds COMMAND, forks the guardian and starts catching signals (the
+    /// names and options were checked when the command line was resolved).
+    /// Nothing is acquired yet.
     pub fn new(config: &'a Config, spec: &'a RunSpec, outcome: &'a Outcome) -> Result<Self> {
         let mut names: Vec<&LockName> = Vec::new();
         for name in &spec.names {
