@@ -90,9 +90,14 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Ok::<_, Error>(config)
     };
     match &cli.command {
-        Command::Run(args) => commands::run::run(&locking(args.lock.note.as_deref())?, args),
+        Command::Run(args) => {
+            let config = locking(args.lock.note.as_deref())?;
+            commands::run::run(&config, &config::RunSpec::resolve(&config, args)?)
+        }
         Command::Acquire(args) => {
-            commands::scripting::acquire(&locking(args.lock.note.as_deref())?, args)
+            let config = locking(args.lock.note.as_deref())?;
+            let spec = config::LockSpec::resolve(&config, &args.lock)?;
+            commands::scripting::acquire(&config, &spec, args)
         }
         Command::Renew(args) => commands::scripting::renew(&config(None)?, args),
         Command::Release(args) => commands::scripting::release(&config(None)?, args),

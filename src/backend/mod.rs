@@ -21,6 +21,7 @@ pub use redlock::Redlock;
 
 use crate::error::Result;
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::{Fence, Token};
 
@@ -42,39 +43,6 @@ pub struct HolderInfo {
     /// Held by an rlock from before the current key layout, whose details
     /// this version does not read (see `src/backend/lua/common.lua`).
     pub earlier: bool,
-}
-
-/// The kind of hold asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// One holder at a time.
-    Exclusive,
-    /// Any number of shared holders, none beside an exclusive one.
-    Shared,
-    /// At most N holders (and never more than any holder's own N allows).
-    Semaphore(u32),
-}
-
-impl Kind {
-    /// The kind a hold was stored with: `x`, `s`, or `m` (a semaphore, whose
-    /// limit is stored beside it), as the scripts and `file:` records write it.
-    pub fn from_code(code: &str, limit: u32) -> Option<Kind> {
-        match code.as_bytes().first()? {
-            b'x' => Some(Kind::Exclusive),
-            b's' => Some(Kind::Shared),
-            b'm' => Some(Kind::Semaphore(limit)),
-            _ => None,
-        }
-    }
-
-    /// The word used in messages.
-    pub fn describe(self) -> String {
-        match self {
-            Kind::Exclusive => "exclusive".into(),
-            Kind::Shared => "shared".into(),
-            Kind::Semaphore(n) => format!("semaphore (limit {n})"),
-        }
-    }
 }
 
 /// What `status` shows of one lock.

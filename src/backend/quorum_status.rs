@@ -93,7 +93,7 @@ fn same_holder(a: &HolderStatus, b: &HolderStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::Kind;
+    use crate::lock::kind::Kind;
 
     fn holder(pid: &str, ttl_ms: u64) -> HolderStatus {
         HolderStatus {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::exit::NOT_ACQUIRED_DEFAULT;
+use crate::lock::name::LockName;
 
 mod duration;
 mod env;
@@ -160,8 +161,8 @@ pub enum Command {
     /// that does not exist).
     Status {
         /// Lock names (none: every held or waited-for lock, like `list`).
-        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
-        names: Vec<String>,
+        #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
+        names: Vec<LockName>,
         /// One JSON object per lock, one per line.
         #[arg(long, conflicts_with = "check")]
         json: bool,
@@ -219,8 +220,8 @@ pub enum Command {
     /// how long it waited or held.
     History {
         /// Lock name.
-        #[arg(value_name = "NAME", value_hint = NAME_HINT)]
-        name: String,
+        #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
+        name: LockName,
         /// Show at most N events.
         #[arg(long, value_name = "N", default_value_t = 20)]
         limit: usize,
@@ -331,8 +332,9 @@ pub struct RunArgs {
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
     ///
     /// Several names are taken all together or not at all.
-    #[arg(value_name = "NAME", required = true, value_hint = NAME_HINT)]
-    pub names: Vec<String>,
+    #[arg(value_name = "NAME", required = true, value_hint = NAME_HINT,
+          value_parser = LockName::new)]
+    pub names: Vec<LockName>,
 
     /// The command to run, after `--`; executed directly, without a shell.
     #[arg(value_name = "COMMAND", last = true, required_unless_present = "shell",
@@ -374,8 +376,8 @@ pub struct AcquireArgs {
     pub while_pid: Option<u32>,
 
     /// Lock name: 1-200 bytes, no whitespace, control characters, '{' or '}'.
-    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
-    pub name: String,
+    #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
+    pub name: LockName,
 }
 
 /// The internal `rlock __while-pid ...` command line.
@@ -396,7 +398,8 @@ pub const WHILE_PID: &str = "__while-pid";
 #[derive(Debug, Args, Clone)]
 pub struct WhilePidArgs {
     /// Lock name.
-    pub name: String,
+    #[arg(value_parser = LockName::new)]
+    pub name: LockName,
     /// The process whose life the hold follows.
     #[arg(long)]
     pub pid: u32,
@@ -415,8 +418,8 @@ pub struct WhilePidArgs {
 #[derive(Debug, Args)]
 pub struct RenewArgs {
     /// Lock name.
-    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
-    pub name: String,
+    #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
+    pub name: LockName,
 
     /// The owner token `rlock acquire` printed [default: $RLOCK_TOKEN].
     ///
@@ -438,8 +441,8 @@ pub struct RenewArgs {
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// Lock name.
-    #[arg(value_name = "NAME", value_hint = NAME_HINT)]
-    pub name: String,
+    #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
+    pub name: LockName,
 
     /// The owner token `rlock acquire` printed: releases only that hold
     /// [default: $RLOCK_TOKEN].
@@ -597,7 +600,8 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run")
         };
-        assert_eq!(run.names, ["deploy"]);
+        assert_eq!(run.names[0].as_str(), "deploy");
+        assert_eq!(run.names.len(), 1);
         assert_eq!(run.command, ["make", "-j4"]);
         assert_eq!(run.lock.wait, Some(Duration::from_secs(90)));
         assert_eq!(run.lock.ttl, Duration::from_secs(30));

@@ -9,6 +9,7 @@ use clap::{FromArgMatches, Parser};
 use super::duration::{bare_number, is_unit};
 use super::{command, env, Cli, Command, WhilePidCli, WHILE_PID};
 use crate::exit::Exit;
+use crate::lock::name::{InvalidName, LockName};
 
 /// Parses the command line. Help and version are printed here (exit 0); a usage
 /// error becomes one `rlock: ` line (exit 2).
@@ -39,7 +40,7 @@ where
                     dashes_at: Vec::new(),
                     usage: None,
                 };
-                crate::report::error(&one_line(&err.render().to_string(), &at));
+                crate::report::error(&one_line_of(&err, &at));
                 Exit::Usage
             });
     }
@@ -74,18 +75,10 @@ where
             env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
                 run.resolve_shell();
-                for name in &mut run.names {
-                    let index = name
-                        .strip_prefix(PLACEHOLDER)
-                        .and_then(|i| i.parse::<usize>().ok());
-                    if let Some(given) = index.and_then(|i| dashed.get(i)) {
-                        *name = given.clone();
-                    }
-                }
             }
             cli
         });
-    parsed.map_err(|err| {
+    let mut cli = parsed.map_err(|err| {
         use clap::error::ErrorKind;
         match err.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -98,11 +91,36 @@ where
             }
             _ => {
                 let at = Context::of(&given);
-                crate::report::error(&one_line(&err.render().to_string(), &at));
+                crate::report::error(&one_line_of(&err, &at));
                 Exit::Usage
             }
         }
-    })
+    })?;
+    if let Command::Run(run) = &mut cli.command {
+        for name in &mut run.names {
+            let index = name
+                .strip_prefix(PLACEHOLDER)
+                .and_then(|i| i.parse::<usize>().ok());
+            if let Some(given) = index.and_then(|i| dashed.get(i)) {
+                *name = LockName::new(given).map_err(|bad| {
+                    crate::report::error(&bad.to_string());
+                    Exit::Usage
+                })?;
+            }
+        }
+    }
+    Ok(cli)
+}
+
+/// The one line for a usage error: a refused NAME as it always reads
+/// (`invalid lock name …`, the same whichever command took it), anything
+/// else as clap words it, on one line.
+fn one_line_of(err: &clap::Error, at: &Context) -> String {
+    use std::error::Error as _;
+    match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
+        Some(bad) => bad.to_string(),
+        None => one_line(&err.render().to_string(), at),
+    }
 }
 
 /// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
@@ -290,7 +308,7 @@ impl Context {
         self.positional
             .first()
             .map(String::as_str)
-            .filter(|n| named && !self.unsure && crate::lock::name::validate(n).is_ok())
+            .filter(|n| named && !self.unsure && LockName::new(n).is_ok())
     }
 }
 
@@ -394,6 +412,34 @@ mod tests {
         ] {
             assert!(parse_from(args).is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn a_refused_name_reads_the_same_whichever_command_took_it() {
+        for args in [
+            &["rlock", "run", "a b", "--", "true"][..],
+            &["rlock", "run", "ok", "a b", "--", "true"],
+            &["rlock", "acquire", "a b"],
+            &["rlock", "renew", "a b"],
+            &["rlock", "release", "--force", "a b"],
+            &["rlock", "status", "ok", "a b"],
+            &["rlock", "history", "a b"],
+        ] {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            let err = command().try_get_matches_from(&args).unwrap_err();
+            assert_eq!(
+                one_line_of(&err, &Context::of(&args)),
+                "invalid lock name 'a b': whitespace is not allowed",
+                "{args:?}"
+            );
+        }
+        let dashed = ["rlock", "run", "--", "-a b", "--", "true"];
+        assert!(matches!(parse_from(dashed), Err(Exit::Usage)));
+        let dashed = ["rlock", "run", "--", "-a", "--", "true"];
+        let Command::Run(run) = parse_from(dashed).unwrap().command else {
+            panic!("not run")
+        };
+        assert_eq!(run.names[0].as_str(), "-a");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::event::Event;
-use crate::lock::name::{self, LockId};
+use crate::lock::name::LockId;
 
 /// `rlock history NAME [--limit N] [--json]`.
 pub fn history(
@@ -17,7 +17,6 @@ pub fn history(
     json: bool,
     redisson: bool,
 ) -> Result<Exit> {
-    name::validate(name)?;
     let backend = config.backend()?;
     let keys = config.lock_id(redisson, name);
     let mut session = backend.connect().map_err(|e| e.in_lock(name))?;

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::event::Event;
-use crate::lock::name::{self, LockId};
+use crate::lock::name::{LockId, LockName};
 use crate::supervisor::Outcome;
 
 /// How a run ended, as a `result` label and a history event.
@@ -196,7 +196,7 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
         given => given.to_vec(),
     };
     for pattern in patterns.iter().filter(|p| !is_glob(p)) {
-        name::validate(pattern)?;
+        LockName::new(pattern)?;
     }
     let backend = config.backend()?;
     let mut session = backend

@@ -1,31 +1,31 @@
 //! `rlock run`: wait for the lock, run COMMAND while the watchdog keeps the
 //! lease, release when COMMAND ends, and exit with COMMAND's status.
 
-use crate::cli::RunArgs;
-use crate::config::Config;
+use crate::config::{Config, RunSpec};
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::event::Event;
+use crate::lock::name::LockName;
 use crate::supervisor::{Outcome, Prepared};
 
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
 /// in its group), release, in that order (see [`crate::supervisor`]); then
 /// writes the `--metrics-file`, whatever the end.
-pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
+pub fn run(config: &Config, spec: &RunSpec) -> Result<Exit> {
     let outcome = Outcome::default();
-    let result = supervise(config, args, &outcome);
+    let result = supervise(config, spec, &outcome);
     let usage = matches!(&result, Err(e) if e.exit() == Exit::Usage);
-    if let (Some(path), false) = (&args.metrics_file, usage) {
+    if let (Some(path), false) = (&spec.metrics_file, usage) {
         let mut names: Vec<String> = Vec::new();
-        for name in &args.names {
-            if !names.contains(name) {
-                names.push(name.clone());
+        for name in &spec.names {
+            if !names.iter().any(|n| n == name.as_str()) {
+                names.push(name.as_str().to_owned());
             }
         }
         crate::commands::metrics::write_run_file(path, &names, &outcome, &result);
     }
     if !usage {
-        record_end(config, args, &outcome, &result);
+        record_end(config, spec, &outcome, &result);
     }
     result
 }
@@ -33,8 +33,8 @@ pub fn run(config: &Config, args: &RunArgs) -> Result<Exit> {
 /// The events only the run's end knows: not acquired (`busy`), a wait
 /// stopped by a signal (`interrupted`), a hold lost (`lost`, with the cause
 /// in the note). Acquisitions and releases are recorded by their scripts.
-fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Result<Exit>) {
-    let cap = args.lock.history;
+fn record_end(config: &Config, spec: &RunSpec, outcome: &Outcome, result: &Result<Exit>) {
+    let cap = spec.lock.history;
     let kind = match result {
         Ok(Exit::LockLost) => "lost",
         Err(err) => match err.exit() {
@@ -75,21 +75,24 @@ fn record_end(config: &Config, args: &RunArgs, outcome: &Outcome, result: &Resul
         return;
     };
     let fences = outcome.fences.borrow().clone();
-    let mut names: Vec<&String> = args.names.iter().collect();
+    let mut names: Vec<&LockName> = spec.names.iter().collect();
     names.sort();
     names.dedup();
     for name in names {
-        let lock = config.lock_id(args.lock.redisson, name);
+        let lock = spec.lock.lock_id(config, name);
         let event = Event {
-            fence: fences.iter().find(|(n, _)| n == name).map(|(_, f)| *f),
+            fence: fences
+                .iter()
+                .find(|(n, _)| n == name.as_str())
+                .map(|(_, f)| *f),
             ..event.clone()
         };
         crate::commands::history::record_after(backend.as_ref(), &[lock], cap, &event);
     }
 }
 
-fn supervise(config: &Config, args: &RunArgs, outcome: &Outcome) -> Result<Exit> {
-    Prepared::new(config, args, outcome)?
+fn supervise(config: &Config, spec: &RunSpec, outcome: &Outcome) -> Result<Exit> {
+    Prepared::new(config, spec, outcome)?
         .acquire()?
         .spawn()?
         .wait()

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use crate::cli::{AcquireArgs, ReleaseArgs, RenewArgs};
 use crate::commands::while_pid::{self, Watched};
-use crate::config::Config;
+use crate::config::{Config, LockSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::lock::name;
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
@@ -16,9 +15,7 @@ use crate::wait::{self, Wanted};
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
-pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
-    config.refuse_conflicts(&args.lock)?;
+pub fn acquire(config: &Config, spec: &LockSpec, args: &AcquireArgs) -> Result<Exit> {
     let local = config.is_local();
     if local && args.while_pid.is_none() {
         return Err(Error::usage(
@@ -36,7 +33,7 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         })
         .transpose()?;
     let backend = config.backend()?;
-    let keys = [config.lock_id(args.lock.redisson, &args.name)];
+    let keys = [spec.lock_id(config, &args.name)];
     let shared = Shared::new(&args.name);
     run_state::start(Arc::clone(&shared))?;
     shared.set(Phase::Acquiring);
@@ -57,17 +54,12 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
     holder.pid = caller.to_string();
     holder.detached = true;
     let mut wanted = Wanted::new(
-        &keys,
-        &token,
-        inherited,
-        &holder,
-        &args.lock,
-        args.lock.ttl,
+        &keys, &token, inherited, &holder, spec, spec.ttl,
         // The lock must last its ttl from when this command returns.
         false,
     );
     wanted.replica_timeout = config.connect_timeout;
-    let cap = args.lock.history;
+    let cap = spec.history;
     let acquired = crate::supervisor::holder::event("acquired", &holder);
     if cap > 0 {
         wanted.record = Some((cap, acquired.clone()));
@@ -132,8 +124,9 @@ pub fn acquire(config: &Config, args: &AcquireArgs) -> Result<Exit> {
         // A file: re-entry holds nothing of its own: the enclosing run keeps it.
         if !local || !fds.is_empty() {
             // Signals are noted, not acted on, until the keeper has answered.
-            let started =
-                while_pid::start(config, args, watched, token, &fds, &|| shared.interrupted());
+            let started = while_pid::start(config, spec, &args.name, watched, token, &fds, &|| {
+                shared.interrupted()
+            });
             match started {
                 Ok(started) => keeper = Some(started),
                 Err(while_pid::StartError::Interrupted(signal)) => {
@@ -278,7 +271,6 @@ fn given_token(given: Option<&str>, from_env: Option<&str>, lock: &str) -> Resul
 
 /// `rlock renew NAME [--token T]`: extends the hold to --ttl from now.
 pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
     let token = given_token(
         args.token.as_deref(),
         config.token_from_env.as_deref(),
@@ -313,7 +305,6 @@ fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::lock::name:
 
 /// `rlock release NAME [--token T] | --force`.
 pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
-    name::validate(&args.name)?;
     let token = if args.force {
         None
     } else {

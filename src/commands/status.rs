@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{Kind, LockStatus, Session, WaiterStatus};
+use crate::backend::{LockStatus, Session, WaiterStatus};
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
-use crate::lock::name;
+use crate::lock::kind::Kind;
+use crate::lock::name::LockName;
 use crate::report::{self, json_string};
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
@@ -18,20 +19,18 @@ use crate::report::{self, json_string};
 /// never "free".
 pub fn status(
     config: &Config,
-    names: &[String],
+    names: &[LockName],
     json: bool,
     check: bool,
     redisson: bool,
 ) -> Result<Exit> {
-    for name in names {
-        name::validate(name)?;
-    }
+    let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading()?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match (names, redisson) {
+    let names = match (names.as_slice(), redisson) {
         ([], false) => session.list(&config.prefix, "*")?,
         ([], true) => session.list_redisson("*")?,
         (given, _) => given.to_vec(),
@@ -104,11 +103,7 @@ fn kind_word(s: &LockStatus) -> &'static str {
     if s.redisson {
         return "redisson";
     }
-    match s.kind {
-        Some(Kind::Shared) => "shared",
-        Some(Kind::Semaphore(_)) => "semaphore",
-        _ => "exclusive",
-    }
+    s.kind.unwrap_or(Kind::Exclusive).word()
 }
 
 /// A whole number of seconds, as humantime writes it (`2m 5s`).
@@ -142,7 +137,7 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
     for ((_, s), name) in states.iter().zip(&names) {
         let (state, holders) = match (s.holders.len(), s.kind) {
             (0, _) => ("free", "0".to_owned()),
-            (n, Some(Kind::Semaphore(_))) => ("semaphore", format!("{n}/{}", s.limit)),
+            (n, Some(kind @ Kind::Semaphore(_))) => (kind.word(), format!("{n}/{}", s.limit)),
             (n, _) => (kind_word(s), n.to_string()),
         };
         let _ = writeln!(
@@ -264,7 +259,7 @@ pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
         })
         .collect();
     let kind = if s.holders.is_empty() && !s.redisson {
-        "exclusive"
+        Kind::Exclusive.word()
     } else {
         kind_word(s)
     };

@@ -7,8 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::cli::{AcquireArgs, WhilePidArgs};
-use crate::config::Config;
+use crate::cli::WhilePidArgs;
+use crate::config::{Config, LockSpec};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::lock::token::Token;
@@ -68,7 +68,8 @@ pub enum StartError {
 /// of the hold lives on in it.
 pub fn start(
     config: &Config,
-    args: &AcquireArgs,
+    spec: &LockSpec,
+    name: &str,
     watched: &Watched,
     token: &Token,
     fds: &[RawFd],
@@ -102,10 +103,10 @@ pub fn start(
         .arg("--pid")
         .arg(watched.pid().to_string())
         .arg("--ttl")
-        .arg(humantime::format_duration(args.lock.ttl).to_string())
+        .arg(humantime::format_duration(spec.ttl).to_string())
         .arg("--history")
-        .arg(args.lock.history.to_string());
-    if args.lock.redisson {
+        .arg(spec.history.to_string());
+    if spec.redisson {
         cmd.arg("--redisson");
     }
     // As absolute paths: the keeper's working directory is not the script's
@@ -122,7 +123,7 @@ pub fn start(
     }
     // After `--`, a NAME such as `-v` is a name, not an option.
     cmd.arg("--")
-        .arg(&args.name)
+        .arg(name)
         .env("RLOCK_URL", config.urls.join(","))
         .env("RLOCK_PREFIX", &config.prefix)
         .env("RLOCK_KEEP_TOKEN", token.as_str())

@@ -5,6 +5,9 @@
 //! step reads the environment or parses a URL.
 
 mod note;
+mod spec;
+
+pub use spec::{LockSpec, RunSpec};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +15,7 @@ use std::time::Duration;
 
 use crate::backend::url::{self, ServerSpec};
 use crate::backend::{Backend, Local, Redlock, Standalone};
-use crate::cli::{Global, LockOptions};
+use crate::cli::Global;
 use crate::error::{Error, Result};
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
@@ -162,51 +165,6 @@ impl Config {
     /// Whether locks are taken on a Redlock quorum.
     pub fn is_quorum(&self) -> bool {
         matches!(self.target, Target::Quorum(_))
-    }
-
-    /// Options that cannot go together: refuse them clearly instead of silently
-    /// running with other semantics.
-    pub fn refuse_conflicts(&self, lock: &LockOptions) -> Result<()> {
-        let config = self;
-        if config.is_local() {
-            let refuse = |what: &str| {
-                Err(Error::usage(format!(
-                    "{what} has no meaning for file: locks (this host only)"
-                )))
-            };
-            if lock.min_replicas > 0 {
-                return refuse("--min-replicas");
-            }
-            if lock.redisson {
-                return refuse("--redisson");
-            }
-            if lock.fair {
-                return Err(Error::usage(
-                    "--fair is not supported by file: locks: the kernel keeps no queue",
-                ));
-            }
-        }
-        // (Sentinel and Cluster host lists are one URL each.)
-        if config.is_quorum() {
-            if lock.redisson {
-                return Err(Error::usage(
-                    "--redisson locks one server as Redisson does; it cannot be combined with several --url",
-                ));
-            }
-            // Each server counts only its own holders and queue: different
-            // majorities could admit more than N, or order a queue differently.
-            if lock.limit.is_some_and(|n| n > 1) || lock.fair {
-                return Err(Error::usage(
-                    "--limit above 1 and --fair need one server: a Redlock quorum (several --url) cannot count holders or order a queue across servers",
-                ));
-            }
-        }
-        if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
-            return Err(Error::usage(
-                "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",
-            ));
-        }
-        Ok(())
     }
 
     /// Lock `name`: under the prefix, or as Redisson stores it (`--redisson`).

@@ -9,39 +9,90 @@ use crate::error::{Error, Result};
 /// Longest NAME in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
 
-/// Checks NAME against the README (NAME, under "Using `rlock run`"): 1–200
-/// bytes of UTF-8, no whitespace, no control characters, no braces.
-pub fn validate(name: &str) -> Result<()> {
-    let bad = |why: &str| {
-        // A NAME in a message is cut as a note is (a 10 KB NAME would
-        // otherwise fill the screen): its start and its length.
-        const SHOWN: usize = 60;
-        let shown = match name.char_indices().nth(SHOWN) {
-            Some((at, _)) => format!(
-                "{}… ({} bytes)",
-                crate::report::quote(&name[..at]),
-                name.len()
-            ),
-            None => crate::report::quote(name),
+/// A NAME that keeps the README's rules (NAME, under "Using `rlock run`"):
+/// 1–200 bytes of UTF-8, no whitespace, no control characters, no braces.
+/// [`LockName::new`] is the only way to make one, and it is clap's value
+/// parser for every NAME on the command line, so a command never sees a
+/// name it must still check.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockName(String);
+
+/// Why a NAME was refused: the whole `invalid lock name …` message (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidName(String);
+
+impl LockName {
+    /// Checks `name`, quoting it in the refusal (cut as a note is).
+    pub fn new(name: &str) -> Result<Self, InvalidName> {
+        let bad = |why: &str| {
+            // A NAME in a message is cut as a note is (a 10 KB NAME would
+            // otherwise fill the screen): its start and its length.
+            const SHOWN: usize = 60;
+            let shown = match name.char_indices().nth(SHOWN) {
+                Some((at, _)) => format!(
+                    "{}… ({} bytes)",
+                    crate::report::quote(&name[..at]),
+                    name.len()
+                ),
+                None => crate::report::quote(name),
+            };
+            Err(InvalidName(format!("invalid lock name {shown}: {why}")))
         };
-        Err(Error::usage(format!("invalid lock name {shown}: {why}")))
-    };
-    if name.is_empty() {
-        return bad("it is empty");
+        if name.is_empty() {
+            return bad("it is empty");
+        }
+        if name.len() > MAX_NAME_BYTES {
+            return bad("longer than 200 bytes");
+        }
+        if name.chars().any(char::is_whitespace) {
+            return bad("whitespace is not allowed");
+        }
+        if name.chars().any(char::is_control) {
+            return bad("control characters are not allowed");
+        }
+        if name.contains(['{', '}']) {
+            return bad("'{' and '}' are not allowed");
+        }
+        Ok(LockName(name.to_owned()))
     }
-    if name.len() > MAX_NAME_BYTES {
-        return bad("longer than 200 bytes");
+
+    /// The name as the user gave it.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
-    if name.chars().any(char::is_whitespace) {
-        return bad("whitespace is not allowed");
+}
+
+impl std::ops::Deref for LockName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
     }
-    if name.chars().any(char::is_control) {
-        return bad("control characters are not allowed");
+}
+
+impl std::borrow::Borrow<str> for LockName {
+    fn borrow(&self) -> &str {
+        &self.0
     }
-    if name.contains(['{', '}']) {
-        return bad("'{' and '}' are not allowed");
+}
+
+impl std::fmt::Display for LockName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
-    Ok(())
+}
+
+impl std::fmt::Display for InvalidName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidName {}
+
+impl From<InvalidName> for Error {
+    fn from(bad: InvalidName) -> Self {
+        Error::usage(bad.0)
+    }
 }
 
 /// Checks `--prefix`: same character rules as a name, but it may be empty.
@@ -49,7 +100,7 @@ pub fn validate_prefix(prefix: &str) -> Result<()> {
     if prefix.is_empty() {
         return Ok(());
     }
-    validate(prefix).map_err(|_| {
+    LockName::new(prefix).map(drop).map_err(|_| {
         Error::usage(format!(
             "invalid --prefix {}: no whitespace, control characters, '{{' or '}}', at most 200 bytes",
             crate::report::quote(prefix)
@@ -105,7 +156,7 @@ mod tests {
             "é",
             &"x".repeat(200),
         ] {
-            assert!(validate(name).is_ok(), "{name}");
+            assert_eq!(LockName::new(name).unwrap().as_str(), name);
         }
     }
 
@@ -121,7 +172,7 @@ mod tests {
             &"x".repeat(201),
             "a\u{a0}b",
         ] {
-            let err = validate(name).unwrap_err();
+            let err = Error::from(LockName::new(name).unwrap_err());
             assert_eq!(err.exit().code(), 2, "{name:?}");
         }
     }

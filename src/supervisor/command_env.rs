@@ -2,7 +2,7 @@
 //! tokens.
 
 use crate::backend::Hold;
-use crate::lock::name::LockId;
+use crate::lock::name::{LockId, LockName};
 use crate::lock::token::{tokens_for_child, Token};
 
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
@@ -10,7 +10,7 @@ use crate::lock::token::{tokens_for_child, Token};
 /// (`name=fence` for each name, space-separated) and RLOCK_TOKENS (every
 /// enclosing run's tokens and ours, for re-entry).
 pub(super) fn child_env(
-    names: &[&String],
+    names: &[&LockName],
     locks: &[LockId],
     holds: &[Hold],
     inherited: &[Token],

@@ -1,12 +1,12 @@
 //! One `rlock run` as a chain of states, whose methods are the only order in
 //! which its steps can happen:
 //!
-//! [`Prepared`] (names checked, COMMAND found, guardian forked, signals
-//! caught) → [`Prepared::acquire`] → [`Held`] (the lock is ours; the
-//! guardian keeps the lease's deadlines) → [`Held::spawn`] → [`Running`]
-//! (COMMAND started) → [`Running::wait`] → [`Finished`] (COMMAND and what it
-//! left in its process group are gone, the deadlines closed) →
-//! [`Finished::release`] → the exit status.
+//! [`Prepared`] (COMMAND found, guardian forked, signals caught) →
+//! [`Prepared::acquire`] → [`Held`] (the lock is ours; the guardian keeps
+//! the lease's deadlines) → [`Held::spawn`] → [`Running`] (COMMAND started)
+//! → [`Running::wait`] → [`Finished`] (COMMAND and what it left in its
+//! process group are gone, the deadlines closed) → [`Finished::release`] →
+//! the exit status.
 //!
 //! Each step consumes the state before it, so COMMAND cannot start before
 //! the lock is held, and the lock cannot be released while COMMAND's group
@@ -26,13 +26,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Hold, HolderInfo, Session};
-use crate::cli::RunArgs;
-use crate::config::Config;
+use crate::config::{Config, RunSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
-use crate::lock::name::LockId;
+use crate::lock::name::{LockId, LockName};
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
@@ -62,12 +61,12 @@ pub struct Outcome {
 
 /// What every state of one run carries.
 struct Run<'a> {
-    args: &'a RunArgs,
+    spec: &'a RunSpec,
     outcome: &'a Outcome,
     config: &'a Config,
     /// The names as given, duplicates dropped: they name things in messages
     /// and COMMAND's environment.
-    names: Vec<&'a String>,
+    names: Vec<&'a LockName>,
     /// The names, comma-separated, for messages.
     display: String,
     backend: Arc<dyn Backend>,
@@ -134,15 +133,12 @@ pub struct Finished<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    /// Checks the names and options, finds COMMAND, forks the guardian and
-    /// starts catching signals. Nothing is acquired yet.
-    pub fn new(config: &'a Config, args: &'a RunArgs, outcome: &'a Outcome) -> Result<Self> {
-        for name in &args.names {
-            crate::lock::name::validate(name)?;
-        }
-        config.refuse_conflicts(&args.lock)?;
-        let mut names: Vec<&String> = Vec::new();
-        for name in &args.names {
+    /// Finds COMMAND, forks the guardian and starts catching signals (the
+    /// names and options were checked when the command line was resolved).
+    /// Nothing is acquired yet.
+    pub fn new(config: &'a Config, spec: &'a RunSpec, outcome: &'a Outcome) -> Result<Self> {
+        let mut names: Vec<&LockName> = Vec::new();
+        for name in &spec.names {
             if !names.contains(&name) {
                 names.push(name);
             }
@@ -152,19 +148,16 @@ impl<'a> Prepared<'a> {
             .map(|n| n.as_str())
             .collect::<Vec<_>>()
             .join(", ");
-        let program = child::resolve(&args.command[0], &display)?;
+        let program = child::resolve(&spec.command[0], &display)?;
         let backend = config.backend()?;
-        let mut order: Vec<&String> = names.clone();
+        let mut order: Vec<&LockName> = names.clone();
         order.sort();
-        let locks: Vec<LockId> = order
-            .iter()
-            .map(|n| config.lock_id(args.lock.redisson, n))
-            .collect();
-        let lease = match args.lease {
+        let locks: Vec<LockId> = order.iter().map(|n| spec.lock.lock_id(config, n)).collect();
+        let lease = match spec.lease {
             Some(lease) => Lease::Fixed(lease),
-            None => Lease::Renewed(args.lock.ttl),
+            None => Lease::Renewed(spec.lock.ttl),
         };
-        let grace = watchdog::fit_grace(args.kill_after, lease, &display);
+        let grace = watchdog::fit_grace(spec.kill_after, lease, &display);
         // Forked now, off the handoff path, and before any thread exists: a
         // fork of a single-threaded process is cheaper. It only acts once it
         // knows COMMAND's group.
@@ -178,7 +171,7 @@ impl<'a> Prepared<'a> {
         child::become_subreaper();
         Ok(Prepared {
             run: Run {
-                args,
+                spec,
                 outcome,
                 config,
                 names,
@@ -201,19 +194,19 @@ impl<'a> Prepared<'a> {
         run.shared.set(Phase::Acquiring);
         run.outcome.waiting_since.set(Some(Instant::now()));
         let token = Token::generate()?;
-        let holder = crate::supervisor::holder::holder_info(&run.args.command, &run.config.note);
+        let holder = crate::supervisor::holder::holder_info(&run.spec.command, &run.config.note);
         let handoff = matches!(run.lease, Lease::Renewed(_));
         let mut wanted = Wanted::new(
             &run.locks,
             &token,
             &run.config.inherited,
             &holder,
-            &run.args.lock,
+            &run.spec.lock,
             run.lease.ttl(),
             handoff,
         );
         wanted.replica_timeout = run.config.connect_timeout;
-        let cap = run.args.lock.history;
+        let cap = run.spec.lock.history;
         let acquired = crate::supervisor::holder::event("acquired", &holder);
         if cap > 0 {
             wanted.record = Some((cap, acquired.clone()));
@@ -327,7 +320,7 @@ impl<'a> Held<'a> {
         let foreground = child::terminal_foreground();
         let spawned = child::spawn(
             &program,
-            &run.args.command,
+            &run.spec.command,
             &env,
             foreground,
             run.guardian.pipe(),
@@ -336,12 +329,12 @@ impl<'a> Held<'a> {
         crate::report::mark("started");
         match spawned {
             Ok(command) => {
-                let max_hold = run.args.max_hold.and_then(|limit| {
+                let max_hold = run.spec.max_hold.and_then(|limit| {
                     max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
                 });
                 // Off the path to COMMAND, which runs already.
                 for (lock, event) in &unrecorded {
-                    if let Err(err) = session.record(lock, run.args.lock.history, event) {
+                    if let Err(err) = session.record(lock, run.spec.lock.history, event) {
                         report::verbose(|| format!("{}: history not written: {err}", lock.name));
                     }
                 }
@@ -521,7 +514,7 @@ impl Finished<'_> {
         let holder = run.outcome.holder.borrow().clone();
         let fences = run.outcome.fences.borrow().clone();
         let event = match (ended, holder) {
-            (Some((kind, exit)), Some(holder)) if run.args.lock.history > 0 => Some(Event {
+            (Some((kind, exit)), Some(holder)) if run.spec.lock.history > 0 => Some(Event {
                 held_ms: run
                     .outcome
                     .held
@@ -540,7 +533,7 @@ impl Finished<'_> {
             lost.is_some(),
             event
                 .as_ref()
-                .map(|e| (run.args.lock.history, e, fences.as_slice())),
+                .map(|e| (run.spec.lock.history, e, fences.as_slice())),
         );
         crate::report::mark("released");
         if lost.is_none() {
@@ -563,7 +556,7 @@ impl Finished<'_> {
             return Ok(Exit::LockLost);
         }
         if max_held {
-            if let Some(limit) = run.args.max_hold {
+            if let Some(limit) = run.spec.max_hold {
                 report::error(&format!(
                     "{}: COMMAND ran past --max-hold {} and was stopped (SIGTERM, then SIGKILL \
                      after {} if still running); the lock was released",

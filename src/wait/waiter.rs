@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::registrations::Registrations;
 use super::{confirm_replicas, interrupted, or_signal, refresh, release_all, Wanted, MIN_BLOCK};
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Kind, Session, Wake};
+use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
@@ -181,14 +181,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
                 }
                 Ok(Attempt::Incompatible { held }) => {
                     release_all(self.session, wanted, &holds);
-                    let held = if held == Kind::Shared {
-                        "shared"
-                    } else {
-                        "as a semaphore"
-                    };
                     let err = Error::from(Cause::NotAcquired {
                         cause: format!(
-                            "an enclosing rlock run holds it {held}; it cannot be re-entered as {}",
+                            "an enclosing rlock run holds it {}; it cannot be re-entered as {}",
+                            held.held_as(),
                             wanted.kind.describe()
                         ),
                         code: wanted.conflict_code,

@@ -3,8 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{HolderInfo, Kind};
+use crate::backend::HolderInfo;
+use crate::config::LockSpec;
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::wait::outage::Patience;
@@ -48,13 +50,13 @@ pub struct Wanted<'a> {
 }
 
 impl<'a> Wanted<'a> {
-    /// What `--wait`, `--no-wait`, `-E`, the kind options and `--fair` ask for.
+    /// What `spec` asks for, with a lease of `ttl`.
     pub fn new(
         locks: &'a [LockId],
         token: &'a Token,
         inherited: &'a [Token],
         holder: &'a HolderInfo,
-        options: &crate::cli::LockOptions,
+        spec: &LockSpec,
         ttl: Duration,
         handoff: bool,
     ) -> Self {
@@ -64,35 +66,22 @@ impl<'a> Wanted<'a> {
             inherited,
             ttl,
             holder,
-            wait: if options.no_wait {
-                Some(Duration::ZERO)
-            } else {
-                options.wait
-            },
-            conflict_code: options.conflict_exit_code,
-            kind: kind(options),
-            fair: options.fair,
+            wait: spec.wait,
+            conflict_code: spec.conflict_code,
+            kind: spec.kind,
+            fair: spec.fair,
             // A handoff is written by the releasing client's connection, which
             // this one's WAIT cannot vouch for.
-            handoff: handoff && locks.len() == 1 && options.min_replicas == 0,
-            min_replicas: options.min_replicas,
+            handoff: handoff && locks.len() == 1 && spec.min_replicas == 0,
+            min_replicas: spec.min_replicas,
             replica_timeout: Duration::from_secs(2),
             patience: Patience {
-                wait_ends: options.wait.and_then(|w| Instant::now().checked_add(w)),
-                no_wait: options.no_wait || options.wait == Some(Duration::ZERO),
-                bound: options.unreachable_wait,
+                wait_ends: spec.wait.and_then(|w| Instant::now().checked_add(w)),
+                no_wait: spec.no_wait(),
+                bound: spec.unreachable_wait,
             },
-            progress_interval: options.progress_interval,
+            progress_interval: spec.progress_interval,
             record: None,
         }
-    }
-}
-
-/// The kind of hold the options ask for.
-fn kind(lock: &crate::cli::LockOptions) -> Kind {
-    match (lock.shared, lock.limit) {
-        (true, _) => Kind::Shared,
-        (false, Some(n)) if n > 1 => Kind::Semaphore(n),
-        _ => Kind::Exclusive,
     }
 }

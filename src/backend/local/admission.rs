@@ -6,9 +6,10 @@ use std::fs::File;
 use std::io;
 
 use super::files::{field, held_by_someone, open, try_flock};
-use super::records::{kind_code, Details, Held};
+use super::records::{Details, Held};
 use super::LocalSession;
-use crate::backend::{AcquireRequest, Attempt, Hold, Kind};
+use crate::backend::{AcquireRequest, Attempt, Hold};
+use crate::lock::kind::Kind;
 use crate::lock::token::{Fence, Token};
 
 /// Whether a request of `kind` may join the live holders (the rule the Redis
@@ -20,11 +21,13 @@ pub(super) fn compatible(holders: &[Details], kind: Kind) -> bool {
     }
     match kind {
         Kind::Exclusive => false,
-        Kind::Shared => holders.iter().all(|d| d.kind == "s"),
+        Kind::Shared => holders
+            .iter()
+            .all(|d| Kind::from_record(&d.kind) == Some(Kind::Shared)),
         Kind::Semaphore(n) => {
             let limits: Option<Vec<u32>> = holders
                 .iter()
-                .map(|d| d.kind.strip_prefix('m')?.parse().ok())
+                .map(|d| Kind::from_record(&d.kind)?.semaphore_limit())
                 .collect();
             limits.is_some_and(|limits| {
                 let cap = limits.into_iter().min().unwrap_or(n).min(n);
@@ -44,7 +47,7 @@ impl LocalSession {
         let mine = self.waiting.get(name).map_or(u128::MAX, |w| w.since);
         self.live(name, "w").iter().all(|(other, text)| {
             other == token.as_str()
-                || field(text, "kind", "kind").as_deref() == Some("s")
+                || field(text, "kind", "kind").as_deref() == Some(Kind::Shared.letter())
                 || self.stale_waiter(name, other)
                 || field(text, "since", "kind")
                     .and_then(|s| s.parse::<u128>().ok())
@@ -63,8 +66,9 @@ impl LocalSession {
             let Some(details) = Details::read(&path) else {
                 continue;
             };
-            if details.kind != "x" && details.kind != kind_code(req.kind) {
-                let held = if details.kind == "s" {
+            let stored = Kind::from_record(&details.kind);
+            if stored != Some(Kind::Exclusive) && stored != Some(req.kind) {
+                let held = if stored == Some(Kind::Shared) {
                     Kind::Shared
                 } else {
                     Kind::Semaphore(0)

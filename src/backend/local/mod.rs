@@ -46,15 +46,14 @@ pub use dir_check::check_dir;
 use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
-use records::{kind_code, read_live, Details, Held, Waiting};
+use records::{read_live, Details, Held, Waiting};
 use wait::{POLL, RETRY};
 
-use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderStatus, Kind, LockStatus, Session, Wake,
-};
+use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock;
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::{Fence, Token};
 
@@ -216,7 +215,7 @@ impl Session for LocalSession {
             command: req.holder.command.clone(),
             note: req.holder.note.clone(),
             since: clock::now_ms(),
-            kind: kind_code(req.kind),
+            kind: req.kind.record(),
             fence,
             keeper: req.holder.detached,
         };
@@ -389,7 +388,7 @@ impl Session for LocalSession {
         let holders = self.holders(&keys.name);
         let limit = holders
             .iter()
-            .filter_map(|d| d.kind.strip_prefix('m')?.parse::<u64>().ok())
+            .filter_map(|d| Kind::from_record(&d.kind)?.semaphore_limit().map(u64::from))
             .min()
             .unwrap_or(1);
         let kind = holders

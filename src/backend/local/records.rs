@@ -10,8 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::files::{field, held_by_someone, open, try_flock, Record};
 use super::LocalSession;
-use crate::backend::{HolderInfo, Kind, WaiterStatus};
+use crate::backend::{HolderInfo, WaiterStatus};
 use crate::lock::clock;
+use crate::lock::kind::Kind;
 use crate::lock::token::Token;
 
 /// A hold of this process: the open files whose locks it is (the record
@@ -128,15 +129,6 @@ pub(super) fn read_live(path: &Path) -> Option<Option<Details>> {
     )
 }
 
-/// How a record spells `kind`: "x", "s", or "m" and the limit.
-pub(super) fn kind_code(kind: Kind) -> String {
-    match kind {
-        Kind::Exclusive => "x".into(),
-        Kind::Shared => "s".into(),
-        Kind::Semaphore(n) => format!("m{n}"),
-    }
-}
-
 /// Now, in nanoseconds since the epoch (a waiter's place in the queue).
 fn now_ns() -> u128 {
     SystemTime::now()
@@ -246,7 +238,7 @@ impl LocalSession {
             .with("since", since)
             // (One line: notes are cleaned to one line; `kind` stays last.)
             .with("note", note.replace(['\n', '\r'], " "))
-            .with("kind", kind_code(kind).chars().next().unwrap_or('x'))
+            .with("kind", kind.letter())
             .render();
         let file = self.create_locked(name, "w", token, &text)?;
         self.waiting.insert(

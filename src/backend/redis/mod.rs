@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, RedisResult, Value};
 
-use super::{AcquireRequest, Attempt, Backend, Kind, LockStatus, Session, Wake};
+use super::{AcquireRequest, Attempt, Backend, LockStatus, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
@@ -269,11 +269,7 @@ impl Session for StandaloneSession {
             .map(Token::as_str)
             .collect::<Vec<_>>()
             .join(",");
-        let (kind, limit) = match req.kind {
-            Kind::Exclusive => ("x", 1),
-            Kind::Shared => ("s", 1),
-            Kind::Semaphore(n) => ("m", n),
-        };
+        let (kind, limit) = (req.kind.letter(), req.kind.limit());
         let record = req.record.filter(|(cap, _)| *cap > 0);
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).

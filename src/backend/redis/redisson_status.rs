@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use super::keys::Keys;
 use super::topology::Source;
 use super::StandaloneSession;
-use crate::backend::{HolderStatus, Kind, LockStatus};
+use crate::backend::{HolderStatus, LockStatus};
 use crate::error::{Cause, Error, Result};
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 
 /// Whether `field` looks like a Redisson owner field: a UUID (Redisson's
@@ -102,7 +103,7 @@ impl StandaloneSession {
         }
         let mut names = Vec::new();
         for key in self.scan(&probe, pattern, Some("hash"))? {
-            if key.contains(['{', '}']) || crate::lock::name::validate(&key).is_err() {
+            if key.contains(['{', '}']) || crate::lock::name::LockName::new(&key).is_err() {
                 continue;
             }
             let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, Kind, LockStatus, WaiterStatus};
+use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, LockStatus, WaiterStatus};
 use crate::error::{Error, Result};
+use crate::lock::kind::Kind;
 use crate::lock::token::{Fence, Token};
 
 /// `reply` to `what` ("acquire", "status") on lock `name` as a `T`; a reply of
