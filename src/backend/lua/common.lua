@@ -383,19 +383,25 @@ local function helpers(holds)
     end
 
     -- The live holders' kind, count and smallest limit (kind nil when free;
-    -- an earlier rlock's hold counts as one exclusive holder), and the first
-    -- holder's metadata (nil when unreadable or an earlier rlock's).
+    -- an earlier rlock's hold counts as one exclusive holder), and the
+    -- metadata of the holder that has held it longest, the one with the
+    -- smallest fence (nil when unreadable or an earlier rlock's): HGETALL
+    -- lists a hash's fields in no set order.
     local function holders_state()
         if EARLIER then return 'x', 1, 1, nil end
         if #holds == 0 then return nil, 0, nil, nil end
-        local kind, cap = nil, nil
+        local kind, cap, oldest, first_fence = nil, nil, holds[1], nil
         for _, h in ipairs(holds) do
             local k = h.kind
             if kind and k ~= kind then k = 'x' end
             kind = k
             cap = cap and math.min(cap, h.limit) or h.limit
+            local fence = tonumber(string.match(h.info, '"fence":"(%d+)"'))
+            if fence and (not first_fence or fence < first_fence) then
+                oldest, first_fence = h, fence
+            end
         end
-        local ok, first = pcall(cjson.decode, holds[1].info)
+        local ok, first = pcall(cjson.decode, oldest.info)
         return kind, #holds, cap, ok and type(first) == 'table' and first or nil
     end
 

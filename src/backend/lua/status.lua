@@ -39,6 +39,11 @@ if EARLIER then
     holders[1] = {'', '', '', 0, math.max(0, ms), '', 'earlier'}
     kind = 'x'
 end
+-- Soonest lease end first, then by owner (HGETALL lists a hash's fields in
+-- no set order).
+table.sort(holds, function(a, b)
+    return a.ends < b.ends or (a.ends == b.ends and a.token < b.token)
+end)
 for _, hold in ipairs(holds) do
     if hold.ends > NOW then
         local ok, h = pcall(cjson.decode, hold.info)
