@@ -182,7 +182,7 @@ impl Arena {
 /// global allocator); other programs linking the library leave it untouched.
 static ARENA: Arena = Arena::new();
 
-/// The global allocator of the `rlock` binary: [`ARENA`], then the system's.
+/// The global allocator of the `rlock` binary: the arena, then the system's.
 pub struct Global;
 
 /// From now on, new blocks come from the system allocator: rlock is past its
