@@ -184,6 +184,11 @@ impl RedlockSession {
         } else {
             Error::from(Cause::Unavailable { server, cause })
         };
+        // Timed out as the failure the message names did.
+        let err = match failures.first() {
+            Some(first) if first.reply_timed_out() => err.without_reply(),
+            _ => err,
+        };
         err.in_lock(lock.unwrap_or_default())
     }
 }

@@ -48,11 +48,23 @@ pub fn unavailable(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> 
     }
     let server = contact.server.to_owned();
     let cause = describe(err, limit, contact);
-    if is_transient(err, contact) {
+    let error = if is_transient(err, contact) {
         Error::from(Cause::Unreachable { server, cause })
     } else {
         Error::from(Cause::Unavailable { server, cause })
+    };
+    if no_reply_in_time(err, contact) {
+        error.without_reply()
+    } else {
+        error
     }
+}
+
+/// A request was sent and its reply did not come in time, so it may have
+/// been carried out; not a TLS handshake that never finished (nothing was
+/// asked yet).
+fn no_reply_in_time(err: &RedisError, contact: &Contact<'_>) -> bool {
+    err.is_timeout() && !(contact.first_contact && contact.tls)
 }
 
 /// Errors a restart or a failover causes, which pass on their own: nothing
@@ -66,7 +78,7 @@ fn is_transient(err: &RedisError, contact: &Contact<'_>) -> bool {
         return true;
     }
     if err.is_timeout() {
-        return !(contact.first_contact && contact.tls);
+        return no_reply_in_time(err, contact);
     }
     !contact.first_contact
         && err.is_io_error()
@@ -128,10 +140,10 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
         return "did not answer as a Redis server (wrong port?)".into();
     }
     if err.is_timeout() {
-        return if contact.first_contact && contact.tls {
-            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
-        } else {
+        return if no_reply_in_time(err, contact) {
             format!("no reply within {within}")
+        } else {
+            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
         };
     }
     if err.is_connection_refusal() {
