@@ -97,7 +97,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Acquire(args) => {
             let config = locking(args.lock.note.as_deref())?;
             let spec = config::LockSpec::resolve(&config, &args.lock)?;
-            commands::scripting::acquire(&config, &spec, args)
+            commands::acquire::acquire(&config, &spec, args)
         }
         Command::Renew(args) => commands::scripting::renew(&config(None)?, args),
         Command::Release(args) => commands::scripting::release(&config(None)?, args),
