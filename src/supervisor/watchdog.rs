@@ -207,121 +207,195 @@ fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> b
     !matches!(outcome, Err(RecvTimeoutError::Timeout))
 }
 
+/// The watchdog thread: renews until told to stop (COMMAND has ended) or the
+/// hold is lost, then makes sure SIGKILL comes even without the guardian.
 fn watch(
-    mut session: Box<dyn Session>,
+    session: Box<dyn Session>,
     config: &Config,
     stopped: &mpsc::Receiver<()>,
     shared: &Shared,
 ) -> (Box<dyn Session>, Option<Lost>) {
-    let ttl = config.lease.ttl();
-    let period = ttl / 3;
-    let retry = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(500));
-    let deadlines = config.deadlines;
-    let mut next = config.confirmed_at + period;
-    let mut failing: Option<String> = None;
+    let mut watch = Watch::new(session, config, stopped, shared);
     let lost = loop {
+        match watch.turn() {
+            Turn::Again => {}
+            Turn::Stopped => return (watch.session, None),
+            Turn::Lost(lost) => break lost,
+        }
+    };
+    watch.kill_when_due();
+    (watch.session, Some(lost))
+}
+
+/// How one turn of the watch ended.
+enum Turn {
+    /// Keep watching.
+    Again,
+    /// Told to stop: COMMAND has ended.
+    Stopped,
+    /// The hold is lost; COMMAND is being stopped.
+    Lost(Lost),
+}
+
+/// The watchdog thread's state between turns.
+struct Watch<'a> {
+    session: Box<dyn Session>,
+    config: &'a Config,
+    stopped: &'a mpsc::Receiver<()>,
+    shared: &'a Shared,
+    /// When the next renewal is due.
+    next: Stamp,
+    /// The cause of the renewals failing since the last confirmed one.
+    failing: Option<String>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(
+        session: Box<dyn Session>,
+        config: &'a Config,
+        stopped: &'a mpsc::Receiver<()>,
+        shared: &'a Shared,
+    ) -> Self {
+        Watch {
+            session,
+            config,
+            stopped,
+            shared,
+            next: config.confirmed_at + config.lease.ttl() / 3,
+            failing: None,
+        }
+    }
+
+    /// Sleeps until a renewal or SIGTERM is due, sends SIGTERM if it is,
+    /// else renews.
+    fn turn(&mut self) -> Turn {
+        let deadlines = self.config.deadlines;
         let term = match deadlines.term_at() {
             Some(term) => term,
             // SIGTERM went out: the lease is no longer proven (unless
             // COMMAND had ended before: run judges that by the clock).
             None if deadlines.fired() => {
-                if stopped.try_recv().is_ok() {
-                    return (session, None);
+                if self.stopped.try_recv().is_ok() {
+                    return Turn::Stopped;
                 }
-                break why_lapsed(config.lease, failing, shared.late());
+                let failing = self.failing.take();
+                return Turn::Lost(why_lapsed(self.config.lease, failing, self.shared.late()));
             }
             // COMMAND's group is gone and the deadlines are closed.
             None => {
-                let _ = stopped.recv();
-                return (session, None);
+                let _ = self.stopped.recv();
+                return Turn::Stopped;
             }
         };
-        let wake = match config.lease {
-            Lease::Renewed(_) => next.min(term),
+        let wake = match self.config.lease {
+            Lease::Renewed(_) => self.next.min(term),
             Lease::Fixed(_) => term,
         };
-        if sleep_until(stopped, wake, shared) {
-            return (session, None);
+        if sleep_until(self.stopped, wake, self.shared) {
+            return Turn::Stopped;
         }
         if deadlines.fire_if_due() {
-            shared.signal_group(libc::SIGTERM);
-            shared.signal_group(libc::SIGCONT);
+            self.shared.signal_group(libc::SIGTERM);
+            self.shared.signal_group(libc::SIGCONT);
         }
         let Some(term) = deadlines.term_at() else {
-            continue;
+            return Turn::Again;
         };
-        if matches!(config.lease, Lease::Fixed(_)) {
-            continue;
+        if matches!(self.config.lease, Lease::Fixed(_)) {
+            return Turn::Again;
         }
+        self.renew(term)
+    }
+
+    /// Renews every hold within half the time left before `term`, so that a
+    /// stalled server leaves room to retry (on a fresh connection) before
+    /// SIGTERM is due.
+    fn renew(&mut self, term: Stamp) -> Turn {
+        let config = self.config;
         let sent = Stamp::now();
-        // Half the time left, so that a stalled server leaves room to retry
-        // (on a fresh connection) before SIGTERM is due.
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
-        let renewed = renew_all(session.as_mut(), config, ttl, limit);
+        let renewed = renew_all(self.session.as_mut(), config, config.lease.ttl(), limit);
         // A renewal that overran its limit by far was held up by rlock's own
         // stop, not by the server.
-        shared.note_wake(sent + limit);
+        self.shared.note_wake(sent + limit);
         match renewed {
-            Ok(None) => {
-                let (term, kill) = config.lease.deadlines(sent, config.grace);
-                if !deadlines.extend(term, kill) {
-                    continue;
-                }
-                if !deadlines.wake() {
-                    report::error(&format!(
-                        "{}: the guardian process is gone; stopping COMMAND",
-                        config.display
-                    ));
-                    deadlines.stop_now(Duration::ZERO);
-                    shared.signal_group(libc::SIGKILL);
-                    break Lost::Unconfirmed("the guardian process is gone".into());
-                }
-                next = sent + period;
-                if failing.take().is_some() {
-                    report::error(&format!("{}: renewal confirmed again", config.display));
-                }
-                report::verbose(|| {
-                    format!(
-                        "{}: renewed in {:.1} ms",
-                        config.display,
-                        Stamp::now().since(sent).as_secs_f64() * 1000.0
-                    )
-                });
-            }
+            Ok(None) => self.confirmed(sent),
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
             Ok(Some(name)) => {
-                if deadlines.stop_now(config.grace) {
-                    shared.signal_group(libc::SIGTERM);
-                    shared.signal_group(libc::SIGCONT);
+                if config.deadlines.stop_now(config.grace) {
+                    self.shared.signal_group(libc::SIGTERM);
+                    self.shared.signal_group(libc::SIGCONT);
                 }
-                break Lost::NotOurs(name);
+                Turn::Lost(Lost::NotOurs(name))
             }
             Err(err) => {
-                // Said with -v only: if the lease is lost, the run's one
-                // line says why; if a retry gets through, nothing was.
-                if failing.is_none() {
-                    report::verbose(|| {
-                        format!(
-                            "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                            config.display,
-                            err,
-                            humantime::format_duration(round_ms(term.remaining()))
-                        )
-                    });
-                }
-                failing = Some(err);
-                next = Stamp::now() + retry;
+                self.failed(err, term);
+                Turn::Again
             }
         }
-    };
-    // The guardian sends SIGKILL when it is due; should it be gone, so do we.
-    if let Some(kill) = deadlines.kill_at() {
-        if !sleep_until(stopped, kill, shared) {
-            shared.signal_group(libc::SIGKILL);
+    }
+
+    /// A renewal sent at `sent` was confirmed: the guardian's deadlines move
+    /// to the lease it proves, and the next renewal is due a third of the
+    /// lease later.
+    fn confirmed(&mut self, sent: Stamp) -> Turn {
+        let config = self.config;
+        let (term, kill) = config.lease.deadlines(sent, config.grace);
+        if !config.deadlines.extend(term, kill) {
+            return Turn::Again;
+        }
+        if !config.deadlines.wake() {
+            report::error(&format!(
+                "{}: the guardian process is gone; stopping COMMAND",
+                config.display
+            ));
+            config.deadlines.stop_now(Duration::ZERO);
+            self.shared.signal_group(libc::SIGKILL);
+            return Turn::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
+        }
+        self.next = sent + config.lease.ttl() / 3;
+        if self.failing.take().is_some() {
+            report::error(&format!("{}: renewal confirmed again", config.display));
+        }
+        report::verbose(|| {
+            format!(
+                "{}: renewed in {:.1} ms",
+                config.display,
+                Stamp::now().since(sent).as_secs_f64() * 1000.0
+            )
+        });
+        Turn::Again
+    }
+
+    /// A renewal failed (`err`): retried soon, until SIGTERM at `term`.
+    fn failed(&mut self, err: String, term: Stamp) {
+        // Said with -v only: if the lease is lost, the run's one line says
+        // why; if a retry gets through, nothing was.
+        if self.failing.is_none() {
+            report::verbose(|| {
+                format!(
+                    "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
+                    self.config.display,
+                    err,
+                    humantime::format_duration(round_ms(term.remaining()))
+                )
+            });
+        }
+        self.failing = Some(err);
+        let retry = (self.config.lease.ttl() / 10)
+            .clamp(Duration::from_millis(10), Duration::from_millis(500));
+        self.next = Stamp::now() + retry;
+    }
+
+    /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
+    fn kill_when_due(&self) {
+        if let Some(kill) = self.config.deadlines.kill_at() {
+            if !sleep_until(self.stopped, kill, self.shared) {
+                self.shared.signal_group(libc::SIGKILL);
+            }
         }
     }
-    (session, Some(lost))
 }
 
 /// Renews every hold; a round is confirmed only when each renewal is. Returns
