@@ -24,6 +24,7 @@ use super::{
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::{random_bytes, Fence, Token};
 
@@ -167,6 +168,100 @@ impl RedlockSession {
         }
     }
 
+    /// A quorum holds the lock with `token`: the other holds are given back
+    /// and the quorum's fence counters raised to its largest fence; a quorum
+    /// that cannot be raised gives the lock back and tries again soon.
+    fn claim(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        token: &Token,
+        answers: Answers,
+    ) -> Result<Attempt> {
+        let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) = answers
+            .holds
+            .into_iter()
+            .partition(|(_, h)| &h.token == token);
+        self.give_back(req.keys, &others);
+        let fence = ours.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
+        let count = ours.iter().map(|(_, h)| h.count).min().unwrap_or(1);
+        if self.raise_fences(req.keys, &ours, Fence(fence)) >= self.quorum() {
+            for &(i, _, _) in &answers.taken {
+                // This attempt queued us where the lock was taken: leave.
+                if let Some(session) = self.sessions[i].as_mut() {
+                    let _ = session.leave(req.keys, req.token);
+                }
+            }
+            self.waiting_on = None;
+            return Ok(Attempt::Acquired(Hold {
+                token: token.clone(),
+                fence: Fence(fence),
+                count,
+                recorded: false,
+                history_entry: None,
+            }));
+        }
+        self.give_back(req.keys, &ours);
+        self.forget(req, &answers.failed);
+        self.waiting_on = None;
+        Ok(Attempt::Taken {
+            pttl: Some(retry_delay()?),
+            holder: None,
+            place: None,
+        })
+    }
+
+    /// Lifts the counters of a quorum to the largest fence, so that any later
+    /// quorum, which shares a server with this one, goes higher. Returns on
+    /// how many servers it did.
+    fn raise_fences(&mut self, keys: &LockId, ours: &[ServerHold], fence: Fence) -> usize {
+        let mut raised = 0;
+        for &(i, _) in ours {
+            if let Some(session) = self.sessions[i].as_mut() {
+                if session.raise_fence(keys, fence).is_ok() {
+                    raised += 1;
+                }
+            }
+        }
+        raised
+    }
+
+    /// No quorum holds the lock: everything taken is given back, and the
+    /// attempt ends in what the servers said (a foreign key, an incompatible
+    /// hold, too few answers), or in waiting for the holder.
+    fn not_acquired(&mut self, req: &AcquireRequest<'_>, answers: Answers) -> Result<Attempt> {
+        self.give_back(req.keys, &answers.holds);
+        // A server that did not answer may still run the attempt: take back
+        // what it may have given (best effort; it expires within the ttl).
+        self.forget(req, &answers.failed);
+        if let Some(err) = answers.foreign {
+            return Err(err);
+        }
+        if let Some(held) = answers.incompatible {
+            return Ok(Attempt::Incompatible { held });
+        }
+        let quorum = self.quorum();
+        let answered = self.servers.len() - answers.failed.len();
+        if answered < quorum {
+            return Err(self.no_quorum(Some(&req.keys.name), answered, &answers.failures));
+        }
+        let taken = &answers.taken;
+        self.waiting_on = taken.first().map(|(i, _, _)| *i);
+        let holder = taken.iter().find_map(|(_, _, h)| h.clone());
+        // Held on a quorum: wait for its release (or lease). Split between
+        // contenders, or too slow to be valid: try again soon, out of step.
+        let pttl = if taken.len() >= quorum {
+            taken.iter().filter_map(|(_, p, _)| *p).min()
+        } else {
+            Some(retry_delay()?)
+        };
+        // Each server keeps its own queue: no one place to show.
+        Ok(Attempt::Taken {
+            pttl,
+            holder,
+            place: None,
+        })
+    }
+
     fn no_quorum(&self, lock: Option<&str>, answered: usize, failures: &[Error]) -> Error {
         let first = failures
             .first()
@@ -203,125 +298,94 @@ fn retry_delay() -> Result<Duration> {
     ))
 }
 
+/// `req` as each server is asked it. A handoff on one server is no hold on
+/// a quorum: every server is asked; the history is written once the quorum
+/// holds it (see `record`), with its fence.
+fn on_each_server<'a>(req: &AcquireRequest<'a>) -> AcquireRequest<'a> {
+    AcquireRequest {
+        keys: req.keys,
+        token: req.token,
+        inherited: req.inherited,
+        ttl: req.ttl,
+        holder: req.holder,
+        register: req.register,
+        kind: req.kind,
+        fair: req.fair,
+        grant: false,
+        record: None,
+        tentative: false,
+    }
+}
+
+/// The servers' answers to one attempt, by what they said.
+struct Answers {
+    /// Servers that gave a hold.
+    holds: Vec<ServerHold>,
+    /// Servers where the lock is taken: how long it has left, and by whom.
+    taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)>,
+    /// How an enclosing run holds the lock (shared, or as a semaphore), as a
+    /// server reported it.
+    incompatible: Option<Kind>,
+    /// A key of the lock that rlock did not write.
+    foreign: Option<Error>,
+    /// Servers that did not answer, and why.
+    failed: Vec<usize>,
+    failures: Vec<Error>,
+}
+
+impl Answers {
+    fn sort(results: Vec<Result<Attempt>>) -> Self {
+        let mut answers = Answers {
+            holds: Vec::new(),
+            taken: Vec::new(),
+            incompatible: None,
+            foreign: None,
+            failed: Vec::new(),
+            failures: Vec::new(),
+        };
+        for (i, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(Attempt::Acquired(hold)) => answers.holds.push((i, hold)),
+                Ok(Attempt::Taken { pttl, holder, .. }) => answers.taken.push((i, pttl, holder)),
+                Ok(Attempt::Incompatible { held }) => answers.incompatible = Some(held),
+                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                    answers.foreign = Some(err)
+                }
+                Err(err) => {
+                    answers.failed.push(i);
+                    answers.failures.push(err);
+                }
+            }
+        }
+        answers
+    }
+}
+
+/// The token that holds the lock on at least `quorum` servers, if any.
+fn token_of_a_quorum(holds: &[ServerHold], quorum: usize) -> Option<Token> {
+    holds
+        .iter()
+        .map(|(_, h)| &h.token)
+        .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
+        .cloned()
+}
+
 impl Session for RedlockSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let start = Instant::now();
-        // A handoff on one server is no hold on a quorum: every server is asked.
-        let single = AcquireRequest {
-            keys: req.keys,
-            token: req.token,
-            inherited: req.inherited,
-            ttl: req.ttl,
-            holder: req.holder,
-            register: req.register,
-            kind: req.kind,
-            fair: req.fair,
-            grant: false,
-            // Recorded once the quorum holds it (see `record`), with its fence.
-            record: None,
-            tentative: false,
-        };
-        let results = self.each(|s| s.acquire(&single));
-        let mut holds: Vec<ServerHold> = Vec::new();
-        let mut taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)> = Vec::new();
-        let mut incompatible = None;
-        let mut foreign = None;
-        let mut failed: Vec<usize> = Vec::new();
-        let mut failures = Vec::new();
-        for (i, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
-                Ok(Attempt::Taken { pttl, holder, .. }) => taken.push((i, pttl, holder)),
-                Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
-                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => foreign = Some(err),
-                Err(err) => {
-                    failed.push(i);
-                    failures.push(err);
-                }
-            }
-        }
+        let single = on_each_server(req);
+        let answers = Answers::sort(self.each(|s| s.acquire(&single)));
         // A nested run re-enters with an enclosing run's token where that run
         // holds, and would take fresh holds elsewhere: only the token a quorum
         // knows counts; the other holds are given back.
-        let quorum = self.quorum();
-        let winner = holds
-            .iter()
-            .map(|(_, h)| &h.token)
-            .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
-            .cloned();
+        let winner = token_of_a_quorum(&answers.holds, self.quorum());
         // Half the lease at least must be left for COMMAND and the first renewal.
         let margin = crate::lock::clock::drift(req.ttl);
         let valid = start.elapsed() + margin < req.ttl / 2;
-        if let (Some(token), true, None, None) = (&winner, valid, &incompatible, &foreign) {
-            let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) =
-                holds.into_iter().partition(|(_, h)| &h.token == token);
-            self.give_back(req.keys, &others);
-            let fence = ours.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
-            let count = ours.iter().map(|(_, h)| h.count).min().unwrap_or(1);
-            // Lift the counters of a quorum to the largest fence, so that any
-            // later quorum, which shares a server with this one, goes higher.
-            let mut raised = 0;
-            for &(i, _) in &ours {
-                if let Some(session) = self.sessions[i].as_mut() {
-                    if session.raise_fence(req.keys, Fence(fence)).is_ok() {
-                        raised += 1;
-                    }
-                }
-            }
-            if raised >= quorum {
-                for &(i, _, _) in &taken {
-                    // This attempt queued us where the lock was taken: leave.
-                    if let Some(session) = self.sessions[i].as_mut() {
-                        let _ = session.leave(req.keys, req.token);
-                    }
-                }
-                self.waiting_on = None;
-                return Ok(Attempt::Acquired(Hold {
-                    token: token.clone(),
-                    fence: Fence(fence),
-                    count,
-                    recorded: false,
-                    history_entry: None,
-                }));
-            }
-            self.give_back(req.keys, &ours);
-            self.forget(req, &failed);
-            self.waiting_on = None;
-            return Ok(Attempt::Taken {
-                pttl: Some(retry_delay()?),
-                holder: None,
-                place: None,
-            });
+        match (winner, valid, &answers.incompatible, &answers.foreign) {
+            (Some(token), true, None, None) => self.claim(req, &token, answers),
+            _ => self.not_acquired(req, answers),
         }
-        self.give_back(req.keys, &holds);
-        // A server that did not answer may still run the attempt: take back
-        // what it may have given (best effort; it expires within the ttl).
-        self.forget(req, &failed);
-        if let Some(err) = foreign {
-            return Err(err);
-        }
-        if let Some(held) = incompatible {
-            return Ok(Attempt::Incompatible { held });
-        }
-        let answered = self.servers.len() - failed.len();
-        if answered < quorum {
-            return Err(self.no_quorum(Some(&req.keys.name), answered, &failures));
-        }
-        self.waiting_on = taken.first().map(|(i, _, _)| *i);
-        let holder = taken.iter().find_map(|(_, _, h)| h.clone());
-        // Held on a quorum: wait for its release (or lease). Split between
-        // contenders, or too slow to be valid: try again soon, out of step.
-        let pttl = if taken.len() >= quorum {
-            taken.iter().filter_map(|(_, p, _)| *p).min()
-        } else {
-            Some(retry_delay()?)
-        };
-        // Each server keeps its own queue: no one place to show.
-        Ok(Attempt::Taken {
-            pttl,
-            holder,
-            place: None,
-        })
     }
 
     fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
