@@ -28,7 +28,7 @@ pub(crate) mod wait;
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
 pub use cli::generate;
-pub use sys::arena::Global as StartupAllocator;
+pub use sys::arena::StartupAllocator;
 
 use cli::{Cli, Command};
 use error::{Error, Result};

@@ -160,7 +160,7 @@ pub struct Watchdog {
 
 /// What the watchdog needs to know.
 #[derive(Clone)]
-pub struct Config {
+pub struct Renewal {
     /// Each lock held, with the token that holds it.
     pub holds: Vec<(LockId, Token)>,
     /// The locks' names, for messages.
@@ -179,13 +179,13 @@ impl Watchdog {
     /// Starts the thread; it owns `session` until [`Watchdog::finish`].
     pub fn start(
         session: Box<dyn Session>,
-        config: Config,
+        renewal: Renewal,
         shared: Arc<Shared>,
     ) -> std::io::Result<Self> {
         let (stop, stopped) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("watchdog".into())
-            .spawn(move || watch(session, &config, &stopped, &shared))?;
+            .spawn(move || watch(session, &renewal, &stopped, &shared))?;
         Ok(Watchdog { stop, handle })
     }
 
@@ -211,24 +211,24 @@ fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> b
 /// hold is lost, then makes sure SIGKILL comes even without the guardian.
 fn watch(
     session: Box<dyn Session>,
-    config: &Config,
+    renewal: &Renewal,
     stopped: &mpsc::Receiver<()>,
     shared: &Shared,
 ) -> (Box<dyn Session>, Option<Lost>) {
-    let mut watch = Watch::new(session, config, stopped, shared);
+    let mut watch = Watch::new(session, renewal, stopped, shared);
     let lost = loop {
         match watch.turn() {
-            Turn::Again => {}
-            Turn::Stopped => return (watch.session, None),
-            Turn::Lost(lost) => break lost,
+            Next::Again => {}
+            Next::Stopped => return (watch.session, None),
+            Next::Lost(lost) => break lost,
         }
     };
     watch.kill_when_due();
     (watch.session, Some(lost))
 }
 
-/// How one turn of the watch ended.
-enum Turn {
+/// What the watch does after a turn.
+enum Next {
     /// Keep watching.
     Again,
     /// Told to stop: COMMAND has ended.
@@ -240,7 +240,7 @@ enum Turn {
 /// The watchdog thread's state between turns.
 struct Watch<'a> {
     session: Box<dyn Session>,
-    config: &'a Config,
+    renewal: &'a Renewal,
     stopped: &'a mpsc::Receiver<()>,
     shared: &'a Shared,
     /// When the next renewal is due.
@@ -252,57 +252,57 @@ struct Watch<'a> {
 impl<'a> Watch<'a> {
     fn new(
         session: Box<dyn Session>,
-        config: &'a Config,
+        renewal: &'a Renewal,
         stopped: &'a mpsc::Receiver<()>,
         shared: &'a Shared,
     ) -> Self {
         Watch {
             session,
-            config,
+            renewal,
             stopped,
             shared,
-            next: config.confirmed_at + config.lease.ttl() / 3,
+            next: renewal.confirmed_at + renewal.lease.ttl() / 3,
             failing: None,
         }
     }
 
     /// Sleeps until a renewal or SIGTERM is due, sends SIGTERM if it is,
     /// else renews.
-    fn turn(&mut self) -> Turn {
-        let deadlines = self.config.deadlines;
+    fn turn(&mut self) -> Next {
+        let deadlines = self.renewal.deadlines;
         let term = match deadlines.term_at() {
             Some(term) => term,
             // SIGTERM went out: the lease is no longer proven (unless
             // COMMAND had ended before: run judges that by the clock).
             None if deadlines.fired() => {
                 if self.stopped.try_recv().is_ok() {
-                    return Turn::Stopped;
+                    return Next::Stopped;
                 }
                 let failing = self.failing.take();
-                return Turn::Lost(why_lapsed(self.config.lease, failing, self.shared.late()));
+                return Next::Lost(why_lapsed(self.renewal.lease, failing, self.shared.late()));
             }
             // COMMAND's group is gone and the deadlines are closed.
             None => {
                 let _ = self.stopped.recv();
-                return Turn::Stopped;
+                return Next::Stopped;
             }
         };
-        let wake = match self.config.lease {
+        let wake = match self.renewal.lease {
             Lease::Renewed(_) => self.next.min(term),
             Lease::Fixed(_) => term,
         };
         if sleep_until(self.stopped, wake, self.shared) {
-            return Turn::Stopped;
+            return Next::Stopped;
         }
         if deadlines.fire_if_due() {
             self.shared.signal_group(libc::SIGTERM);
             self.shared.signal_group(libc::SIGCONT);
         }
         let Some(term) = deadlines.term_at() else {
-            return Turn::Again;
+            return Next::Again;
         };
-        if matches!(self.config.lease, Lease::Fixed(_)) {
-            return Turn::Again;
+        if matches!(self.renewal.lease, Lease::Fixed(_)) {
+            return Next::Again;
         }
         self.renew(term)
     }
@@ -310,11 +310,11 @@ impl<'a> Watch<'a> {
     /// Renews every hold within half the time left before `term`, so that a
     /// stalled server leaves room to retry (on a fresh connection) before
     /// SIGTERM is due.
-    fn renew(&mut self, term: Stamp) -> Turn {
-        let config = self.config;
+    fn renew(&mut self, term: Stamp) -> Next {
+        let renewal = self.renewal;
         let sent = Stamp::now();
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
-        let renewed = renew_all(self.session.as_mut(), config, config.lease.ttl(), limit);
+        let renewed = renew_all(self.session.as_mut(), renewal, renewal.lease.ttl(), limit);
         // A renewal that overran its limit by far was held up by rlock's own
         // stop, not by the server.
         self.shared.note_wake(sent + limit);
@@ -323,15 +323,15 @@ impl<'a> Watch<'a> {
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
             Ok(Some(name)) => {
-                if config.deadlines.stop_now(config.grace) {
+                if renewal.deadlines.stop_now(renewal.grace) {
                     self.shared.signal_group(libc::SIGTERM);
                     self.shared.signal_group(libc::SIGCONT);
                 }
-                Turn::Lost(Lost::NotOurs(name))
+                Next::Lost(Lost::NotOurs(name))
             }
             Err(err) => {
                 self.failed(err, term);
-                Turn::Again
+                Next::Again
             }
         }
     }
@@ -339,33 +339,33 @@ impl<'a> Watch<'a> {
     /// A renewal sent at `sent` was confirmed: the guardian's deadlines move
     /// to the lease it proves, and the next renewal is due a third of the
     /// lease later.
-    fn confirmed(&mut self, sent: Stamp) -> Turn {
-        let config = self.config;
-        let (term, kill) = config.lease.deadlines(sent, config.grace);
-        if !config.deadlines.extend(term, kill) {
-            return Turn::Again;
+    fn confirmed(&mut self, sent: Stamp) -> Next {
+        let renewal = self.renewal;
+        let (term, kill) = renewal.lease.deadlines(sent, renewal.grace);
+        if !renewal.deadlines.extend(term, kill) {
+            return Next::Again;
         }
-        if !config.deadlines.wake() {
+        if !renewal.deadlines.wake() {
             report::error(&format!(
                 "{}: the guardian process is gone; stopping COMMAND",
-                config.display
+                renewal.display
             ));
-            config.deadlines.stop_now(Duration::ZERO);
+            renewal.deadlines.stop_now(Duration::ZERO);
             self.shared.signal_group(libc::SIGKILL);
-            return Turn::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
+            return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
-        self.next = sent + config.lease.ttl() / 3;
+        self.next = sent + renewal.lease.ttl() / 3;
         if self.failing.take().is_some() {
-            report::error(&format!("{}: renewal confirmed again", config.display));
+            report::error(&format!("{}: renewal confirmed again", renewal.display));
         }
         report::verbose(|| {
             format!(
                 "{}: renewed in {:.1} ms",
-                config.display,
+                renewal.display,
                 Stamp::now().since(sent).as_secs_f64() * 1000.0
             )
         });
-        Turn::Again
+        Next::Again
     }
 
     /// A renewal failed (`err`): retried soon, until SIGTERM at `term`.
@@ -376,21 +376,21 @@ impl<'a> Watch<'a> {
             report::verbose(|| {
                 format!(
                     "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                    self.config.display,
+                    self.renewal.display,
                     err,
                     humantime::format_duration(round_ms(term.remaining()))
                 )
             });
         }
         self.failing = Some(err);
-        let retry = (self.config.lease.ttl() / 10)
+        let retry = (self.renewal.lease.ttl() / 10)
             .clamp(Duration::from_millis(10), Duration::from_millis(500));
         self.next = Stamp::now() + retry;
     }
 
     /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
     fn kill_when_due(&self) {
-        if let Some(kill) = self.config.deadlines.kill_at() {
+        if let Some(kill) = self.renewal.deadlines.kill_at() {
             if !sleep_until(self.stopped, kill, self.shared) {
                 self.shared.signal_group(libc::SIGKILL);
             }
@@ -402,12 +402,12 @@ impl<'a> Watch<'a> {
 /// the name of a lock that is no longer ours, or the first failure's cause.
 fn renew_all(
     session: &mut dyn Session,
-    config: &Config,
+    renewal: &Renewal,
     ttl: Duration,
     limit: Duration,
 ) -> Result<Option<String>, String> {
     let round = Stamp::now();
-    for (keys, token) in &config.holds {
+    for (keys, token) in &renewal.holds {
         let left = limit.saturating_sub(Stamp::now().since(round));
         if left.is_zero() {
             return Err("no time left to renew".into());

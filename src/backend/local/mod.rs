@@ -46,7 +46,7 @@ pub use dir_check::check_dir;
 use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
-use records::{read_live, Details, Held, Waiting};
+use records::{read_live, Details, OpenHold, Waiting};
 use wait::{POLL, RETRY};
 
 use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
@@ -103,7 +103,7 @@ impl Backend for Local {
 struct LocalSession {
     paths: Paths,
     display: String,
-    held: HashMap<String, Held>,
+    held: HashMap<String, OpenHold>,
     waiting: HashMap<String, Waiting>,
     /// Set up when this session first waits; None inside when inotify is refused.
     watch: Option<Option<crate::sys::inotify::DirWatch>>,
@@ -230,7 +230,7 @@ impl Session for LocalSession {
         self.unregister(name, req.token);
         self.held.insert(
             name.clone(),
-            Held {
+            OpenHold {
                 token: req.token.clone(),
                 files,
                 fence,
