@@ -150,10 +150,10 @@ impl RedlockSession {
     }
 
     /// Releases holds taken in a round that does not count.
-    fn give_back(&mut self, keys: &LockId, holds: &[ServerHold]) {
+    fn give_back(&mut self, lock: &LockId, holds: &[ServerHold]) {
         for (i, hold) in holds {
             if let Some(session) = self.sessions[*i].as_mut() {
-                let _ = session.release(keys, &hold.token);
+                let _ = session.release(lock, &hold.token);
             }
         }
     }
@@ -213,11 +213,11 @@ impl RedlockSession {
     /// Lifts the counters of a quorum to the largest fence, so that any later
     /// quorum, which shares a server with this one, goes higher. Returns on
     /// how many servers it did.
-    fn raise_fences(&mut self, keys: &LockId, ours: &[ServerHold], fence: Fence) -> usize {
+    fn raise_fences(&mut self, lock: &LockId, ours: &[ServerHold], fence: Fence) -> usize {
         let mut raised = 0;
         for &(i, _) in ours {
             if let Some(session) = self.sessions[i].as_mut() {
-                if session.raise_fence(keys, fence).is_ok() {
+                if session.raise_fence(lock, fence).is_ok() {
                     raised += 1;
                 }
             }
@@ -388,13 +388,13 @@ impl Session for RedlockSession {
         }
     }
 
-    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
+    fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
         let session = self
             .waiting_on
             .and_then(|i| self.sessions.get_mut(i))
             .and_then(|s| s.as_mut());
         match session {
-            Some(session) => match session.block(keys, token, timeout) {
+            Some(session) => match session.block(lock, token, timeout) {
                 Ok(wake) => Ok(wake),
                 // That server failed: the next attempt asks them all again.
                 Err(_) => {
@@ -409,8 +409,8 @@ impl Session for RedlockSession {
         }
     }
 
-    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        let results = self.each(|s| s.interrupt(keys, token));
+    fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        let results = self.each(|s| s.interrupt(lock, token));
         let mut first_err = None;
         for result in results {
             match result {
@@ -418,18 +418,18 @@ impl Session for RedlockSession {
                 Err(err) => first_err = first_err.or(Some(err)),
             }
         }
-        Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&keys.name), 0, &[])))
+        Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&lock.name), 0, &[])))
     }
 
-    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        let _ = self.each(|s| s.leave(keys, token));
+    fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        let _ = self.each(|s| s.leave(lock, token));
         self.waiting_on = None;
         Ok(())
     }
 
     fn renew(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
@@ -440,7 +440,7 @@ impl Session for RedlockSession {
             if left.is_zero() {
                 return Err(Error::internal("no time left to renew"));
             }
-            s.renew(keys, token, ttl, left)
+            s.renew(lock, token, ttl, left)
         });
         let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
         let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
@@ -452,11 +452,11 @@ impl Session for RedlockSession {
             return Ok(false);
         }
         let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&keys.name), confirmed, &failures))
+        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
     }
 
-    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
-        let results = self.each(|s| s.release(keys, token));
+    fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {
+        let results = self.each(|s| s.release(lock, token));
         let mut left: Option<u64> = None;
         let mut refused = 0;
         let mut failures = Vec::new();
@@ -474,49 +474,49 @@ impl Session for RedlockSession {
         }
         match left {
             Some(n) => Ok(Some(n)),
-            None => Err(self.no_quorum(Some(&keys.name), 0, &failures)),
+            None => Err(self.no_quorum(Some(&lock.name), 0, &failures)),
         }
     }
 
     /// Written on every server that answers (each keeps its own capped
     /// history), so that the history outlives the loss of a minority; a
     /// failure is one only when no server took it.
-    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
-        let results = self.each(|s| s.record(keys, cap, event));
+    fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
+        let results = self.each(|s| s.record(lock, cap, event));
         if results.iter().any(|r| r.is_ok()) {
             return Ok(());
         }
         let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+        Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
     /// The longest wait any server sees (a waiter registers on every server).
-    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
-        let results = self.each(|s| s.longest_wait(keys));
+    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
+        let results = self.each(|s| s.longest_wait(lock));
         Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
     }
 
     /// Read from the first server that answers (the servers' histories may
     /// differ by the events written while one was unreachable).
-    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
         let mut failures = Vec::new();
         for slot in 0..self.sessions.len() {
             if self.sessions[slot].is_none() {
                 self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
             }
             if let Some(session) = self.sessions[slot].as_mut() {
-                match session.history(keys, limit) {
+                match session.history(lock, limit) {
                     Ok(events) => return Ok(events),
                     Err(err) => failures.push(err),
                 }
             }
         }
-        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+        Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // Only the connections that wrote the holds can vouch for them.
-        let results = self.each_until(None, false, |s| s.confirm_replicas(keys, replicas, limit));
+        let results = self.each_until(None, false, |s| s.confirm_replicas(lock, replicas, limit));
         let confirmed: Vec<u32> = results.into_iter().filter_map(|r| r.ok()).collect();
         let enough = confirmed.iter().filter(|&&n| n >= replicas).count();
         if enough >= self.quorum() {
@@ -529,13 +529,13 @@ impl Session for RedlockSession {
             .unwrap_or(0))
     }
 
-    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()> {
-        let _ = self.each(|s| s.raise_fence(keys, fence));
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
+        let _ = self.each(|s| s.raise_fence(lock, fence));
         Ok(())
     }
 
-    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
-        let results = self.each(|s| s.force_release(keys));
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let results = self.each(|s| s.force_release(lock));
         let mut removed = None;
         let mut failures = Vec::new();
         for result in results {
@@ -544,22 +544,22 @@ impl Session for RedlockSession {
                 Err(err) => failures.push(err),
             }
         }
-        removed.ok_or_else(|| self.no_quorum(Some(&keys.name), 0, &failures))
+        removed.ok_or_else(|| self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         // A hold counts only on a quorum: every server is asked, and the
         // holders shown are those a quorum agrees on.
         let mut views = Vec::new();
         let mut failures = Vec::new();
-        for result in self.each(|s| s.status(keys)) {
+        for result in self.each(|s| s.status(lock)) {
             match result {
                 Ok(view) => views.push(view),
                 Err(err) => failures.push(err),
             }
         }
         if views.len() < self.quorum() {
-            return Err(self.no_quorum(Some(&keys.name), views.len(), &failures));
+            return Err(self.no_quorum(Some(&lock.name), views.len(), &failures));
         }
         Ok(super::quorum_status::merge(
             &views,

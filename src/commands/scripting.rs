@@ -15,7 +15,7 @@ use crate::report;
 /// note.
 fn force(
     session: &mut dyn crate::backend::Session,
-    keys: &crate::lock::name::LockId,
+    lock: &crate::lock::name::LockId,
     args: &ReleaseArgs,
     caller: &crate::backend::HolderInfo,
     caller_pid: u32,
@@ -24,9 +24,9 @@ fn force(
     // lock stores no holder details to show).
     let before = match args.redisson {
         true => None,
-        false => session.status(keys).ok(),
+        false => session.status(lock).ok(),
     };
-    let removed = session.force_release(keys)?;
+    let removed = session.force_release(lock)?;
     if removed == 0 {
         return Err(Error::from(Cause::NotHeld("nothing held the lock".into())).in_lock(&args.name));
     }
@@ -61,7 +61,7 @@ fn force(
             .collect()
     };
     for event in &events {
-        if let Err(err) = session.record(keys, args.history, event) {
+        if let Err(err) = session.record(lock, args.history, event) {
             report::verbose(|| format!("{}: history not written: {err}", args.name));
         }
     }
@@ -121,9 +121,9 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
 
 /// A token found not holding the lock, with the cause the server shows
 /// (an eviction, a restart) when it shows one.
-fn not_held(session: &mut dyn crate::backend::Session, keys: &crate::lock::name::LockId) -> Error {
+fn not_held(session: &mut dyn crate::backend::Session, lock: &crate::lock::name::LockId) -> Error {
     let why = session
-        .why_gone(keys, None)
+        .why_gone(lock, None)
         .unwrap_or_else(|| "expired or released".into());
     Error::from(Cause::NotHeld(format!(
         "this token does not hold the lock ({why})"

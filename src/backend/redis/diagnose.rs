@@ -262,7 +262,7 @@ pub const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH 
 
 /// What an ACL refusal (NOPERM, or a command refused inside a script) means
 /// for this lock, naming what the user lacks; None for other errors.
-pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
+pub fn acl_denial(err: &RedisError, lock: &LockId) -> Option<String> {
     let detail = err.detail().unwrap_or_default();
     let acl = "(see \"ACL users\" in the README)";
     if err.code() == Some("NOPERM") {
@@ -283,10 +283,10 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
         // Redis 7.0 says "... one of the keys used as arguments", Redis 7.2+ and
         // Valkey "No permissions to access a key" (and likewise for channels).
         if detail.contains(" key") {
-            let keys = Keys::of(keys);
-            let pattern = match &keys.redisson {
-                Some(channel) => format!("~{} and ~{channel}", keys.lock),
-                None => format!("~{}*", keys.lock.split('{').next().unwrap_or_default()),
+            let lock = Keys::of(lock);
+            let pattern = match &lock.redisson {
+                Some(channel) => format!("~{} and ~{channel}", lock.lock),
+                None => format!("~{}*", lock.lock.split('{').next().unwrap_or_default()),
             };
             return Some(format!(
                 "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
@@ -302,8 +302,8 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
     if detail.contains("can't access at least one of the keys")
         || detail.contains("no permissions to access")
     {
-        let keys = Keys::of(keys);
-        let pattern = format!("~{}*", keys.lock.split('{').next().unwrap_or_default());
+        let lock = Keys::of(lock);
+        let pattern = format!("~{}*", lock.lock.split('{').next().unwrap_or_default());
         return Some(format!(
             "the Redis user may not use this lock's keys inside rlock's scripts: it needs the key pattern {pattern} {acl}"
         ));
