@@ -93,11 +93,18 @@ impl Cause {
 pub struct Error {
     cause: Cause,
     lock: Option<String>,
+    /// A request went out and no reply came in time: set where the timeout
+    /// is detected ([`Error::without_reply`]), never read from the message.
+    no_reply: bool,
 }
 
 impl From<Cause> for Error {
     fn from(cause: Cause) -> Self {
-        Error { cause, lock: None }
+        Error {
+            cause,
+            lock: None,
+            no_reply: false,
+        }
     }
 }
 
@@ -138,12 +145,21 @@ impl Error {
         self.in_lock(name)
     }
 
+    /// The same server error, for a request that got no reply in time: it
+    /// may have been carried out (the server was stalled, not gone). Other
+    /// causes are left as they are.
+    pub fn without_reply(mut self) -> Self {
+        self.no_reply = matches!(
+            self.cause,
+            Cause::Unavailable { .. } | Cause::Unreachable { .. }
+        );
+        self
+    }
+
     /// True when a request may have been carried out though no reply came
     /// in time (the server was stalled, not gone).
     pub fn reply_timed_out(&self) -> bool {
-        // The wording of a timeout, from the one place that describes server errors.
-        matches!(&self.cause, Cause::Unavailable { cause, .. } | Cause::Unreachable { cause, .. }
-            if cause.contains("no reply within"))
+        self.no_reply
     }
 
     /// True when the server could not be used for a reason that may pass on
@@ -262,5 +278,31 @@ mod tests {
             interrupted.in_lock("b").to_string().split(':').next(),
             Some("a")
         );
+    }
+
+    #[test]
+    fn a_timeout_is_a_flag_not_words() {
+        let unreachable = || {
+            Error::from(Cause::Unreachable {
+                server: "h:1".into(),
+                cause: "no reply within 2s".into(),
+            })
+        };
+        // The words alone do not make a timeout.
+        assert!(!unreachable().reply_timed_out());
+        let timed_out = unreachable().without_reply();
+        assert!(timed_out.reply_timed_out());
+        // The flag outlives what is added on the way up, and only the flag
+        // changes: the message and the status stay those of the cause.
+        let later = timed_out.in_lock("a").with_more("; more").settled();
+        assert!(later.reply_timed_out());
+        assert_eq!(
+            later.to_string(),
+            "a: server h:1 unavailable: no reply within 2s; more"
+        );
+        assert_eq!(later.exit().code(), 69);
+        assert!(!later.is_transient());
+        // Only a server's error can lack a reply.
+        assert!(!Error::internal("x").without_reply().reply_timed_out());
     }
 }

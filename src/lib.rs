@@ -28,7 +28,7 @@ pub(crate) mod wait;
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
 pub use cli::generate;
-pub use sys::arena::Global as StartupAllocator;
+pub use sys::arena::StartupAllocator;
 
 use cli::{Cli, Command};
 use error::{Error, Result};
@@ -97,7 +97,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Acquire(args) => {
             let config = locking(args.lock.note.as_deref())?;
             let spec = config::LockSpec::resolve(&config, &args.lock)?;
-            commands::scripting::acquire(&config, &spec, args)
+            commands::acquire::acquire(&config, &spec, args)
         }
         Command::Renew(args) => commands::scripting::renew(&config(None)?, args),
         Command::Release(args) => commands::scripting::release(&config(None)?, args),

@@ -209,48 +209,48 @@ pub trait Session: Send {
     /// Takes or re-enters the lock, or reports who holds it.
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt>;
     /// Blocks until a release wakes us, an interrupt arrives, or `timeout` passes.
-    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake>;
+    fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake>;
     /// Interrupts the `block` of the waiter `token` (from another thread's session).
-    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()>;
+    fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()>;
     /// Deregisters the waiter `token`, waking the waiters it held back.
-    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()>;
+    fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()>;
     /// Extends the lease of `token` to `ttl`; false when it no longer holds the lock.
     /// The call gives up (with an error) after `limit`.
     fn renew(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool>;
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
-    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>>;
+    fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>>;
     /// [`release`](Self::release) of a hold given back in the round that took
     /// it, also removing its `acquired` event (`entry`, a
     /// [`Hold::history_entry`]) from the history: no run held it.
     fn release_retracting(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         entry: &str,
     ) -> Result<Option<u64>> {
         let _ = entry;
-        self.release(keys, token)
+        self.release(lock, token)
     }
     /// [`release`](Self::release), adding `event` to the lock's history
     /// (keeping `cap` events) when the hold ended. The Redis backend writes it
     /// in the releasing script; others after it.
     fn release_recorded(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         record: Option<(u32, &Event)>,
     ) -> Result<Option<u64>> {
-        let left = self.release(keys, token)?;
+        let left = self.release(lock, token)?;
         if let (Some(0), Some((cap, event))) = (left, record) {
-            if let Err(err) = self.record(keys, cap, event) {
-                crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+            if let Err(err) = self.record(lock, cap, event) {
+                crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
             }
         }
         Ok(left)
@@ -258,24 +258,24 @@ pub trait Session: Send {
     /// Adds `event` to the lock's history, which keeps the last `cap` events
     /// (0: nothing is written) and ends [`IDLE`](crate::lock::event::IDLE) after the
     /// last one.
-    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()>;
+    fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()>;
     /// The lock's last `limit` events, newest first.
-    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>>;
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>>;
     /// How long the longest-waiting live waiter has waited (`rlock
     /// metrics`); None when nobody waits, or when the backend cannot tell.
-    fn longest_wait(&mut self, _keys: &LockId) -> Result<Option<Duration>> {
+    fn longest_wait(&mut self, _lock: &LockId) -> Result<Option<Duration>> {
         Ok(None)
     }
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
-    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32>;
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32>;
     /// Lifts the lock's fencing counter to at least `fence` (Redlock keeps the
     /// servers' counters in step this way).
-    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()>;
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()>;
     /// Ends every hold of the lock, whoever owns it; returns how many there were.
-    fn force_release(&mut self, keys: &LockId) -> Result<u64>;
+    fn force_release(&mut self, lock: &LockId) -> Result<u64>;
     /// Reads the lock's state without changing it.
-    fn status(&mut self, keys: &LockId) -> Result<LockStatus>;
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus>;
     /// Reads the state of each lock of `locks`, in order (`list`, `status`
     /// of many names); a backend with round trips to save batches them.
     fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
@@ -295,12 +295,12 @@ pub trait Session: Send {
     /// as far as the server can tell: asked once, when a renewal or a release
     /// finds it missing. `held_for` is how long ago the hold began, when
     /// known. None when there is nothing to ask or no answer.
-    fn why_gone(&mut self, _keys: &LockId, _held_for: Option<Duration>) -> Option<String> {
+    fn why_gone(&mut self, _lock: &LockId, _held_for: Option<Duration>) -> Option<String> {
         None
     }
     /// Descriptors another process must keep open for this session's hold on
     /// the lock to last (`file:` locks live in open files; none for Redis).
-    fn handover(&self, _keys: &LockId) -> Vec<std::os::fd::RawFd> {
+    fn handover(&self, _lock: &LockId) -> Vec<std::os::fd::RawFd> {
         Vec::new()
     }
 }

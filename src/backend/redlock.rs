@@ -24,6 +24,7 @@ use super::{
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
+use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
 use crate::lock::token::{random_bytes, Fence, Token};
 
@@ -149,10 +150,10 @@ impl RedlockSession {
     }
 
     /// Releases holds taken in a round that does not count.
-    fn give_back(&mut self, keys: &LockId, holds: &[ServerHold]) {
+    fn give_back(&mut self, lock: &LockId, holds: &[ServerHold]) {
         for (i, hold) in holds {
             if let Some(session) = self.sessions[*i].as_mut() {
-                let _ = session.release(keys, &hold.token);
+                let _ = session.release(lock, &hold.token);
             }
         }
     }
@@ -165,6 +166,100 @@ impl RedlockSession {
                 let _ = session.leave(req.keys, req.token);
             }
         }
+    }
+
+    /// A quorum holds the lock with `token`: the other holds are given back
+    /// and the quorum's fence counters raised to its largest fence; a quorum
+    /// that cannot be raised gives the lock back and tries again soon.
+    fn claim(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        token: &Token,
+        answers: Answers,
+    ) -> Result<Attempt> {
+        let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) = answers
+            .holds
+            .into_iter()
+            .partition(|(_, h)| &h.token == token);
+        self.give_back(req.keys, &others);
+        let fence = ours.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
+        let count = ours.iter().map(|(_, h)| h.count).min().unwrap_or(1);
+        if self.raise_fences(req.keys, &ours, Fence(fence)) >= self.quorum() {
+            for &(i, _, _) in &answers.taken {
+                // This attempt queued us where the lock was taken: leave.
+                if let Some(session) = self.sessions[i].as_mut() {
+                    let _ = session.leave(req.keys, req.token);
+                }
+            }
+            self.waiting_on = None;
+            return Ok(Attempt::Acquired(Hold {
+                token: token.clone(),
+                fence: Fence(fence),
+                count,
+                recorded: false,
+                history_entry: None,
+            }));
+        }
+        self.give_back(req.keys, &ours);
+        self.forget(req, &answers.failed);
+        self.waiting_on = None;
+        Ok(Attempt::Taken {
+            pttl: Some(retry_delay()?),
+            holder: None,
+            place: None,
+        })
+    }
+
+    /// Lifts the counters of a quorum to the largest fence, so that any later
+    /// quorum, which shares a server with this one, goes higher. Returns on
+    /// how many servers it did.
+    fn raise_fences(&mut self, lock: &LockId, ours: &[ServerHold], fence: Fence) -> usize {
+        let mut raised = 0;
+        for &(i, _) in ours {
+            if let Some(session) = self.sessions[i].as_mut() {
+                if session.raise_fence(lock, fence).is_ok() {
+                    raised += 1;
+                }
+            }
+        }
+        raised
+    }
+
+    /// No quorum holds the lock: everything taken is given back, and the
+    /// attempt ends in what the servers said (a foreign key, an incompatible
+    /// hold, too few answers), or in waiting for the holder.
+    fn not_acquired(&mut self, req: &AcquireRequest<'_>, answers: Answers) -> Result<Attempt> {
+        self.give_back(req.keys, &answers.holds);
+        // A server that did not answer may still run the attempt: take back
+        // what it may have given (best effort; it expires within the ttl).
+        self.forget(req, &answers.failed);
+        if let Some(err) = answers.foreign {
+            return Err(err);
+        }
+        if let Some(held) = answers.incompatible {
+            return Ok(Attempt::Incompatible { held });
+        }
+        let quorum = self.quorum();
+        let answered = self.servers.len() - answers.failed.len();
+        if answered < quorum {
+            return Err(self.no_quorum(Some(&req.keys.name), answered, &answers.failures));
+        }
+        let taken = &answers.taken;
+        self.waiting_on = taken.first().map(|(i, _, _)| *i);
+        let holder = taken.iter().find_map(|(_, _, h)| h.clone());
+        // Held on a quorum: wait for its release (or lease). Split between
+        // contenders, or too slow to be valid: try again soon, out of step.
+        let pttl = if taken.len() >= quorum {
+            taken.iter().filter_map(|(_, p, _)| *p).min()
+        } else {
+            Some(retry_delay()?)
+        };
+        // Each server keeps its own queue: no one place to show.
+        Ok(Attempt::Taken {
+            pttl,
+            holder,
+            place: None,
+        })
     }
 
     fn no_quorum(&self, lock: Option<&str>, answered: usize, failures: &[Error]) -> Error {
@@ -184,6 +279,11 @@ impl RedlockSession {
         } else {
             Error::from(Cause::Unavailable { server, cause })
         };
+        // Timed out as the failure the message names did.
+        let err = match failures.first() {
+            Some(first) if first.reply_timed_out() => err.without_reply(),
+            _ => err,
+        };
         err.in_lock(lock.unwrap_or_default())
     }
 }
@@ -198,134 +298,103 @@ fn retry_delay() -> Result<Duration> {
     ))
 }
 
+/// `req` as each server is asked it. A handoff on one server is no hold on
+/// a quorum: every server is asked; the history is written once the quorum
+/// holds it (see `record`), with its fence.
+fn on_each_server<'a>(req: &AcquireRequest<'a>) -> AcquireRequest<'a> {
+    AcquireRequest {
+        keys: req.keys,
+        token: req.token,
+        inherited: req.inherited,
+        ttl: req.ttl,
+        holder: req.holder,
+        register: req.register,
+        kind: req.kind,
+        fair: req.fair,
+        grant: false,
+        record: None,
+        tentative: false,
+    }
+}
+
+/// The servers' answers to one attempt, by what they said.
+struct Answers {
+    /// Servers that gave a hold.
+    holds: Vec<ServerHold>,
+    /// Servers where the lock is taken: how long it has left, and by whom.
+    taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)>,
+    /// How an enclosing run holds the lock (shared, or as a semaphore), as a
+    /// server reported it.
+    incompatible: Option<Kind>,
+    /// A key of the lock that rlock did not write.
+    foreign: Option<Error>,
+    /// Servers that did not answer, and why.
+    failed: Vec<usize>,
+    failures: Vec<Error>,
+}
+
+impl Answers {
+    fn sort(results: Vec<Result<Attempt>>) -> Self {
+        let mut answers = Answers {
+            holds: Vec::new(),
+            taken: Vec::new(),
+            incompatible: None,
+            foreign: None,
+            failed: Vec::new(),
+            failures: Vec::new(),
+        };
+        for (i, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(Attempt::Acquired(hold)) => answers.holds.push((i, hold)),
+                Ok(Attempt::Taken { pttl, holder, .. }) => answers.taken.push((i, pttl, holder)),
+                Ok(Attempt::Incompatible { held }) => answers.incompatible = Some(held),
+                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                    answers.foreign = Some(err)
+                }
+                Err(err) => {
+                    answers.failed.push(i);
+                    answers.failures.push(err);
+                }
+            }
+        }
+        answers
+    }
+}
+
+/// The token that holds the lock on at least `quorum` servers, if any.
+fn token_of_a_quorum(holds: &[ServerHold], quorum: usize) -> Option<Token> {
+    holds
+        .iter()
+        .map(|(_, h)| &h.token)
+        .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
+        .cloned()
+}
+
 impl Session for RedlockSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let start = Instant::now();
-        // A handoff on one server is no hold on a quorum: every server is asked.
-        let single = AcquireRequest {
-            keys: req.keys,
-            token: req.token,
-            inherited: req.inherited,
-            ttl: req.ttl,
-            holder: req.holder,
-            register: req.register,
-            kind: req.kind,
-            fair: req.fair,
-            grant: false,
-            // Recorded once the quorum holds it (see `record`), with its fence.
-            record: None,
-            tentative: false,
-        };
-        let results = self.each(|s| s.acquire(&single));
-        let mut holds: Vec<ServerHold> = Vec::new();
-        let mut taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)> = Vec::new();
-        let mut incompatible = None;
-        let mut foreign = None;
-        let mut failed: Vec<usize> = Vec::new();
-        let mut failures = Vec::new();
-        for (i, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(Attempt::Acquired(hold)) => holds.push((i, hold)),
-                Ok(Attempt::Taken { pttl, holder, .. }) => taken.push((i, pttl, holder)),
-                Ok(Attempt::Incompatible { held }) => incompatible = Some(held),
-                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => foreign = Some(err),
-                Err(err) => {
-                    failed.push(i);
-                    failures.push(err);
-                }
-            }
-        }
+        let single = on_each_server(req);
+        let answers = Answers::sort(self.each(|s| s.acquire(&single)));
         // A nested run re-enters with an enclosing run's token where that run
         // holds, and would take fresh holds elsewhere: only the token a quorum
         // knows counts; the other holds are given back.
-        let quorum = self.quorum();
-        let winner = holds
-            .iter()
-            .map(|(_, h)| &h.token)
-            .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
-            .cloned();
+        let winner = token_of_a_quorum(&answers.holds, self.quorum());
         // Half the lease at least must be left for COMMAND and the first renewal.
         let margin = crate::lock::clock::drift(req.ttl);
         let valid = start.elapsed() + margin < req.ttl / 2;
-        if let (Some(token), true, None, None) = (&winner, valid, &incompatible, &foreign) {
-            let (ours, others): (Vec<ServerHold>, Vec<ServerHold>) =
-                holds.into_iter().partition(|(_, h)| &h.token == token);
-            self.give_back(req.keys, &others);
-            let fence = ours.iter().map(|(_, h)| h.fence.0).max().unwrap_or(0);
-            let count = ours.iter().map(|(_, h)| h.count).min().unwrap_or(1);
-            // Lift the counters of a quorum to the largest fence, so that any
-            // later quorum, which shares a server with this one, goes higher.
-            let mut raised = 0;
-            for &(i, _) in &ours {
-                if let Some(session) = self.sessions[i].as_mut() {
-                    if session.raise_fence(req.keys, Fence(fence)).is_ok() {
-                        raised += 1;
-                    }
-                }
-            }
-            if raised >= quorum {
-                for &(i, _, _) in &taken {
-                    // This attempt queued us where the lock was taken: leave.
-                    if let Some(session) = self.sessions[i].as_mut() {
-                        let _ = session.leave(req.keys, req.token);
-                    }
-                }
-                self.waiting_on = None;
-                return Ok(Attempt::Acquired(Hold {
-                    token: token.clone(),
-                    fence: Fence(fence),
-                    count,
-                    recorded: false,
-                    history_entry: None,
-                }));
-            }
-            self.give_back(req.keys, &ours);
-            self.forget(req, &failed);
-            self.waiting_on = None;
-            return Ok(Attempt::Taken {
-                pttl: Some(retry_delay()?),
-                holder: None,
-                place: None,
-            });
+        match (winner, valid, &answers.incompatible, &answers.foreign) {
+            (Some(token), true, None, None) => self.claim(req, &token, answers),
+            _ => self.not_acquired(req, answers),
         }
-        self.give_back(req.keys, &holds);
-        // A server that did not answer may still run the attempt: take back
-        // what it may have given (best effort; it expires within the ttl).
-        self.forget(req, &failed);
-        if let Some(err) = foreign {
-            return Err(err);
-        }
-        if let Some(held) = incompatible {
-            return Ok(Attempt::Incompatible { held });
-        }
-        let answered = self.servers.len() - failed.len();
-        if answered < quorum {
-            return Err(self.no_quorum(Some(&req.keys.name), answered, &failures));
-        }
-        self.waiting_on = taken.first().map(|(i, _, _)| *i);
-        let holder = taken.iter().find_map(|(_, _, h)| h.clone());
-        // Held on a quorum: wait for its release (or lease). Split between
-        // contenders, or too slow to be valid: try again soon, out of step.
-        let pttl = if taken.len() >= quorum {
-            taken.iter().filter_map(|(_, p, _)| *p).min()
-        } else {
-            Some(retry_delay()?)
-        };
-        // Each server keeps its own queue: no one place to show.
-        Ok(Attempt::Taken {
-            pttl,
-            holder,
-            place: None,
-        })
     }
 
-    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
+    fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
         let session = self
             .waiting_on
             .and_then(|i| self.sessions.get_mut(i))
             .and_then(|s| s.as_mut());
         match session {
-            Some(session) => match session.block(keys, token, timeout) {
+            Some(session) => match session.block(lock, token, timeout) {
                 Ok(wake) => Ok(wake),
                 // That server failed: the next attempt asks them all again.
                 Err(_) => {
@@ -340,8 +409,8 @@ impl Session for RedlockSession {
         }
     }
 
-    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        let results = self.each(|s| s.interrupt(keys, token));
+    fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        let results = self.each(|s| s.interrupt(lock, token));
         let mut first_err = None;
         for result in results {
             match result {
@@ -349,18 +418,18 @@ impl Session for RedlockSession {
                 Err(err) => first_err = first_err.or(Some(err)),
             }
         }
-        Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&keys.name), 0, &[])))
+        Err(first_err.unwrap_or_else(|| self.no_quorum(Some(&lock.name), 0, &[])))
     }
 
-    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        let _ = self.each(|s| s.leave(keys, token));
+    fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        let _ = self.each(|s| s.leave(lock, token));
         self.waiting_on = None;
         Ok(())
     }
 
     fn renew(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
@@ -371,7 +440,7 @@ impl Session for RedlockSession {
             if left.is_zero() {
                 return Err(Error::internal("no time left to renew"));
             }
-            s.renew(keys, token, ttl, left)
+            s.renew(lock, token, ttl, left)
         });
         let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
         let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
@@ -383,11 +452,11 @@ impl Session for RedlockSession {
             return Ok(false);
         }
         let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&keys.name), confirmed, &failures))
+        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
     }
 
-    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
-        let results = self.each(|s| s.release(keys, token));
+    fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {
+        let results = self.each(|s| s.release(lock, token));
         let mut left: Option<u64> = None;
         let mut refused = 0;
         let mut failures = Vec::new();
@@ -405,49 +474,49 @@ impl Session for RedlockSession {
         }
         match left {
             Some(n) => Ok(Some(n)),
-            None => Err(self.no_quorum(Some(&keys.name), 0, &failures)),
+            None => Err(self.no_quorum(Some(&lock.name), 0, &failures)),
         }
     }
 
     /// Written on every server that answers (each keeps its own capped
     /// history), so that the history outlives the loss of a minority; a
     /// failure is one only when no server took it.
-    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
-        let results = self.each(|s| s.record(keys, cap, event));
+    fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
+        let results = self.each(|s| s.record(lock, cap, event));
         if results.iter().any(|r| r.is_ok()) {
             return Ok(());
         }
         let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+        Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
     /// The longest wait any server sees (a waiter registers on every server).
-    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
-        let results = self.each(|s| s.longest_wait(keys));
+    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
+        let results = self.each(|s| s.longest_wait(lock));
         Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
     }
 
     /// Read from the first server that answers (the servers' histories may
     /// differ by the events written while one was unreachable).
-    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
         let mut failures = Vec::new();
         for slot in 0..self.sessions.len() {
             if self.sessions[slot].is_none() {
                 self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
             }
             if let Some(session) = self.sessions[slot].as_mut() {
-                match session.history(keys, limit) {
+                match session.history(lock, limit) {
                     Ok(events) => return Ok(events),
                     Err(err) => failures.push(err),
                 }
             }
         }
-        Err(self.no_quorum(Some(&keys.name), 0, &failures))
+        Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // Only the connections that wrote the holds can vouch for them.
-        let results = self.each_until(None, false, |s| s.confirm_replicas(keys, replicas, limit));
+        let results = self.each_until(None, false, |s| s.confirm_replicas(lock, replicas, limit));
         let confirmed: Vec<u32> = results.into_iter().filter_map(|r| r.ok()).collect();
         let enough = confirmed.iter().filter(|&&n| n >= replicas).count();
         if enough >= self.quorum() {
@@ -460,13 +529,13 @@ impl Session for RedlockSession {
             .unwrap_or(0))
     }
 
-    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()> {
-        let _ = self.each(|s| s.raise_fence(keys, fence));
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
+        let _ = self.each(|s| s.raise_fence(lock, fence));
         Ok(())
     }
 
-    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
-        let results = self.each(|s| s.force_release(keys));
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let results = self.each(|s| s.force_release(lock));
         let mut removed = None;
         let mut failures = Vec::new();
         for result in results {
@@ -475,22 +544,22 @@ impl Session for RedlockSession {
                 Err(err) => failures.push(err),
             }
         }
-        removed.ok_or_else(|| self.no_quorum(Some(&keys.name), 0, &failures))
+        removed.ok_or_else(|| self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         // A hold counts only on a quorum: every server is asked, and the
         // holders shown are those a quorum agrees on.
         let mut views = Vec::new();
         let mut failures = Vec::new();
-        for result in self.each(|s| s.status(keys)) {
+        for result in self.each(|s| s.status(lock)) {
             match result {
                 Ok(view) => views.push(view),
                 Err(err) => failures.push(err),
             }
         }
         if views.len() < self.quorum() {
-            return Err(self.no_quorum(Some(&keys.name), views.len(), &failures));
+            return Err(self.no_quorum(Some(&lock.name), views.len(), &failures));
         }
         Ok(super::quorum_status::merge(
             &views,

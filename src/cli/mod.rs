@@ -60,6 +60,8 @@ pub struct Cli {
 /// Global options (README: "Using `rlock run`").
 #[derive(Debug, Args)]
 pub struct Global {
+    // The brackets are the URL's syntax in --help and the man page, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Redis server URL: redis://[user:password@]host[:port][/db].
     ///
     /// Also rediss:// (TLS), unix:///path/to/socket,
@@ -119,7 +121,7 @@ pub struct Global {
     pub quiet: bool,
 
     /// Whether the URL list came from `--url` (true) or RLOCK_URL (false);
-    /// set by [`parse`] from clap's value source, for `-v` to say where the
+    /// set by [`parse()`] from clap's value source, for `-v` to say where the
     /// server came from.
     #[arg(skip)]
     pub urls_from_option: bool,

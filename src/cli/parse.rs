@@ -112,8 +112,8 @@ where
     Ok(cli)
 }
 
-/// The one line for a usage error: a refused NAME as it always reads
-/// (`invalid lock name …`, the same whichever command took it), anything
+/// The one line for a usage error: a refused NAME in the name check's own
+/// words (`invalid lock name …`, the same whichever command took it), anything
 /// else as clap words it, on one line.
 fn one_line_of(err: &clap::Error, at: &Context) -> String {
     use std::error::Error as _;

@@ -1,8 +1,9 @@
-//! What each subcommand does, on top of the layers below: `run`, the
-//! scripting trio `acquire`/`renew`/`release` (`scripting`) and the
-//! `--while-pid` keeper, `status`/`list`, `check`, `history`, `metrics` (with
-//! its Prometheus text encoder), and where their output goes (`output`).
+//! What each subcommand does, on top of the layers below: `run`, `acquire`
+//! and its `--while-pid` keeper, `renew`/`release` (`scripting`),
+//! `status`/`list`, `check`, `history`, `metrics` (with its Prometheus text
+//! encoder), and where their output goes (`output`).
 
+pub(crate) mod acquire;
 pub(crate) mod check;
 pub(crate) mod history;
 pub(crate) mod metrics;

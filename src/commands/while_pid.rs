@@ -81,73 +81,136 @@ pub fn start(
     kept.push(write.as_raw_fd());
     kept.extend(watched.fd());
     crate::sys::process::only_these_inherited(&kept).map_err(StartError::Failed)?;
-    let exe = std::env::current_exe().map_err(StartError::Failed)?;
-    let list = |fds: &[RawFd]| {
-        fds.iter()
-            .map(|fd| fd.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+    let launch = Launch {
+        config,
+        spec,
+        name,
+        watched,
+        token,
+        fds,
+        ready: write.as_raw_fd(),
     };
-    let mut cmd = std::process::Command::new(exe);
-    for var in [
-        "RLOCK_CACERT",
-        "RLOCK_CERT",
-        "RLOCK_KEY",
-        "RLOCK_PASSWORD_FILE",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.arg(crate::cli::WHILE_PID)
-        .arg("--connect-timeout")
-        .arg(humantime::format_duration(config.connect_timeout).to_string())
-        .arg("--pid")
-        .arg(watched.pid().to_string())
-        .arg("--ttl")
-        .arg(humantime::format_duration(spec.ttl).to_string())
-        .arg("--history")
-        .arg(spec.history.to_string());
-    if spec.redisson {
-        cmd.arg("--redisson");
-    }
-    // As absolute paths: the keeper's working directory is not the script's
-    // for long.
-    for (var, file) in [
-        ("RLOCK_CACERT", &config.tls.cacert),
-        ("RLOCK_CERT", &config.tls.cert),
-        ("RLOCK_KEY", &config.tls.key),
-        ("RLOCK_PASSWORD_FILE", &config.password_file),
-    ] {
-        if let Some(file) = file {
-            cmd.env(var, std::path::absolute(file).map_err(StartError::Failed)?);
-        }
-    }
-    // After `--`, a NAME such as `-v` is a name, not an option.
-    cmd.arg("--")
-        .arg(name)
-        .env("RLOCK_URL", config.urls.join(","))
-        .env("RLOCK_PREFIX", &config.prefix)
-        .env("RLOCK_KEEP_TOKEN", token.as_str())
-        .env("RLOCK_KEEP_FDS", list(fds))
-        .env("RLOCK_KEEP_READY", write.as_raw_fd().to_string())
-        .env(
-            "RLOCK_KEEP_PIDFD",
-            watched.fd().map(|fd| fd.to_string()).unwrap_or_default(),
-        )
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    crate::sys::process::new_session(&mut cmd);
+    let mut cmd = launch.command().map_err(StartError::Failed)?;
     let mut child = cmd.spawn().map_err(StartError::Failed)?;
     drop(write);
-    let mut stream = ours;
     let until = Instant::now() + ready_within(config);
-    let outcome = loop {
+    match taken_over(&ours, until, interrupted) {
+        Ok(()) => Ok(Keeper {
+            child,
+            stream: ours,
+        }),
+        Err(err) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(err)
+        }
+    }
+}
+
+/// What the keeper is started with: the lock, PID, the hold's files and
+/// its end of the handshake.
+struct Launch<'a> {
+    config: &'a Config,
+    spec: &'a LockSpec,
+    name: &'a str,
+    watched: &'a Watched,
+    token: &'a Token,
+    /// A `file:` lock's open files.
+    fds: &'a [RawFd],
+    /// The keeper's end of the handshake.
+    ready: RawFd,
+}
+
+impl Launch<'_> {
+    /// `rlock __while-pid` with its options on the command line, and the
+    /// URL, TLS files and token in its environment, detached from the
+    /// script's session and stdio.
+    fn command(&self) -> std::io::Result<std::process::Command> {
+        let (config, spec) = (self.config, self.spec);
+        let mut cmd = std::process::Command::new(std::env::current_exe()?);
+        for var in [
+            "RLOCK_CACERT",
+            "RLOCK_CERT",
+            "RLOCK_KEY",
+            "RLOCK_PASSWORD_FILE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.arg(crate::cli::WHILE_PID)
+            .arg("--connect-timeout")
+            .arg(humantime::format_duration(config.connect_timeout).to_string())
+            .arg("--pid")
+            .arg(self.watched.pid().to_string())
+            .arg("--ttl")
+            .arg(humantime::format_duration(spec.ttl).to_string())
+            .arg("--history")
+            .arg(spec.history.to_string());
+        if spec.redisson {
+            cmd.arg("--redisson");
+        }
+        self.pass_files(&mut cmd)?;
+        // After `--`, a NAME such as `-v` is a name, not an option.
+        cmd.arg("--")
+            .arg(self.name)
+            .env("RLOCK_URL", config.urls.join(","))
+            .env("RLOCK_PREFIX", &config.prefix)
+            .env("RLOCK_KEEP_TOKEN", self.token.as_str())
+            .env("RLOCK_KEEP_FDS", fd_list(self.fds))
+            .env("RLOCK_KEEP_READY", self.ready.to_string())
+            .env(
+                "RLOCK_KEEP_PIDFD",
+                self.watched
+                    .fd()
+                    .map(|fd| fd.to_string())
+                    .unwrap_or_default(),
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        crate::sys::process::new_session(&mut cmd);
+        Ok(cmd)
+    }
+
+    /// The TLS and password files, as absolute paths: the keeper's working
+    /// directory is not the script's for long.
+    fn pass_files(&self, cmd: &mut std::process::Command) -> std::io::Result<()> {
+        let config = self.config;
+        for (var, file) in [
+            ("RLOCK_CACERT", &config.tls.cacert),
+            ("RLOCK_CERT", &config.tls.cert),
+            ("RLOCK_KEY", &config.tls.key),
+            ("RLOCK_PASSWORD_FILE", &config.password_file),
+        ] {
+            if let Some(file) = file {
+                cmd.env(var, std::path::absolute(file)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `fds` as the keeper reads them back: `3,4,5`.
+fn fd_list(fds: &[RawFd]) -> String {
+    fds.iter()
+        .map(|fd| fd.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Waits until the keeper says on `stream` that it has taken over, a signal
+/// comes (`interrupted`), or `until` passes.
+fn taken_over(
+    mut stream: &std::os::unix::net::UnixStream,
+    until: Instant,
+    interrupted: &dyn Fn() -> Option<crate::signal::Signal>,
+) -> std::result::Result<(), StartError> {
+    loop {
         if let Some(signal) = interrupted() {
-            break Err(StartError::Interrupted(signal));
+            return Err(StartError::Interrupted(signal));
         }
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break Err(StartError::Failed(std::io::Error::other(
+            return Err(StartError::Failed(std::io::Error::other(
                 "it did not take over in time",
             )));
         }
@@ -157,20 +220,12 @@ pub fn start(
             .max(Duration::from_millis(1));
         if crate::sys::process::poll_readable(&[stream.as_fd()], Some(step)).is_ok_and(|n| n > 0) {
             let mut byte = [0u8; 1];
-            break match stream.read(&mut byte) {
+            return match stream.read(&mut byte) {
                 Ok(1) => Ok(()),
                 _ => Err(StartError::Failed(std::io::Error::other(
                     "it ended before taking over",
                 ))),
             };
-        }
-    };
-    match outcome {
-        Ok(()) => Ok(Keeper { child, stream }),
-        Err(err) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(err)
         }
     }
 }
@@ -215,15 +270,28 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
         )?;
         return Ok(Exit::Success);
     }
+    renew_while(config, args, &token, &watched, &mut ready, released)
+}
+
+/// A server's hold: renewed every ttl/3 while PID lives, released (with its
+/// `released` event) when PID exits.
+fn renew_while(
+    config: &Config,
+    args: &WhilePidArgs,
+    token: &Token,
+    watched: &Watched,
+    ready: &mut Ready,
+    mut released: crate::lock::event::Event,
+) -> Result<Exit> {
     let backend = config.backend()?;
     let keys = config.lock_id(args.redisson, &args.name);
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
-    if !session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
+    if !session.renew(&keys, token, args.ttl, config.connect_timeout)? {
         return Ok(Exit::NotHeld);
     }
     if !ready.handshake() {
-        let _ = session.release(&keys, &token);
+        let _ = session.release(&keys, token);
         return Ok(Exit::Success);
     }
     let period = args.ttl / 3;
@@ -234,10 +302,10 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
         if watched.exits_within(period) {
             released.held_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(0));
             let record = (args.history > 0).then_some((args.history, &released));
-            let _ = session.release_recorded(&keys, &token, record);
+            let _ = session.release_recorded(&keys, token, record);
             return Ok(Exit::Success);
         }
-        match session.renew(&keys, &token, args.ttl, config.connect_timeout) {
+        match session.renew(&keys, token, args.ttl, config.connect_timeout) {
             Ok(true) => confirmed = Instant::now(),
             Ok(false) => return Ok(Exit::NotHeld),
             Err(_) if confirmed.elapsed() + margin < args.ttl => {}

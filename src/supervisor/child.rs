@@ -84,12 +84,12 @@ pub fn terminal_foreground() -> bool {
     sys::terminal::foreground()
 }
 
-/// COMMAND, started and not yet reaped.
-pub struct Running {
+/// COMMAND, spawned and not yet reaped.
+pub struct Spawned {
     pid: libc::pid_t,
 }
 
-impl Running {
+impl Spawned {
     /// Its pid, which is also its process group id.
     pub fn pid(&self) -> libc::pid_t {
         self.pid
@@ -106,7 +106,7 @@ pub fn spawn(
     foreground: bool,
     guardian: libc::c_int,
     shared: &Arc<Shared>,
-) -> Result<Running> {
+) -> Result<Spawned> {
     // Hold the phase lock across the spawn so a signal is either seen before
     // COMMAND exists (and handled as an interrupt) or forwarded to it.
     let mut phase = shared.phase();
@@ -121,7 +121,7 @@ pub fn spawn(
     // Start-up is over: what rlock allocates from now on it also frees.
     crate::sys::arena::close();
     *phase = Phase::Running { pid, exited: false };
-    Ok(Running { pid })
+    Ok(Spawned { pid })
 }
 
 fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
@@ -139,7 +139,7 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
 
 /// Whether COMMAND exits before `until`, as seen in time (false as well when
 /// the kernel has no pidfd to wait with). Leaves it unreaped, for [`wait`].
-pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
+pub fn exits_before(child: &Spawned, until: Stamp, shared: &Shared) -> bool {
     let Ok(pidfd) = sys::process::pidfd_open(child.pid) else {
         return false;
     };
@@ -175,7 +175,7 @@ pub fn exits_before(child: &Running, until: Stamp, shared: &Shared) -> bool {
 /// too, so the shell's job control sees the job stopped; `fg` or `bg` continues
 /// both. While suspended rlock cannot renew: a suspension longer than the lease
 /// ends in exit 70 when it resumes.
-pub fn wait(child: Running, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
+pub fn wait(child: Spawned, shared: &Shared, foreground: bool) -> Result<ExitStatus> {
     let pid = child.pid;
     loop {
         match sys::process::wait_child(pid, foreground) {

@@ -100,7 +100,7 @@ pub struct Held<'a> {
 /// COMMAND runs.
 pub struct Running<'a> {
     run: Run<'a>,
-    command: child::Running,
+    command: child::Spawned,
     foreground: bool,
     session: Box<dyn Session>,
     held: Vec<(LockId, Token)>,
@@ -390,7 +390,7 @@ impl<'a> Running<'a> {
             max_hold,
         } = self;
         let pgid = command.pid();
-        let renewal = watchdog::Config {
+        let renewal = watchdog::Renewal {
             holds: held.clone(),
             display: run.display.clone(),
             lease: run.lease,
@@ -404,22 +404,22 @@ impl<'a> Running<'a> {
         // while it is stopped. Either way the thread is off the path from the
         // handoff to COMMAND; the guardian keeps the deadlines meanwhile.
         let first_renewal = acquired_at + run.lease.ttl() / 3;
-        let mut keeper = if !foreground && child::exits_before(&command, first_renewal, &run.shared)
-        {
-            Keeper::Idle(session)
-        } else {
-            Keeper::start(session, renewal.clone(), &run.shared, pgid)
-        };
+        let mut renewing =
+            if !foreground && child::exits_before(&command, first_renewal, &run.shared) {
+                Renewing::Idle(session)
+            } else {
+                Renewing::start(session, renewal.clone(), &run.shared, pgid)
+            };
         let status = child::wait(command, &run.shared, foreground);
         crate::report::mark("exited");
         let max_held = max_hold.is_some_and(max_hold::MaxHold::finish);
-        if let Keeper::Idle(session) = keeper {
+        if let Renewing::Idle(session) = renewing {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
-            keeper = if child::group_alive(pgid) {
-                Keeper::start(session, renewal, &run.shared, pgid)
+            renewing = if child::group_alive(pgid) {
+                Renewing::start(session, renewal, &run.shared, pgid)
             } else {
-                Keeper::Idle(session)
+                Renewing::Idle(session)
             };
         }
         let emptied = child::stop_leftovers(pgid, run.grace, &run.shared, max_held);
@@ -433,13 +433,13 @@ impl<'a> Running<'a> {
         if foreground {
             child::reclaim_terminal();
         }
-        let (session, watched, watchdog_failed) = match keeper {
-            Keeper::Idle(session) => (Some(session), None, false),
-            Keeper::Watching(watchdog) => match watchdog.finish() {
+        let (session, watched, watchdog_failed) = match renewing {
+            Renewing::Idle(session) => (Some(session), None, false),
+            Renewing::Watching(watchdog) => match watchdog.finish() {
                 Some((session, lost)) => (Some(session), lost, false),
                 None => (None, None, false),
             },
-            Keeper::Failed => (None, None, true),
+            Renewing::Failed => (None, None, true),
         };
         run.guardian.disarm();
         Finished {
@@ -577,8 +577,8 @@ impl Finished<'_> {
     }
 }
 
-/// Who keeps the lease while COMMAND runs.
-enum Keeper {
+/// What renews the lease while COMMAND runs.
+enum Renewing {
     /// Nobody yet: COMMAND ended before its first renewal was due.
     Idle(Box<dyn Session>),
     /// The watchdog thread.
@@ -587,23 +587,23 @@ enum Keeper {
     Failed,
 }
 
-impl Keeper {
+impl Renewing {
     /// Starts the watchdog; when that fails, kills COMMAND's group.
     fn start(
         session: Box<dyn Session>,
-        config: watchdog::Config,
+        renewal: watchdog::Renewal,
         shared: &Arc<Shared>,
         pgid: libc::pid_t,
-    ) -> Keeper {
-        let display = config.display.clone();
-        match Watchdog::start(session, config, Arc::clone(shared)) {
-            Ok(watchdog) => Keeper::Watching(watchdog),
+    ) -> Renewing {
+        let display = renewal.display.clone();
+        match Watchdog::start(session, renewal, Arc::clone(shared)) {
+            Ok(watchdog) => Renewing::Watching(watchdog),
             Err(e) => {
                 report::error(&format!(
                     "{display}: cannot start the watchdog ({e}); stopping COMMAND"
                 ));
                 crate::sys::process::signal_group(pgid, libc::SIGKILL);
-                Keeper::Failed
+                Renewing::Failed
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::report;
 
 /// The history's cap, the event that ends the holds, and each lock's fence
 /// (by name) to record it with.
-pub(super) type Record<'a> = (u32, &'a Event, &'a [(String, u64)]);
+pub(super) type EndEvent<'a> = (u32, &'a Event, &'a [(String, u64)]);
 
 /// Releases the holds, reusing the watchdog's session when there is one.
 /// Returns the name of a lock whose hold was already gone: it ended before
@@ -29,7 +29,7 @@ pub(super) fn release(
     held: &[(LockId, Token)],
     ttl: Duration,
     quiet: bool,
-    record: Option<Record<'_>>,
+    record: Option<EndEvent<'_>>,
 ) -> Option<String> {
     let start = Instant::now();
     let connected = match session.take() {

@@ -160,7 +160,7 @@ pub struct Watchdog {
 
 /// What the watchdog needs to know.
 #[derive(Clone)]
-pub struct Config {
+pub struct Renewal {
     /// Each lock held, with the token that holds it.
     pub holds: Vec<(LockId, Token)>,
     /// The locks' names, for messages.
@@ -179,13 +179,13 @@ impl Watchdog {
     /// Starts the thread; it owns `session` until [`Watchdog::finish`].
     pub fn start(
         session: Box<dyn Session>,
-        config: Config,
+        renewal: Renewal,
         shared: Arc<Shared>,
     ) -> std::io::Result<Self> {
         let (stop, stopped) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("watchdog".into())
-            .spawn(move || watch(session, &config, &stopped, &shared))?;
+            .spawn(move || watch(session, &renewal, &stopped, &shared))?;
         Ok(Watchdog { stop, handle })
     }
 
@@ -207,133 +207,207 @@ fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> b
     !matches!(outcome, Err(RecvTimeoutError::Timeout))
 }
 
+/// The watchdog thread: renews until told to stop (COMMAND has ended) or the
+/// hold is lost, then makes sure SIGKILL comes even without the guardian.
 fn watch(
-    mut session: Box<dyn Session>,
-    config: &Config,
+    session: Box<dyn Session>,
+    renewal: &Renewal,
     stopped: &mpsc::Receiver<()>,
     shared: &Shared,
 ) -> (Box<dyn Session>, Option<Lost>) {
-    let ttl = config.lease.ttl();
-    let period = ttl / 3;
-    let retry = (ttl / 10).clamp(Duration::from_millis(10), Duration::from_millis(500));
-    let deadlines = config.deadlines;
-    let mut next = config.confirmed_at + period;
-    let mut failing: Option<String> = None;
+    let mut watch = Watch::new(session, renewal, stopped, shared);
     let lost = loop {
+        match watch.turn() {
+            Next::Again => {}
+            Next::Stopped => return (watch.session, None),
+            Next::Lost(lost) => break lost,
+        }
+    };
+    watch.kill_when_due();
+    (watch.session, Some(lost))
+}
+
+/// What the watch does after a turn.
+enum Next {
+    /// Keep watching.
+    Again,
+    /// Told to stop: COMMAND has ended.
+    Stopped,
+    /// The hold is lost; COMMAND is being stopped.
+    Lost(Lost),
+}
+
+/// The watchdog thread's state between turns.
+struct Watch<'a> {
+    session: Box<dyn Session>,
+    renewal: &'a Renewal,
+    stopped: &'a mpsc::Receiver<()>,
+    shared: &'a Shared,
+    /// When the next renewal is due.
+    next: Stamp,
+    /// The cause of the renewals failing since the last confirmed one.
+    failing: Option<String>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(
+        session: Box<dyn Session>,
+        renewal: &'a Renewal,
+        stopped: &'a mpsc::Receiver<()>,
+        shared: &'a Shared,
+    ) -> Self {
+        Watch {
+            session,
+            renewal,
+            stopped,
+            shared,
+            next: renewal.confirmed_at + renewal.lease.ttl() / 3,
+            failing: None,
+        }
+    }
+
+    /// Sleeps until a renewal or SIGTERM is due, sends SIGTERM if it is,
+    /// else renews.
+    fn turn(&mut self) -> Next {
+        let deadlines = self.renewal.deadlines;
         let term = match deadlines.term_at() {
             Some(term) => term,
             // SIGTERM went out: the lease is no longer proven (unless
             // COMMAND had ended before: run judges that by the clock).
             None if deadlines.fired() => {
-                if stopped.try_recv().is_ok() {
-                    return (session, None);
+                if self.stopped.try_recv().is_ok() {
+                    return Next::Stopped;
                 }
-                break why_lapsed(config.lease, failing, shared.late());
+                let failing = self.failing.take();
+                return Next::Lost(why_lapsed(self.renewal.lease, failing, self.shared.late()));
             }
             // COMMAND's group is gone and the deadlines are closed.
             None => {
-                let _ = stopped.recv();
-                return (session, None);
+                let _ = self.stopped.recv();
+                return Next::Stopped;
             }
         };
-        let wake = match config.lease {
-            Lease::Renewed(_) => next.min(term),
+        let wake = match self.renewal.lease {
+            Lease::Renewed(_) => self.next.min(term),
             Lease::Fixed(_) => term,
         };
-        if sleep_until(stopped, wake, shared) {
-            return (session, None);
+        if sleep_until(self.stopped, wake, self.shared) {
+            return Next::Stopped;
         }
         if deadlines.fire_if_due() {
-            shared.signal_group(libc::SIGTERM);
-            shared.signal_group(libc::SIGCONT);
+            self.shared.signal_group(libc::SIGTERM);
+            self.shared.signal_group(libc::SIGCONT);
         }
         let Some(term) = deadlines.term_at() else {
-            continue;
+            return Next::Again;
         };
-        if matches!(config.lease, Lease::Fixed(_)) {
-            continue;
+        if matches!(self.renewal.lease, Lease::Fixed(_)) {
+            return Next::Again;
         }
+        self.renew(term)
+    }
+
+    /// Renews every hold within half the time left before `term`, so that a
+    /// stalled server leaves room to retry (on a fresh connection) before
+    /// SIGTERM is due.
+    fn renew(&mut self, term: Stamp) -> Next {
+        let renewal = self.renewal;
         let sent = Stamp::now();
-        // Half the time left, so that a stalled server leaves room to retry
-        // (on a fresh connection) before SIGTERM is due.
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
-        let renewed = renew_all(session.as_mut(), config, ttl, limit);
+        let renewed = renew_all(self.session.as_mut(), renewal, renewal.lease.ttl(), limit);
         // A renewal that overran its limit by far was held up by rlock's own
         // stop, not by the server.
-        shared.note_wake(sent + limit);
+        self.shared.note_wake(sent + limit);
         match renewed {
-            Ok(None) => {
-                let (term, kill) = config.lease.deadlines(sent, config.grace);
-                if !deadlines.extend(term, kill) {
-                    continue;
-                }
-                if !deadlines.wake() {
-                    report::error(&format!(
-                        "{}: the guardian process is gone; stopping COMMAND",
-                        config.display
-                    ));
-                    deadlines.stop_now(Duration::ZERO);
-                    shared.signal_group(libc::SIGKILL);
-                    break Lost::Unconfirmed("the guardian process is gone".into());
-                }
-                next = sent + period;
-                if failing.take().is_some() {
-                    report::error(&format!("{}: renewal confirmed again", config.display));
-                }
-                report::verbose(|| {
-                    format!(
-                        "{}: renewed in {:.1} ms",
-                        config.display,
-                        Stamp::now().since(sent).as_secs_f64() * 1000.0
-                    )
-                });
-            }
+            Ok(None) => self.confirmed(sent),
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
             Ok(Some(name)) => {
-                if deadlines.stop_now(config.grace) {
-                    shared.signal_group(libc::SIGTERM);
-                    shared.signal_group(libc::SIGCONT);
+                if renewal.deadlines.stop_now(renewal.grace) {
+                    self.shared.signal_group(libc::SIGTERM);
+                    self.shared.signal_group(libc::SIGCONT);
                 }
-                break Lost::NotOurs(name);
+                Next::Lost(Lost::NotOurs(name))
             }
             Err(err) => {
-                // Said with -v only: if the lease is lost, the run's one
-                // line says why; if a retry gets through, nothing was.
-                if failing.is_none() {
-                    report::verbose(|| {
-                        format!(
-                            "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                            config.display,
-                            err,
-                            humantime::format_duration(round_ms(term.remaining()))
-                        )
-                    });
-                }
-                failing = Some(err);
-                next = Stamp::now() + retry;
+                self.failed(err, term);
+                Next::Again
             }
         }
-    };
-    // The guardian sends SIGKILL when it is due; should it be gone, so do we.
-    if let Some(kill) = deadlines.kill_at() {
-        if !sleep_until(stopped, kill, shared) {
-            shared.signal_group(libc::SIGKILL);
+    }
+
+    /// A renewal sent at `sent` was confirmed: the guardian's deadlines move
+    /// to the lease it proves, and the next renewal is due a third of the
+    /// lease later.
+    fn confirmed(&mut self, sent: Stamp) -> Next {
+        let renewal = self.renewal;
+        let (term, kill) = renewal.lease.deadlines(sent, renewal.grace);
+        if !renewal.deadlines.extend(term, kill) {
+            return Next::Again;
+        }
+        if !renewal.deadlines.wake() {
+            report::error(&format!(
+                "{}: the guardian process is gone; stopping COMMAND",
+                renewal.display
+            ));
+            renewal.deadlines.stop_now(Duration::ZERO);
+            self.shared.signal_group(libc::SIGKILL);
+            return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
+        }
+        self.next = sent + renewal.lease.ttl() / 3;
+        if self.failing.take().is_some() {
+            report::error(&format!("{}: renewal confirmed again", renewal.display));
+        }
+        report::verbose(|| {
+            format!(
+                "{}: renewed in {:.1} ms",
+                renewal.display,
+                Stamp::now().since(sent).as_secs_f64() * 1000.0
+            )
+        });
+        Next::Again
+    }
+
+    /// A renewal failed (`err`): retried soon, until SIGTERM at `term`.
+    fn failed(&mut self, err: String, term: Stamp) {
+        // Said with -v only: if the lease is lost, the run's one line says
+        // why; if a retry gets through, nothing was.
+        if self.failing.is_none() {
+            report::verbose(|| {
+                format!(
+                    "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
+                    self.renewal.display,
+                    err,
+                    humantime::format_duration(round_ms(term.remaining()))
+                )
+            });
+        }
+        self.failing = Some(err);
+        let retry = (self.renewal.lease.ttl() / 10)
+            .clamp(Duration::from_millis(10), Duration::from_millis(500));
+        self.next = Stamp::now() + retry;
+    }
+
+    /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
+    fn kill_when_due(&self) {
+        if let Some(kill) = self.renewal.deadlines.kill_at() {
+            if !sleep_until(self.stopped, kill, self.shared) {
+                self.shared.signal_group(libc::SIGKILL);
+            }
         }
     }
-    (session, Some(lost))
 }
 
 /// Renews every hold; a round is confirmed only when each renewal is. Returns
 /// the name of a lock that is no longer ours, or the first failure's cause.
 fn renew_all(
     session: &mut dyn Session,
-    config: &Config,
+    renewal: &Renewal,
     ttl: Duration,
     limit: Duration,
 ) -> Result<Option<String>, String> {
     let round = Stamp::now();
-    for (keys, token) in &config.holds {
+    for (keys, token) in &renewal.holds {
         let left = limit.saturating_sub(Stamp::now().since(round));
         if left.is_zero() {
             return Err("no time left to renew".into());

@@ -178,12 +178,12 @@ impl Arena {
     }
 }
 
-/// The arena of the `rlock` binary (its `main` names [`Global`] as the
+/// The arena of the `rlock` binary (its `main` names [`StartupAllocator`] as the
 /// global allocator); other programs linking the library leave it untouched.
 static ARENA: Arena = Arena::new();
 
-/// The global allocator of the `rlock` binary: [`ARENA`], then the system's.
-pub struct Global;
+/// The global allocator of the `rlock` binary: the arena, then the system's.
+pub struct StartupAllocator;
 
 /// From now on, new blocks come from the system allocator: rlock is past its
 /// start-up, and its long-running parts (renewals, the wait for COMMAND) free
@@ -197,7 +197,7 @@ fn close_arena(arena: &Arena) {
 }
 
 // SAFETY: every call goes to ARENA, a sound allocator (below).
-unsafe impl GlobalAlloc for Global {
+unsafe impl GlobalAlloc for StartupAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller keeps GlobalAlloc's contract, passed on as is.
         unsafe { ARENA.alloc(layout) }

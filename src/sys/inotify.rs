@@ -13,7 +13,7 @@ use std::time::Duration;
 pub struct DirWatch(File);
 
 /// One event: its mask (`IN_CREATE`, `IN_DELETE`, ...) and the file's name.
-pub type Event = (u32, OsString);
+pub type DirEvent = (u32, OsString);
 
 impl DirWatch {
     /// None when the kernel refuses (no inotify, or the user's instances are
@@ -33,7 +33,7 @@ impl DirWatch {
 
     /// Waits up to `timeout` (None: without end) for events; returns those
     /// that came (none when the time passed).
-    pub fn wait(&self, timeout: Option<Duration>) -> Vec<Event> {
+    pub fn wait(&self, timeout: Option<Duration>) -> Vec<DirEvent> {
         let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
         if !super::process::poll_readable(&[self.0.as_fd()], timeout).is_ok_and(|n| n > 0) {
             return Vec::new();
@@ -42,7 +42,7 @@ impl DirWatch {
     }
 
     /// The events queued now, without waiting.
-    pub fn drain(&self) -> Vec<Event> {
+    pub fn drain(&self) -> Vec<DirEvent> {
         let mut events = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = (&self.0).read(&mut buf) {
@@ -57,7 +57,7 @@ impl DirWatch {
 
 /// `struct inotify_event`s: wd, mask, cookie, len (4 bytes each), then `len`
 /// bytes of NUL-padded name.
-fn parse(mut bytes: &[u8], events: &mut Vec<Event>) {
+fn parse(mut bytes: &[u8], events: &mut Vec<DirEvent>) {
     const HEAD: usize = 16;
     while bytes.len() >= HEAD {
         let word = |at: usize| {

@@ -36,7 +36,7 @@ struct Job {
     error: AtomicI32,
 }
 
-/// Starts `path` with `argv` (argv[0] as given) and the environment plus
+/// Starts `path` with `argv` (`argv[0]` as given) and the environment plus
 /// `env`, in a new process group, with default signal dispositions and an
 /// empty signal mask; returns its pid once `execve` has succeeded. With
 /// `foreground`, its group takes the terminal on stdin.

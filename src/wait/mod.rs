@@ -202,13 +202,13 @@ fn release_all(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold]) {
 }
 
 /// A signal that arrived while a request was failing is the reason the user sees.
-fn or_signal(err: Error, keys: &LockId, shared: &Shared) -> Error {
+fn or_signal(err: Error, lock: &LockId, shared: &Shared) -> Error {
     match shared.interrupted() {
-        Some(signal) => interrupted(keys, signal),
+        Some(signal) => interrupted(lock, signal),
         None => err,
     }
 }
 
-fn interrupted(keys: &LockId, signal: crate::signal::Signal) -> Error {
-    Error::from(Cause::Interrupted(signal)).in_lock(&keys.name)
+fn interrupted(lock: &LockId, signal: crate::signal::Signal) -> Error {
+    Error::from(Cause::Interrupted(signal)).in_lock(&lock.name)
 }

@@ -6,7 +6,8 @@
 //! are retried with a growing pause (up to [`MAX_PAUSE`]) instead of failing
 //! at once. With `--wait` the outage may last the rest of the wait; without
 //! it, `--unreachable-wait` (default 60 s), so cron jobs do not pile up
-//! forever behind a dead server. `--no-wait` gives up at once, as before.
+//! forever behind a dead server. `--no-wait` gives up at once: it asked not to
+//! wait for anything, the server included.
 
 use std::time::{Duration, Instant};
 

@@ -51,7 +51,7 @@ pub(super) enum Round {
 
 /// One acquisition in progress: the session, what is wanted, and what the
 /// wait has seen and shown so far. Its methods are the steps of a turn of
-/// [`acquire_on`]; on every error it leaves the queues it joined.
+/// [`acquire_on`](super::acquire_on); on every error it leaves the queues it joined.
 pub(super) struct Waiter<'a, 'w> {
     backend: &'a Arc<dyn Backend>,
     session: &'a mut dyn Session,

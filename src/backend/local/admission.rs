@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io;
 
 use super::files::{field, held_by_someone, open, try_flock};
-use super::records::{Details, Held};
+use super::records::{Details, OpenHold};
 use super::LocalSession;
 use crate::backend::{AcquireRequest, Attempt, Hold};
 use crate::lock::kind::Kind;
@@ -77,7 +77,7 @@ impl LocalSession {
             }
             self.held.insert(
                 name.clone(),
-                Held {
+                OpenHold {
                     token: inherited.clone(),
                     files: Vec::new(),
                     fence: details.fence,

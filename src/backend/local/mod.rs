@@ -46,7 +46,7 @@ pub use dir_check::check_dir;
 use files::{held_by_someone, open, Paths};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
-use records::{read_live, Details, Held, Waiting};
+use records::{read_live, Details, OpenHold, Waiting};
 use wait::{POLL, RETRY};
 
 use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
@@ -103,7 +103,7 @@ impl Backend for Local {
 struct LocalSession {
     paths: Paths,
     display: String,
-    held: HashMap<String, Held>,
+    held: HashMap<String, OpenHold>,
     waiting: HashMap<String, Waiting>,
     /// Set up when this session first waits; None inside when inotify is refused.
     watch: Option<Option<crate::sys::inotify::DirWatch>>,
@@ -230,7 +230,7 @@ impl Session for LocalSession {
         self.unregister(name, req.token);
         self.held.insert(
             name.clone(),
-            Held {
+            OpenHold {
                 token: req.token.clone(),
                 files,
                 fence,
@@ -257,52 +257,52 @@ impl Session for LocalSession {
         }))
     }
 
-    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+    fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
         if cap == 0 {
             return Ok(());
         }
-        history::append(&self.path(&keys.name, "history"), cap, event)
-            .map_err(|e| self.fail_to(&keys.name, "writing the lock's history", e))
+        history::append(&self.path(&lock.name, "history"), cap, event)
+            .map_err(|e| self.fail_to(&lock.name, "writing the lock's history", e))
     }
 
-    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
-        history::read(&self.path(&keys.name, "history"), limit)
-            .map_err(|e| self.fail_to(&keys.name, "reading the lock's history", e))
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        history::read(&self.path(&lock.name, "history"), limit)
+            .map_err(|e| self.fail_to(&lock.name, "reading the lock's history", e))
     }
 
-    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
-        self.block_in_dir(keys, token, timeout)
+    fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
+        self.block_in_dir(lock, token, timeout)
     }
 
-    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        fs::write(self.record_path(&keys.name, "i", token), "")
-            .map_err(|e| self.fail_to(&keys.name, "writing an interrupt marker", e))
+    fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        fs::write(self.record_path(&lock.name, "i", token), "")
+            .map_err(|e| self.fail_to(&lock.name, "writing an interrupt marker", e))
     }
 
-    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        self.unregister(&keys.name, token);
+    fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        self.unregister(&lock.name, token);
         for tag in ["w", "i"] {
-            let _ = fs::remove_file(self.record_path(&keys.name, tag, token));
+            let _ = fs::remove_file(self.record_path(&lock.name, tag, token));
         }
         Ok(())
     }
 
     fn renew(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         _ttl: Duration,
         _limit: Duration,
     ) -> Result<bool> {
         // The kernel keeps the lock while the file is open: nothing expires.
-        match self.held.get(&keys.name) {
+        match self.held.get(&lock.name) {
             Some(held) => Ok(&held.token == token),
-            None => Ok(held_by_someone(&self.record_path(&keys.name, "h", token))),
+            None => Ok(held_by_someone(&self.record_path(&lock.name, "h", token))),
         }
     }
 
-    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
-        let name = &keys.name;
+    fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {
+        let name = &lock.name;
         match self.held.remove(name) {
             Some(held) if &held.token == token => {
                 if held.files.is_empty() {
@@ -350,8 +350,8 @@ impl Session for LocalSession {
         Ok(())
     }
 
-    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
-        let name = &keys.name;
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let name = &lock.name;
         let holders: Vec<(Token, Details)> = self
             .live(name, "h")
             .iter()
@@ -383,9 +383,9 @@ impl Session for LocalSession {
         }
     }
 
-    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
-        self.readable(&keys.name)?;
-        let holders = self.holders(&keys.name);
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        self.readable(&lock.name)?;
+        let holders = self.holders(&lock.name);
         let limit = holders
             .iter()
             .filter_map(|d| Kind::from_record(&d.kind)?.semaphore_limit().map(u64::from))
@@ -397,9 +397,9 @@ impl Session for LocalSession {
         Ok(LockStatus {
             kind,
             limit,
-            fence: self.fence(&keys.name),
-            waiting: self.live(&keys.name, "w").len() as u64,
-            waiters: self.waiters(&keys.name),
+            fence: self.fence(&lock.name),
+            waiting: self.live(&lock.name, "w").len() as u64,
+            waiters: self.waiters(&lock.name),
             holders: holders
                 .iter()
                 .map(|d| HolderStatus {
@@ -445,9 +445,9 @@ impl Session for LocalSession {
         Ok(names)
     }
 
-    fn handover(&self, keys: &LockId) -> Vec<RawFd> {
+    fn handover(&self, lock: &LockId) -> Vec<RawFd> {
         self.held
-            .get(&keys.name)
+            .get(&lock.name)
             .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
             .unwrap_or_default()
     }

@@ -17,7 +17,7 @@ use crate::lock::token::Token;
 
 /// A hold of this process: the open files whose locks it is (the record
 /// last), or none for a re-entry into a lock an enclosing run holds.
-pub(super) struct Held {
+pub(super) struct OpenHold {
     pub(super) token: Token,
     pub(super) files: Vec<File>,
     pub(super) fence: u64,

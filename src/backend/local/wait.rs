@@ -33,28 +33,28 @@ impl LocalSession {
     /// [`Session::block`](crate::backend::Session::block) on a `file:` lock.
     pub(super) fn block_in_dir(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
-        let interrupt = self.record_path(&keys.name, "i", token);
+        let interrupt = self.record_path(&lock.name, "i", token);
         let until = Instant::now() + timeout;
         self.watch();
-        let prefix = format!("{}.", files::stem(&keys.name));
+        let prefix = format!("{}.", files::stem(&lock.name));
         let mine = format!("i.{}", token.as_str());
-        let queued = self.waiting.get(&keys.name).is_some_and(|w| w.queued);
-        let exclusive = self.waiting.get(&keys.name).is_some_and(|w| w.exclusive);
+        let queued = self.waiting.get(&lock.name).is_some_and(|w| w.queued);
+        let exclusive = self.waiting.get(&lock.name).is_some_and(|w| w.exclusive);
         loop {
             if fs::remove_file(&interrupt).is_ok() {
                 return Ok(Wake::Interrupted);
             }
-            if let Some(waiting) = self.waiting.get_mut(&keys.name) {
+            if let Some(waiting) = self.waiting.get_mut(&lock.name) {
                 waiting.stamp();
             }
             // Free for an exclusive hold means free for any (but a request
             // the queue turned away waits for the queue to move).
             if !queued {
-                if let Ok(main) = open(&self.path(&keys.name, "lock")) {
+                if let Ok(main) = open(&self.path(&lock.name, "lock")) {
                     if try_flock(&main, true).unwrap_or(false) {
                         return Ok(Wake::Released);
                     }

@@ -42,7 +42,7 @@ impl StandaloneSession {
     /// sentinels for the master again for up to [`FAILOVER_WINDOW`].
     pub(super) fn call<T>(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         limit: Duration,
         idempotent: bool,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
@@ -52,13 +52,13 @@ impl StandaloneSession {
             Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
             Source::Fixed(_) | Source::Rotating(_) | Source::Cluster(_) => limit,
         };
-        self.call_within(keys, limit, window, idempotent, op)
+        self.call_within(lock, limit, window, idempotent, op)
     }
 
     /// [`call`](Self::call), giving up after `window` in all.
     pub(super) fn call_within<T>(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         limit: Duration,
         window: Duration,
         idempotent: bool,
@@ -98,7 +98,7 @@ impl StandaloneSession {
                         .unwrap_or_default();
                     if err.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask) {
                         let Source::Cluster(spec) = &*self.source else {
-                            return Err(self.fail(keys, err, limit));
+                            return Err(self.fail(lock, err, limit));
                         };
                         let asked = node_client(spec, &addr)
                             .and_then(|c| c.get_connection_with_timeout(limit))
@@ -110,7 +110,7 @@ impl StandaloneSession {
                         match asked {
                             Ok(value) => return Ok(value),
                             Err(err) if err.redirect_node().is_some() => continue,
-                            Err(err) => return Err(self.fail(keys, err, limit)),
+                            Err(err) => return Err(self.fail(lock, err, limit)),
                         }
                     }
                     self.node = Some(addr);
@@ -123,42 +123,42 @@ impl StandaloneSession {
                 {
                     std::thread::sleep(FAILOVER_PAUSE);
                 }
-                Err(err) => return Err(self.fail(keys, err, limit)),
+                Err(err) => return Err(self.fail(lock, err, limit)),
             }
         }
     }
 
     /// Maps a failed call to an error, dropping the connection when it may be out of sync.
-    pub(super) fn fail(&mut self, keys: &LockId, err: RedisError, limit: Duration) -> Error {
+    pub(super) fn fail(&mut self, lock: &LockId, err: RedisError, limit: Duration) -> Error {
         if err.code() == Some("WRONGTYPE") {
             return Error::from(Cause::ForeignKey(
                 err.detail()
                     .unwrap_or("a key of this lock has another type")
                     .to_owned(),
             ))
-            .in_lock(&keys.name);
+            .in_lock(&lock.name);
         }
         if !matches!(err.kind(), ErrorKind::Server(_)) || failing_over(&err) {
             self.con = None;
         }
-        self.unavailable_for(keys, &err, limit)
+        self.unavailable_for(lock, &err, limit)
     }
 
-    /// The server refused or failed us on lock `keys`: an ACL refusal names
+    /// The server refused or failed us on `lock`: an ACL refusal names
     /// what the user lacks, anything else says what went wrong.
     pub(super) fn unavailable_for(
         &self,
-        keys: &LockId,
+        lock: &LockId,
         err: &RedisError,
         limit: Duration,
     ) -> Error {
-        match acl_denial(err, keys) {
+        match acl_denial(err, lock) {
             Some(cause) => Error::from(Cause::Unavailable {
                 server: self.spec.display.clone(),
                 cause,
             })
-            .in_lock(&keys.name),
-            None => self.unavailable(err, limit).in_lock(&keys.name),
+            .in_lock(&lock.name),
+            None => self.unavailable(err, limit).in_lock(&lock.name),
         }
     }
 

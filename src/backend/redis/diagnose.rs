@@ -48,11 +48,23 @@ pub fn unavailable(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> 
     }
     let server = contact.server.to_owned();
     let cause = describe(err, limit, contact);
-    if is_transient(err, contact) {
+    let error = if is_transient(err, contact) {
         Error::from(Cause::Unreachable { server, cause })
     } else {
         Error::from(Cause::Unavailable { server, cause })
+    };
+    if no_reply_in_time(err, contact) {
+        error.without_reply()
+    } else {
+        error
     }
+}
+
+/// A request was sent and its reply did not come in time, so it may have
+/// been carried out; not a TLS handshake that never finished (nothing was
+/// asked yet).
+fn no_reply_in_time(err: &RedisError, contact: &Contact<'_>) -> bool {
+    err.is_timeout() && !(contact.first_contact && contact.tls)
 }
 
 /// Errors a restart or a failover causes, which pass on their own: nothing
@@ -66,7 +78,7 @@ fn is_transient(err: &RedisError, contact: &Contact<'_>) -> bool {
         return true;
     }
     if err.is_timeout() {
-        return !(contact.first_contact && contact.tls);
+        return no_reply_in_time(err, contact);
     }
     !contact.first_contact
         && err.is_io_error()
@@ -128,10 +140,10 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
         return "did not answer as a Redis server (wrong port?)".into();
     }
     if err.is_timeout() {
-        return if contact.first_contact && contact.tls {
-            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
-        } else {
+        return if no_reply_in_time(err, contact) {
             format!("no reply within {within}")
+        } else {
+            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
         };
     }
     if err.is_connection_refusal() {
@@ -250,7 +262,7 @@ pub const SCRIPT_COMMANDS: &str = "TIME TYPE GET SET EXISTS DEL LLEN PTTL RPUSH 
 
 /// What an ACL refusal (NOPERM, or a command refused inside a script) means
 /// for this lock, naming what the user lacks; None for other errors.
-pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
+pub fn acl_denial(err: &RedisError, lock: &LockId) -> Option<String> {
     let detail = err.detail().unwrap_or_default();
     let acl = "(see \"ACL users\" in the README)";
     if err.code() == Some("NOPERM") {
@@ -271,10 +283,10 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
         // Redis 7.0 says "... one of the keys used as arguments", Redis 7.2+ and
         // Valkey "No permissions to access a key" (and likewise for channels).
         if detail.contains(" key") {
-            let keys = Keys::of(keys);
-            let pattern = match &keys.redisson {
-                Some(channel) => format!("~{} and ~{channel}", keys.lock),
-                None => format!("~{}*", keys.lock.split('{').next().unwrap_or_default()),
+            let lock = Keys::of(lock);
+            let pattern = match &lock.redisson {
+                Some(channel) => format!("~{} and ~{channel}", lock.lock),
+                None => format!("~{}*", lock.lock.split('{').next().unwrap_or_default()),
             };
             return Some(format!(
                 "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
@@ -290,8 +302,8 @@ pub fn acl_denial(err: &RedisError, keys: &LockId) -> Option<String> {
     if detail.contains("can't access at least one of the keys")
         || detail.contains("no permissions to access")
     {
-        let keys = Keys::of(keys);
-        let pattern = format!("~{}*", keys.lock.split('{').next().unwrap_or_default());
+        let lock = Keys::of(lock);
+        let pattern = format!("~{}*", lock.lock.split('{').next().unwrap_or_default());
         return Some(format!(
             "the Redis user may not use this lock's keys inside rlock's scripts: it needs the key pattern {pattern} {acl}"
         ));

@@ -192,22 +192,22 @@ fn redisson_record<'a>(
 
 impl StandaloneSession {
     /// Whether redisson_record.lua wrote its event; a failure is a `-v` note.
-    fn recorded(&self, keys: &LockId, result: RedisResult<Value>) -> bool {
+    fn recorded(&self, lock: &LockId, result: RedisResult<Value>) -> bool {
         match result {
             Ok(Value::Int(1)) => true,
             Ok(Value::Int(-1)) => {
                 crate::report::verbose(|| {
                     format!(
                         "{}: history not written: key {} is not a stream (another program's?)",
-                        keys.name,
-                        Keys::of(keys).history
+                        lock.name,
+                        Keys::of(lock).history
                     )
                 });
                 false
             }
             Ok(_) => false,
             Err(err) => {
-                crate::report::verbose(|| format!("{}: history not written: {err}", keys.name));
+                crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
                 false
             }
         }
@@ -324,12 +324,12 @@ impl Session for StandaloneSession {
         }
     }
 
-    fn block(&mut self, keys: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
-        if keys.redisson {
-            return self.block_redisson(keys, token, timeout);
+    fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
+        if lock.redisson {
+            return self.block_redisson(lock, token, timeout);
         }
         let limit = self.timeout();
-        let list = Keys::of(keys).wake_list(token);
+        let list = Keys::of(lock).wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
         let reply: Result<Option<(String, String)>, RedisError> = self.con(limit).and_then(|con| {
@@ -348,7 +348,7 @@ impl Session for StandaloneSession {
                 Ok(match granted.map(str::parse) {
                     Some(Ok(fence)) => {
                         let next = parts.map(str::to_owned).collect();
-                        self.next_up.insert(Keys::of(keys).lock, next);
+                        self.next_up.insert(Keys::of(lock).lock, next);
                         Wake::Granted(Fence(fence))
                     }
                     _ => Wake::Released,
@@ -374,14 +374,14 @@ impl Session for StandaloneSession {
                 std::thread::sleep(FAILOVER_PAUSE.min(timeout));
                 Ok(Wake::TimedOut)
             }
-            Err(err) => Err(self.fail(keys, err, limit)),
+            Err(err) => Err(self.fail(lock, err, limit)),
         }
     }
 
-    fn interrupt(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        let list = Keys::of(keys).wake_list(token);
-        if keys.redisson {
-            return self.call(keys, self.timeout(), true, |con| {
+    fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        let list = Keys::of(lock).wake_list(token);
+        if lock.redisson {
+            return self.call(lock, self.timeout(), true, |con| {
                 redis::cmd("PUBLISH")
                     .arg(&list)
                     .arg("i")
@@ -389,7 +389,7 @@ impl Session for StandaloneSession {
                     .map(drop)
             });
         }
-        self.call(keys, self.timeout(), true, |con| {
+        self.call(lock, self.timeout(), true, |con| {
             redis::pipe()
                 .atomic()
                 .cmd("RPUSH")
@@ -404,27 +404,27 @@ impl Session for StandaloneSession {
         })
     }
 
-    fn leave(&mut self, keys: &LockId, token: &Token) -> Result<()> {
-        if keys.redisson {
+    fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
+        if lock.redisson {
             // Redisson keeps no waiter state in Redis: unsubscribing is all.
             self.sub = None;
             return Ok(());
         }
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+        let reply: Value = self.call(lock, self.timeout(), true, |con| {
             with_keys(&script::LEAVE, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .invoke(con)
         })?;
         self.next_up.remove(&stored.lock);
-        self.outcome(keys, &stored, token, reply, "leave", self.timeout())
+        self.outcome(lock, &stored, token, reply, "leave", self.timeout())
             .map(drop)
     }
 
     fn renew(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
@@ -434,21 +434,21 @@ impl Session for StandaloneSession {
         self.follow_master(limit);
         let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
-        if keys.redisson {
+        if lock.redisson {
             let field = token.redisson_field();
-            let lock = Keys::of(keys).lock;
-            let held: i64 = self.call_within(keys, limit, limit, true, |con| {
+            let hash = Keys::of(lock).lock;
+            let held: i64 = self.call_within(lock, limit, limit, true, |con| {
                 script::REDISSON_RENEW
-                    .key(&lock)
+                    .key(&hash)
                     .arg(millis(ttl))
                     .arg(&field)
                     .invoke(con)
             })?;
             return Ok(held == 1);
         }
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call_within(keys, limit, limit, true, |con| {
+        let reply: Value = self.call_within(lock, limit, limit, true, |con| {
             with_keys(&script::RENEW, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .arg(millis(ttl))
@@ -456,8 +456,8 @@ impl Session for StandaloneSession {
         })?;
         // Any delivery within what is left of the renewal's bound.
         let left = deadline.saturating_sub(start.elapsed());
-        let (reply, next) = self.outcome(keys, &stored, token, reply, "renew", left)?;
-        let held: i64 = decode(reply, &keys.name, "renew")?;
+        let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
+        let held: i64 = decode(reply, &lock.name, "renew")?;
         if held == 1 {
             self.next_up.insert(stored.lock.clone(), next);
         } else {
@@ -465,28 +465,28 @@ impl Session for StandaloneSession {
         }
         if held == 1 && self.evicted_before.is_none() {
             self.evicted_before = self
-                .info(keys, "stats")
+                .info(lock, "stats")
                 .and_then(|i| loss::parse(&i).evicted);
         }
         Ok(held == 1)
     }
 
-    fn release(&mut self, keys: &LockId, token: &Token) -> Result<Option<u64>> {
-        self.release_recorded(keys, token, None)
+    fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {
+        self.release_recorded(lock, token, None)
     }
 
     fn release_retracting(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         entry: &str,
     ) -> Result<Option<u64>> {
-        if keys.redisson {
-            return self.release(keys, token);
+        if lock.redisson {
+            return self.release(lock, token);
         }
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(keys, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), false, |con| {
             with_keys(&script::RELEASE, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .arg(0)
@@ -494,8 +494,8 @@ impl Session for StandaloneSession {
                 .arg(entry)
                 .invoke(con)
         })?;
-        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
-        let left: i64 = decode(reply, &keys.name, "release")?;
+        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &lock.name, "release")?;
         if left == 0 {
             self.next_up.remove(&stored.lock);
         }
@@ -504,12 +504,12 @@ impl Session for StandaloneSession {
 
     fn release_recorded(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         record: Option<(u32, &Event)>,
     ) -> Result<Option<u64>> {
         // Not idempotent (it decrements a hold count): never repeated blindly.
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         let record = record.filter(|(cap, _)| *cap > 0);
         if let Some(channel) = &stored.redisson {
             let field = token.redisson_field();
@@ -518,7 +518,7 @@ impl Session for StandaloneSession {
             let record =
                 record.map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
             let (left, recorded): (i64, Option<RedisResult<Value>>) =
-                self.call(keys, self.timeout(), false, |con| {
+                self.call(lock, self.timeout(), false, |con| {
                     let mut release = script::REDISSON_RELEASE.key(&stored.lock);
                     release.key(channel).arg(&field).arg(sharded);
                     match &record {
@@ -528,12 +528,12 @@ impl Session for StandaloneSession {
                     }
                 })?;
             if let Some(recorded) = recorded {
-                self.recorded(keys, recorded);
+                self.recorded(lock, recorded);
             }
             return Ok(u64::try_from(left).ok());
         }
         let others = self.others(&stored);
-        let reply: Value = self.call(keys, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), false, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
             invocation.arg(token.digest().as_str());
             if let Some((cap, event)) = record {
@@ -544,21 +544,21 @@ impl Session for StandaloneSession {
             }
             invocation.invoke(con)
         })?;
-        let (reply, _) = self.outcome(keys, &stored, token, reply, "release", self.timeout())?;
-        let left: i64 = decode(reply, &keys.name, "release")?;
+        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &lock.name, "release")?;
         if left == 0 {
             self.next_up.remove(&stored.lock);
         }
         Ok(u64::try_from(left).ok())
     }
 
-    fn record(&mut self, keys: &LockId, cap: u32, event: &Event) -> Result<()> {
+    fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
         if cap == 0 {
             return Ok(());
         }
-        let stream = Keys::of(keys).history;
+        let stream = Keys::of(lock).history;
         let idle = millis(crate::lock::event::IDLE);
-        let written: i64 = self.call(keys, self.timeout(), false, |con| {
+        let written: i64 = self.call(lock, self.timeout(), false, |con| {
             let mut invocation = script::RECORD.prepare_invoke();
             invocation.key(&stream).arg(cap).arg(idle);
             for (field, value) in event.fields() {
@@ -574,15 +574,15 @@ impl Session for StandaloneSession {
         Ok(())
     }
 
-    fn longest_wait(&mut self, keys: &LockId) -> Result<Option<Duration>> {
-        if keys.redisson {
+    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
+        if lock.redisson {
             // Redisson's waiters are subscribers: Redis keeps no queue.
             return Ok(None);
         }
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
         let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
-            self.call(keys, self.timeout(), true, |con| {
+            self.call(lock, self.timeout(), true, |con| {
                 redis::pipe()
                     .atomic()
                     .cmd("TIME")
@@ -614,9 +614,9 @@ impl Session for StandaloneSession {
         Ok(oldest.map(|at| Duration::from_micros(now_us.saturating_sub(at))))
     }
 
-    fn history(&mut self, keys: &LockId, limit: usize) -> Result<Vec<Event>> {
-        let stream = Keys::of(keys).history;
-        let entries = self.call(keys, self.timeout(), true, |con| {
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let stream = Keys::of(lock).history;
+        let entries = self.call(lock, self.timeout(), true, |con| {
             redis::cmd("XREVRANGE")
                 .arg(&stream)
                 .arg("+")
@@ -632,13 +632,13 @@ impl Session for StandaloneSession {
                 Err(Error::from(Cause::ForeignKey(format!(
                     "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
                 )))
-                .in_lock(&keys.name))
+                .in_lock(&lock.name))
             }
             Err(err) => Err(err),
         }
     }
 
-    fn confirm_replicas(&mut self, keys: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // WAIT counts the replicas that have this connection's writes: on a
         // connection opened since the acquire it would prove nothing.
         if self.con.is_none() {
@@ -647,15 +647,15 @@ impl Session for StandaloneSession {
         let ms = millis(limit);
         // WAIT itself may take `limit`: allow for its reply on top.
         let window = limit + self.timeout();
-        let confirmed: i64 = self.call_within(keys, window, window, false, |con| {
+        let confirmed: i64 = self.call_within(lock, window, window, false, |con| {
             redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
         })?;
         Ok(u32::try_from(confirmed).unwrap_or(0))
     }
 
-    fn raise_fence(&mut self, keys: &LockId, fence: Fence) -> Result<()> {
-        let fence_key = Keys::of(keys).fence;
-        self.call(keys, self.timeout(), true, |con| {
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
+        let fence_key = Keys::of(lock).fence;
+        self.call(lock, self.timeout(), true, |con| {
             script::RAISE_FENCE
                 .key(&fence_key)
                 .arg(fence.0)
@@ -664,13 +664,13 @@ impl Session for StandaloneSession {
         })
     }
 
-    fn force_release(&mut self, keys: &LockId) -> Result<u64> {
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let stored = Keys::of(keys);
+        let stored = Keys::of(lock);
         let cluster = self.is_cluster();
         let removed: i64 = match &stored.redisson {
-            Some(channel) => self.call(keys, self.timeout(), false, |con| {
+            Some(channel) => self.call(lock, self.timeout(), false, |con| {
                 let (count, _, _): (i64, i64, i64) = redis::pipe()
                     .atomic()
                     .cmd("HLEN")
@@ -692,32 +692,32 @@ impl Session for StandaloneSession {
                 Ok(count)
             })?,
             None => {
-                let reply: Value = self.call(keys, self.timeout(), false, |con| {
+                let reply: Value = self.call(lock, self.timeout(), false, |con| {
                     with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
                 })?;
                 let (reply, _) = self.outcome(
-                    keys,
+                    lock,
                     &stored,
                     &nobody,
                     reply,
                     "release --force",
                     self.timeout(),
                 )?;
-                decode(reply, &keys.name, "release --force")?
+                decode(reply, &lock.name, "release --force")?
             }
         };
         Ok(u64::try_from(removed).unwrap_or(0))
     }
 
-    fn status(&mut self, keys: &LockId) -> Result<LockStatus> {
-        if keys.redisson {
-            return self.redisson_status(keys);
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        if lock.redisson {
+            return self.redisson_status(lock);
         }
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let reply: Value = self.call(keys, self.timeout(), true, |con| {
-            with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).invoke(con)
+        let reply: Value = self.call(lock, self.timeout(), true, |con| {
+            with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
         })?;
-        decode(reply, &keys.name, "status")
+        decode(reply, &lock.name, "status")
     }
 
     fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
@@ -732,8 +732,8 @@ impl Session for StandaloneSession {
         StandaloneSession::list_redisson(self, pattern)
     }
 
-    fn why_gone(&mut self, keys: &LockId, held_for: Option<Duration>) -> Option<String> {
-        let info = self.info(keys, "default")?;
+    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
+        let info = self.info(lock, "default")?;
         Some(loss::cause(
             &loss::parse(&info),
             self.evicted_before,
@@ -758,7 +758,7 @@ impl StandaloneSession {
     /// that call (none is made when it is zero).
     fn outcome(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         stored: &Keys,
         token: &Token,
         reply: Value,
@@ -768,19 +768,19 @@ impl StandaloneSession {
         let Some((reply, outbox, next)) = reply::split(reply) else {
             return Err(crate::error::Error::internal(format!(
                 "{}: unexpected reply to {what}",
-                keys.name
+                lock.name
             )));
         };
         if outbox.len() >= 2 && !limit.is_zero() {
             let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-            let delivered = self.call_within(keys, limit, limit, false, |con| {
+            let delivered = self.call_within(lock, limit, limit, false, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
                     .arg(&outbox)
                     .invoke::<i64>(con)
             });
             if let Err(err) = delivered {
                 crate::report::verbose(|| {
-                    format!("{}: waking the waiters after {what}: {err}", keys.name)
+                    format!("{}: waking the waiters after {what}: {err}", lock.name)
                 });
             }
         }
@@ -792,16 +792,16 @@ impl StandaloneSession {
         matches!(*self.source, Source::Cluster(_))
     }
 
-    /// INFO `section` from the server of lock `keys`, within the connect
+    /// INFO `section` from the server of `lock`, within the connect
     /// timeout; None when it cannot be had (a user without +info).
-    fn info(&mut self, keys: &LockId, section: &str) -> Option<String> {
-        let answer = self.call(keys, self.timeout(), true, |con| {
+    fn info(&mut self, lock: &LockId, section: &str) -> Option<String> {
+        let answer = self.call(lock, self.timeout(), true, |con| {
             redis::cmd("INFO").arg(section).query::<String>(con)
         });
         match answer {
             Ok(info) => Some(info),
             Err(err) => {
-                crate::report::verbose(|| format!("{}: INFO {section}: {err}", keys.name));
+                crate::report::verbose(|| format!("{}: INFO {section}: {err}", lock.name));
                 None
             }
         }

@@ -25,10 +25,10 @@ fn owner_field(field: &str) -> Option<&str> {
 }
 
 impl StandaloneSession {
-    /// The lock `keys` (a `--redisson` lock) as Redisson's hash shows it.
-    pub(super) fn redisson_status(&mut self, keys: &LockId) -> Result<LockStatus> {
-        let stored = Keys::of(keys);
-        let kind: String = self.call(keys, self.timeout(), true, |con| {
+    /// `lock` (a `--redisson` lock) as Redisson's hash shows it.
+    pub(super) fn redisson_status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        let stored = Keys::of(lock);
+        let kind: String = self.call(lock, self.timeout(), true, |con| {
             redis::cmd("TYPE").arg(&stored.lock).query(con)
         })?;
         let free = |fence| LockStatus {
@@ -43,7 +43,7 @@ impl StandaloneSession {
         };
         let (fields, pttl, fence): (BTreeMap<String, String>, i64, Option<String>) =
             match kind.as_str() {
-                "none" | "hash" => self.call(keys, self.timeout(), true, |con| {
+                "none" | "hash" => self.call(lock, self.timeout(), true, |con| {
                     redis::pipe()
                         .atomic()
                         .cmd("HGETALL")
@@ -57,9 +57,9 @@ impl StandaloneSession {
                 other => {
                     return Err(Error::from(Cause::ForeignKey(format!(
                         "key {} holds a {other}, not a Redisson lock hash",
-                        keys.name
+                        lock.name
                     )))
-                    .in_lock(&keys.name))
+                    .in_lock(&lock.name))
                 }
             };
         let fence = fence.and_then(|f| f.parse().ok()).unwrap_or(0);
@@ -71,9 +71,9 @@ impl StandaloneSession {
             let Some(thread) = owner_field(field) else {
                 return Err(Error::from(Cause::ForeignKey(format!(
                     "key {} is a hash that is not a Redisson lock (a field is not \"<uuid>:<thread-id>\")",
-                    keys.name
+                    lock.name
                 )))
-                .in_lock(&keys.name));
+                .in_lock(&lock.name));
             };
             holders.push(HolderStatus {
                 host: String::new(),

@@ -18,25 +18,25 @@ use crate::lock::name::LockId;
 use crate::lock::token::Token;
 
 impl StandaloneSession {
-    /// Subscribes to `keys`' Redisson unlock channel and the interrupt channel,
+    /// Subscribes to `lock`'s Redisson unlock channel and the interrupt channel,
     /// unless already subscribed to them.
-    pub(super) fn subscribe(&mut self, keys: &LockId, channel: &str, token: &Token) -> Result<()> {
+    pub(super) fn subscribe(&mut self, lock: &LockId, channel: &str, token: &Token) -> Result<()> {
         if self
             .sub
             .as_ref()
-            .is_some_and(|(lock, _)| *lock == keys.name)
+            .is_some_and(|(name, _)| *name == lock.name)
         {
             return Ok(());
         }
         self.sub = None;
         let limit = self.timeout();
-        let opened = self.open_subscription(keys, channel, token, limit);
+        let opened = self.open_subscription(lock, channel, token, limit);
         match opened {
             Ok(con) => {
-                self.sub = Some((keys.name.clone(), con));
+                self.sub = Some((lock.name.clone(), con));
                 Ok(())
             }
-            Err(err) => Err(self.unavailable_for(keys, &err, limit)),
+            Err(err) => Err(self.unavailable_for(lock, &err, limit)),
         }
     }
 
@@ -46,7 +46,7 @@ impl StandaloneSession {
     /// on a Redis 7 Cluster publishes its unlocks with SPUBLISH.
     fn open_subscription(
         &self,
-        keys: &LockId,
+        lock: &LockId,
         channel: &str,
         token: &Token,
         limit: Duration,
@@ -63,7 +63,7 @@ impl StandaloneSession {
             con.set_write_timeout(Some(limit))?;
             let cmd = redis::cmd("SUBSCRIBE")
                 .arg(channel)
-                .arg(Keys::of(keys).wake_list(token))
+                .arg(Keys::of(lock).wake_list(token))
                 .get_packed_command();
             con.send_packed_command(&cmd)?;
             // One confirmation per channel, or one error (an ACL refusal)
@@ -101,18 +101,18 @@ impl StandaloneSession {
     /// `--redisson`: waits for a message on the subscribed channels.
     pub(super) fn block_redisson(
         &mut self,
-        keys: &LockId,
+        lock: &LockId,
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
         let con = match self.sub.as_mut() {
-            Some((lock, con)) if *lock == keys.name => con,
+            Some((name, con)) if *name == lock.name => con,
             // Subscribed to another lock of a several-NAME run (or not at all):
             // subscribe to this one and look again before waiting, so no unlock
             // between the attempt and the subscription is missed.
             _ => {
-                let channel = Keys::of(keys).redisson.unwrap_or_default();
-                self.subscribe(keys, &channel, token)?;
+                let channel = Keys::of(lock).redisson.unwrap_or_default();
+                self.subscribe(lock, &channel, token)?;
                 return Ok(Wake::TimedOut);
             }
         };
@@ -121,7 +121,7 @@ impl StandaloneSession {
             .and_then(|()| con.recv_response());
         match read {
             Ok(Value::Array(items)) => {
-                let interrupt = Keys::of(keys).wake_list(token);
+                let interrupt = Keys::of(lock).wake_list(token);
                 let on = items.get(1).and_then(as_string).unwrap_or_default();
                 Ok(if on == interrupt {
                     Wake::Interrupted
@@ -137,7 +137,7 @@ impl StandaloneSession {
                 if err.is_timeout() || interrupted(&err) {
                     Ok(Wake::TimedOut)
                 } else {
-                    Err(self.unavailable(&err, self.timeout()).in_lock(&keys.name))
+                    Err(self.unavailable(&err, self.timeout()).in_lock(&lock.name))
                 }
             }
         }

@@ -1,11 +1,12 @@
 //! Decoding the Redis replies rlock reads into the backend's domain types.
 //!
 //! The scripts answer with arrays whose shape `src/backend/lua/` defines. A reply of
-//! another shape is rlock's own bug (exit 70), not the server being
-//! unavailable, so a call returns the raw [`Value`] and [`decode`] turns it
-//! into an [`Attempt`] or a [`LockStatus`] afterwards. Fields are read
-//! leniently, as they always were: a bulk string may carry a number, text that
-//! is not UTF-8 is replaced, not refused.
+//! another shape is rlock's own bug ([`Error::internal`], exit 125), not the
+//! server being unavailable, so a call returns the raw [`Value`] and [`decode`]
+//! turns it into an [`Attempt`] or a [`LockStatus`] afterwards. Fields are read
+//! leniently, since Lua hands numbers and text back in either form: a bulk
+//! string may carry a number, and text that is not UTF-8 (a holder's note) is
+//! replaced, not refused, because it is only shown.
 
 use std::time::Duration;
 
