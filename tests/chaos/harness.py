@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Chaos harness for `rlock run`: many workers per lock, random holds, random
 faults, then a check of what the locks' holders actually did. Started by
-bench/chaos (which explains every figure); it can also run on its own:
+tests/chaos/run (which explains every figure); it can also run on its own:
 
-    python3 bench/chaos.py [--rlock BIN] [--duration S] [--workers N] [--locks K] ...
+    python3 tests/chaos/harness.py [--rlock BIN] [--duration S] [--workers N] [--locks K] ...
 
 Python 3 standard library only; needs Linux (pidfds), redis-server (or another
 server binary: --server) and cc.
@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FAULT_KINDS = [
     "redis-stop",          # SIGSTOP redis-server, SIGCONT after 0.2-2 s
