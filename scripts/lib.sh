@@ -21,6 +21,8 @@ need_packages() {
 # PyYAML for scripts/doc-examples (the docs' CI examples), pinned as every
 # other download of the test run is.
 PYYAML_PIN=pyyaml==6.0.2
+# The chaos harness's linter (tests/chaos/ruff.toml).
+RUFF_PIN=ruff==0.8.6
 
 # need_python_module MODULE SPEC: installs SPEC (a pinned pip requirement) when
 # python3 cannot import MODULE.

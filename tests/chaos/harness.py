@@ -17,7 +17,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,14 @@ import threading
 import time
 import traceback
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from analysis import analyse, print_report, status_name
+from resp import RedisError, free_port, redis_call
+from server import Server
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+# COMMAND under the lock (its header says what it logs).
+PROBE_SOURCE = os.path.join(HERE, "probe.c")
 
 FAULT_KINDS = [
     "redis-stop",          # SIGSTOP redis-server, SIGCONT after 0.2-2 s
@@ -37,110 +43,10 @@ FAULT_KINDS = [
     "holder-stop",         # SIGSTOP of a holding rlock for 1.5-3 ttl, then SIGCONT
     "force-release",       # rlock release --force LOCK
 ]
-# Faults after which a holder whose section spans them must exit 70.
-LEASE_BREAKING = ("force-release", "redis-restart-lose", "holder-stop")
 
 ORPHAN_GRACE_MS = 250   # a probe still alive this long after its rlock exited is an orphan
 SETTLE_MARGIN_S = 2.0   # waited on top of the ttl before looking for keys left
 
-# The probe: COMMAND under the lock. One line per event, each one write(2) on
-# an O_APPEND descriptor, times from CLOCK_MONOTONIC (Python's monotonic_ns):
-#   start RUN NS PID FENCE LOCK
-#   term  RUN NS PID            (SIGTERM received)
-#   end   RUN NS PID [term]     (about to exit; none when SIGKILLed)
-# argv: LOG RUN HOLD_MS GRACE_MS. It holds HOLD_MS, or on SIGTERM shuts down
-# after GRACE_MS (0: at once). SIGTERM is blocked and taken by sigtimedwait,
-# so no signal can slip in between a check and a sleep.
-PROBE_C = r"""
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static int fd;
-static const char *run_id;
-
-static long long mono(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void put(char *buf, size_t *len, const char *s, size_t max) {
-    while (*s && *len < max) buf[(*len)++] = *s++;
-}
-
-static void put_num(char *buf, size_t *len, long long n) {
-    char tmp[24];
-    int i = 0;
-    do { tmp[i++] = (char)('0' + n % 10); n /= 10; } while (n > 0);
-    while (i) buf[(*len)++] = tmp[--i];
-}
-
-static void event(const char *what, const char *extra) {
-    char buf[1024];
-    size_t len = 0;
-    long long now = mono();
-    put(buf, &len, what, 16);
-    buf[len++] = ' ';
-    put(buf, &len, run_id, 200);
-    buf[len++] = ' ';
-    put_num(buf, &len, now);
-    buf[len++] = ' ';
-    put_num(buf, &len, (long long)getpid());
-    if (extra) {
-        buf[len++] = ' ';
-        put(buf, &len, extra, 1000);
-    }
-    buf[len++] = '\n';
-    if (write(fd, buf, len) < 0) _exit(3);
-}
-
-static void sleep_until(long long until) {
-    struct timespec t = { until / 1000000000LL, until % 1000000000LL };
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {}
-}
-
-int main(int argc, char **argv) {
-    if (argc != 5) return 2;
-    run_id = argv[2];
-    long long hold = atoll(argv[3]) * 1000000LL, grace = atoll(argv[4]) * 1000000LL;
-    sigset_t term;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, NULL);
-    fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return 3;
-    const char *fence = getenv("RLOCK_FENCE"), *name = getenv("RLOCK_NAME");
-    char extra[600];
-    size_t len = 0;
-    put(extra, &len, fence && *fence ? fence : "-", 40);
-    extra[len++] = ' ';
-    put(extra, &len, name && *name ? name : "-", 500);
-    extra[len] = 0;
-    event("start", extra);
-    long long deadline = mono() + hold;
-    for (;;) {
-        long long left = deadline - mono();
-        if (left <= 0) break;
-        struct timespec t = { left / 1000000000LL, left % 1000000000LL };
-        int sig = sigtimedwait(&term, NULL, &t);
-        if (sig == SIGTERM) {
-            event("term", NULL);
-            sleep_until(mono() + grace);
-            event("end", "term");
-            return 143;
-        }
-        if (sig < 0 && errno == EAGAIN) break;
-    }
-    event("end", NULL);
-    return 0;
-}
-"""
 
 
 def mono():
@@ -176,119 +82,6 @@ def parse_kinds(text):
 
 
 # --- a minimal RESP client (no redis-cli processes, no dependencies) --------
-
-class RedisError(Exception):
-    pass
-
-
-def _encode(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
-
-
-def _read(f):
-    line = f.readline()
-    if not line.endswith(b"\r\n"):
-        raise ConnectionError("connection closed")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        raise RedisError(rest.decode(errors="replace"))
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        return None if n < 0 else f.read(n + 2)[:-2]
-    if kind == b"*":
-        n = int(rest)
-        return None if n < 0 else [_read(f) for _ in range(n)]
-    raise ConnectionError("unexpected reply")
-
-
-def redis_call(port, *args, timeout=5.0):
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(_encode(args))
-        with s.makefile("rb") as f:
-            return _read(f)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """The harness's own redis-server: always with AOF (appendfsync always), so a
-    SIGKILL + restart keeps the data; a restart "without persistence" removes
-    the data directory first. `gen` counts incarnations, so a delayed SIGCONT
-    never reaches a newer one."""
-
-    def __init__(self, binary, work, port, logfile):
-        self.binary = binary
-        self.port = port
-        self.dir = os.path.join(work, "redis-data")
-        self.logfile = logfile
-        self.pidfile = os.path.join(work, "redis.pid")
-        self.proc = None
-        self.gen = 0
-        self.lock = threading.RLock()
-        text = subprocess.run([binary, "--version"], capture_output=True,
-                              text=True, check=True).stdout
-        m = re.search(r"v=(\d+)\.(\d+)\.(\d+)", text)
-        self.version = tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
-        # "Redis server v=7.0.15 ..." or "Valkey server v=8.1.8 ...".
-        self.name = (text.split() or ["redis"])[0].lower()
-
-    def start(self, wipe=False):
-        with self.lock:
-            if wipe:
-                shutil.rmtree(self.dir, ignore_errors=True)
-            os.makedirs(self.dir, exist_ok=True)
-            args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                    "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                    "--dir", self.dir, "--logfile", self.logfile]
-            if self.version >= (7, 0, 0):
-                args += ["--enable-debug-command", "yes"]
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         start_new_session=True)
-            with open(self.pidfile, "w") as f:
-                f.write(f"{self.proc.pid}\n")
-            self.gen += 1
-            deadline = time.monotonic() + 15
-            while True:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"redis-server exited at start; see {self.logfile}")
-                try:
-                    if redis_call(self.port, "PING", timeout=1) == "PONG":
-                        return
-                except (OSError, RedisError, ConnectionError):
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not answer; see {self.logfile}")
-                time.sleep(0.01)
-
-    def kill(self):
-        with self.lock:
-            if self.proc is not None:
-                if self.proc.poll() is None:
-                    self.proc.send_signal(signal.SIGKILL)
-                self.proc.wait()
-
-    def signal(self, sig, gen):
-        with self.lock:
-            if gen == self.gen and self.proc is not None and self.proc.poll() is None:
-                self.proc.send_signal(sig)
-
-    def alive(self):
-        with self.lock:
-            return self.proc is not None and self.proc.poll() is None
-
 
 def probe_argv_matches(pid, run_id):
     """Whether PID is (still) the probe of RUN_ID, not a zombie or a reused pid."""
@@ -364,10 +157,7 @@ class Harness:
             print(f"[{(mono() - self.t0) / 1e9:7.2f}s] {text}", flush=True)
 
     def build_probe(self):
-        src = os.path.join(self.work, "chaos_probe.c")
-        with open(src, "w") as f:
-            f.write(PROBE_C)
-        subprocess.run(["cc", "-O2", "-Wall", "-o", self.probe, src], check=True)
+        subprocess.run(["cc", "-O2", "-Wall", "-o", self.probe, PROBE_SOURCE], check=True)
 
     # --- workers ---------------------------------------------------------
 
@@ -754,282 +544,6 @@ class Harness:
             os.unlink(self.server.pidfile)
         except OSError:
             pass
-
-
-def status_name(code):
-    if code is None:
-        return None
-    return f"sig{-code}" if code < 0 else str(code)
-
-
-# --- analysis -----------------------------------------------------------
-
-def read_probe_logs(out):
-    ev = {}
-    for name in sorted(os.listdir(out)):
-        if not (name.startswith("probe-") and name.endswith(".log")):
-            continue
-        for line in open(os.path.join(out, name), "rb"):
-            parts = line.decode(errors="replace").split()
-            if len(parts) < 4:
-                continue
-            e = ev.setdefault(parts[1], {"terms": []})
-            t = int(parts[2])
-            if parts[0] == "start" and len(parts) >= 6:
-                e.update(start=t, pid=int(parts[3]), fence=parts[4], lock=parts[5])
-            elif parts[0] == "term":
-                e["terms"].append(t)
-            elif parts[0] == "end":
-                e["end"] = t
-    return ev
-
-
-def analyse(h, keys_left):
-    ttl_ns = h.ttl_ms * 1_000_000
-    ev = read_probe_logs(h.out)
-    runs = sorted(h.runs, key=lambda r: r.t_launch)
-    secs = []
-    for r in runs:
-        e = ev.get(r.id)
-        if not e or "start" not in e:
-            continue
-        if "end" in e:
-            end, src = e["end"], "probe"
-        elif r.t_probe_dead is not None:
-            end, src = r.t_probe_dead, "death-seen"
-        else:
-            end, src = r.t_exit, "rlock-exit"
-        fence = int(e["fence"]) if e["fence"].isdigit() else None
-        secs.append({"run": r, "start": e["start"], "end": end, "end_src": src,
-                     "fence": fence, "term": e["terms"][0] if e["terms"] else None})
-
-    def desc(s):
-        r = s["run"]
-        return {"run": r.id, "status": status_name(r.status), "start_ms": h.rel(s["start"]),
-                "end_ms": h.rel(s["end"]), "end_from": s["end_src"], "fence": s["fence"],
-                "hold_ms": r.hold_ms, "grace_ms": r.grace_ms,
-                "sigterm_ms": h.rel(s["term"]), "faults": r.faults, "stderr": r.stderr}
-
-    def faults_near(lock, lo, hi):
-        out = []
-        for f in h.faults:
-            if f.get("skipped") or f.get("error"):
-                continue
-            if f.get("lock") not in (None, lock):
-                continue
-            if f["t_ns"] <= hi and f["end_ns"] >= lo:
-                out.append(f)
-        return out
-
-    def lost_on_server(lock, lo, hi):
-        """Faults that made the server forget a hold of LOCK between LO and HI."""
-        return [f for f in h.faults
-                if not f.get("skipped") and not f.get("error")
-                and (f["kind"] == "redis-restart-lose"
-                     or (f["kind"] == "force-release" and f.get("lock") == lock
-                         and f.get("status") == 0))
-                and f["t_ns"] <= hi and f["end_ns"] >= lo]
-
-    by_lock = {}
-    for s in secs:
-        by_lock.setdefault(s["run"].lock, []).append(s)
-    unreported, reported = [], []
-    cause_unrep, cause_rep = {}, {}
-    split_unrep = {"hold lost on the server": 0, "other": 0}
-    split_rep = dict(split_unrep)
-    fence_regr, fence_missing = [], 0
-    for lock, ss in by_lock.items():
-        ss.sort(key=lambda s: s["start"])
-        for i, a in enumerate(ss):
-            for b in ss[i + 1:]:
-                if b["start"] >= a["end"]:
-                    break
-                near = faults_near(lock, a["start"] - 2 * ttl_ns, b["start"])
-                kinds = sorted({f["kind"] for f in near}) or ["none"]
-                # A hold can be lost between its acquisition and COMMAND's start.
-                lost = bool(lost_on_server(lock, a["start"] - ttl_ns, b["start"]))
-                item = {"lock": lock, "overlap_ms": round((min(a["end"], b["end"]) - b["start"]) / 1e6, 3),
-                        "hold_lost_on_server": lost, "first": desc(a), "second": desc(b),
-                        "faults_near": [{"kind": f["kind"], "at_ms": h.rel(f["t_ns"]),
-                                         "end_ms": h.rel(f["end_ns"]),
-                                         **({"run": f["run"]} if "run" in f else {})}
-                                        for f in near]}
-                is_rep = a["run"].status == 70 or b["run"].status == 70
-                (reported if is_rep else unreported).append(item)
-                counter = cause_rep if is_rep else cause_unrep
-                for k in kinds:
-                    counter[k] = counter.get(k, 0) + 1
-                split = split_rep if is_rep else split_unrep
-                split["hold lost on the server" if lost else "other"] += 1
-        # Fences: a section that started after another ended has a larger fence.
-        ended = sorted((s for s in ss if s["fence"] is not None), key=lambda s: s["end"])
-        fence_missing += sum(1 for s in ss if s["fence"] is None)
-        j, best = 0, None
-        for b in ss:
-            if b["fence"] is None:
-                continue
-            while j < len(ended) and ended[j]["end"] < b["start"]:
-                if best is None or ended[j]["fence"] > best["fence"]:
-                    best = ended[j]
-                j += 1
-            if best is not None and b["fence"] <= best["fence"]:
-                near = faults_near(lock, best["end"], b["start"])
-                fence_regr.append({"lock": lock, "earlier": desc(best), "later": desc(b),
-                                   "faults_between": sorted({f["kind"] for f in near})})
-
-    # SIGTERM: how long the probe ran on after it (exit-70 runs), and how it
-    # compares with the next holder's start on the same lock.
-    term_to_end, term_to_next = [], []
-    for lock, ss in by_lock.items():
-        for i, s in enumerate(ss):
-            if s["term"] is None:
-                continue
-            if s["run"].status == 70:
-                term_to_end.append(((s["end"] - s["term"]) / 1e6, s))
-            nxt = [b["start"] for b in ss[i + 1:]]
-            if nxt and not lost_on_server(lock, s["start"] - ttl_ns, s["end"]):
-                term_to_next.append(((min(nxt) - s["term"]) / 1e6, s))
-
-    # Runs whose lease a fault broke under their section and which did not exit 70.
-    silent = {}
-    silent_list = []
-    for f in h.faults:
-        if f["kind"] not in LEASE_BREAKING or f.get("skipped") or f.get("error"):
-            continue
-        if f["kind"] == "force-release" and f.get("status") != 0:
-            continue
-        for s in secs:
-            r = s["run"]
-            if f["kind"] == "holder-stop":
-                hit = f.get("run") == r.id and f["end_ns"] - f["t_ns"] > ttl_ns
-            else:
-                hit = (f.get("lock") in (None, r.lock) and s["start"] < f["t_ns"]
-                       and s["end"] > f["end_ns"])
-            if hit and r.status != 70 and not r.hung and "holder-kill" not in r.faults:
-                key = f"{f['kind']} -> exit {status_name(r.status)}"
-                silent[key] = silent.get(key, 0) + 1
-                silent_list.append({"fault": f["kind"], "at_ms": h.rel(f["t_ns"]), **desc(s)})
-
-    # COMMAND started later than --wait allowed (rlock's start-up aside).
-    overruns = [((s["start"] - s["run"].t_launch) / 1e6 - s["run"].wait_ms, s) for s in secs]
-    overruns = [x for x in overruns if x[0] > 100]
-    worst_over = max(overruns, key=lambda x: x[0]) if overruns else None
-
-    statuses = {}
-    for r in runs:
-        k = status_name(r.status)
-        statuses[k] = statuses.get(k, 0) + 1
-    faults = {}
-    skipped = 0
-    for f in h.faults:
-        if f.get("skipped") or f.get("error"):
-            skipped += 1
-            continue
-        faults[f["kind"]] = faults.get(f["kind"], 0) + 1
-    worst_end = max(term_to_end, key=lambda x: x[0]) if term_to_end else None
-    worst_next = min(term_to_next, key=lambda x: x[0]) if term_to_next else None
-    orphans = [r.id for r in runs if r.orphan]
-    hung = [{"run": r.id, "status": status_name(r.status), "stderr": r.stderr,
-             "faults": r.faults} for r in runs if r.hung]
-    res = {
-        "runs": len(runs),
-        "sections": len(secs),
-        "exit_statuses": dict(sorted(statuses.items(), key=lambda kv: -kv[1])),
-        "faults": faults,
-        "faults_skipped_or_failed": skipped,
-        "unreported_overlaps": len(unreported),
-        "unreported_overlaps_split": split_unrep,
-        "unreported_overlaps_by_fault_near": cause_unrep,
-        "reported_overlaps": len(reported),
-        "reported_overlaps_split": split_rep,
-        "reported_overlaps_by_fault_near": cause_rep,
-        "fence_regressions": len(fence_regr),
-        "fences_missing": fence_missing,
-        "orphans": len(orphans),
-        "hung": len(hung),
-        "keys_left": len(keys_left),
-        "strays": len(h.strays),
-        "sigterm_exit70_runs": len(term_to_end),
-        "sigterm_to_section_end_worst_ms": round(worst_end[0], 3) if worst_end else None,
-        "sigterm_to_section_end_over_kill_after": sum(
-            1 for x, _ in term_to_end if x > h.ka_ms + 20),
-        "sigterm_to_next_start_worst_ms": round(worst_next[0], 3) if worst_next else None,
-        "sigterm_after_next_start": sum(1 for x, _ in term_to_next if x < 0),
-        "lease_broken_not_70": silent,
-        "started_after_wait": len(overruns),
-        "started_after_wait_worst_ms": round(worst_over[0], 1) if worst_over else None,
-    }
-    res["pass"] = (res["unreported_overlaps"] == 0 and res["fence_regressions"] == 0
-                   and res["orphans"] == 0 and res["hung"] == 0)
-    detail = {
-        "unreported_overlaps": unreported[:50],
-        "reported_overlaps": reported[:50],
-        "fence_regressions": fence_regr[:50],
-        "orphans": orphans,
-        "hung": hung,
-        "keys_left": keys_left,
-        "strays": h.strays,
-        "sigterm_to_section_end_worst": desc(worst_end[1]) if worst_end else None,
-        "sigterm_to_next_start_worst": desc(worst_next[1]) if worst_next else None,
-        "lease_broken_not_70": silent_list[:50],
-        "started_after_wait": [dict(desc(s), wait_ms=s["run"].wait_ms,
-                                    overrun_ms=round(x, 1)) for x, s in overruns[:50]],
-    }
-    return res, detail
-
-
-def print_report(h, res, meta):
-    a = h.args
-    line = "-" * 72
-    print(line)
-    print(f"rlock chaos: {meta['rlock_version']}, {meta['binary']}; {meta['redis']}")
-    print(f"  {a.duration:g} s, {a.locks} locks x {a.workers} workers, ttl {h.ttl_ms} ms, "
-          f"kill-after {h.ka_ms} ms, faults every {a.fault_interval[0]:g}-"
-          f"{a.fault_interval[1]:g} s, seed {a.seed}")
-    print(line)
-
-    def row(label, value, bad=None):
-        mark = "" if bad is None else ("   FAIL" if bad else "   ok")
-        print(f"{label:<36}{value}{mark}")
-
-    row("runs (sections under the lock)", f"{res['runs']} ({res['sections']})")
-    row("exit statuses", "  ".join(f"{k}: {v}" for k, v in res["exit_statuses"].items()))
-    row("faults", "  ".join(f"{k} {v}" for k, v in sorted(res["faults"].items())) or "none")
-    if res["faults_skipped_or_failed"]:
-        row("faults skipped or failed", res["faults_skipped_or_failed"])
-    def split(d):
-        return (f"  (hold lost on the server: {d['hold lost on the server']},"
-                f" other: {d['other']})")
-    row("unreported overlaps", f"{res['unreported_overlaps']}"
-        + split(res["unreported_overlaps_split"]), res["unreported_overlaps"] > 0)
-    row("reported overlaps (an exit 70)", f"{res['reported_overlaps']}"
-        + split(res["reported_overlaps_split"]))
-    row("fence regressions", res["fence_regressions"], res["fence_regressions"] > 0)
-    if res["fences_missing"]:
-        row("sections without a numeric fence", res["fences_missing"])
-    row("orphans", res["orphans"], res["orphans"] > 0)
-    row("hung rlocks", res["hung"], res["hung"] > 0)
-    row("keys left (besides fences)", res["keys_left"])
-    for k in h.keys_left_found[:5]:
-        print(f"{'':<36}{k['key']} ({k['type']}, pttl {k['pttl_ms']} ms)")
-    if res["strays"]:
-        row("stray rlock processes", res["strays"])
-    w = res["sigterm_to_section_end_worst_ms"]
-    row("SIGTERM -> section end, worst",
-        "-" if w is None else f"{w:.1f} ms over {res['sigterm_exit70_runs']} exit-70 runs"
-        f" ({res['sigterm_to_section_end_over_kill_after']} above kill-after + 20 ms)")
-    w = res["sigterm_to_next_start_worst_ms"]
-    row("SIGTERM -> next holder, worst",
-        "-" if w is None else f"{w:.1f} ms ({res['sigterm_after_next_start']} SIGTERMs after"
-        " the next holder started; holds the server kept)")
-    lb = res["lease_broken_not_70"]
-    row("lease broken under it, not exit 70",
-        "  ".join(f"{k}: {v}" for k, v in sorted(lb.items())) or "0")
-    if res["started_after_wait"]:
-        row("COMMAND started after --wait", f"{res['started_after_wait']} (worst "
-            f"{res['started_after_wait_worst_ms']:.0f} ms late)")
-    print(line)
-    print(f"result: {'PASS' if res['pass'] else 'FAIL'}   (details: {h.out}/chaos.json)")
 
 
 def build_rlock():
