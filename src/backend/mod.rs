@@ -16,7 +16,7 @@ pub(crate) mod url;
 use std::time::Duration;
 
 pub use self::redis::Standalone;
-pub use local::{check_dir, keep_while, Local};
+pub use local::{Local, check_dir, keep_while};
 pub use redlock::Redlock;
 
 use crate::error::Result;
@@ -248,10 +248,10 @@ pub trait Session: Send {
         record: Option<(u32, &Event)>,
     ) -> Result<Option<u64>> {
         let left = self.release(lock, token)?;
-        if let (Some(0), Some((cap, event))) = (left, record) {
-            if let Err(err) = self.record(lock, cap, event) {
-                crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
-            }
+        if let (Some(0), Some((cap, event))) = (left, record)
+            && let Err(err) = self.record(lock, cap, event)
+        {
+            crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
         }
         Ok(left)
     }

@@ -26,7 +26,7 @@ use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::kind::Kind;
 use crate::lock::name::LockId;
-use crate::lock::token::{random_bytes, Fence, Token};
+use crate::lock::token::{Fence, Token, random_bytes};
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.
@@ -216,10 +216,10 @@ impl RedlockSession {
     fn raise_fences(&mut self, lock: &LockId, ours: &[ServerHold], fence: Fence) -> usize {
         let mut raised = 0;
         for &(i, _) in ours {
-            if let Some(session) = self.sessions[i].as_mut() {
-                if session.raise_fence(lock, fence).is_ok() {
-                    raised += 1;
-                }
+            if let Some(session) = self.sessions[i].as_mut()
+                && session.raise_fence(lock, fence).is_ok()
+            {
+                raised += 1;
             }
         }
         raised

@@ -134,7 +134,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         "file" => {
             return Err(Error::usage(
                 "file: locks this host only; it cannot be combined with other --url",
-            ))
+            ));
         }
         _ => return Err(Error::usage(wrong_scheme(url, &scheme))),
     }
@@ -153,16 +153,16 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         ConnectionAddr::Unix(path) => path.display().to_string(),
         _ => "the server".to_owned(),
     };
-    if let ConnectionAddr::Tcp(host, _) = info.addr() {
-        if host.is_empty() {
-            return Err(Error::usage("invalid --url: no host"));
-        }
+    if let ConnectionAddr::Tcp(host, _) = info.addr()
+        && host.is_empty()
+    {
+        return Err(Error::usage("invalid --url: no host"));
     }
     let mut redis = info.redis_settings().clone();
-    if redis.password().is_none() {
-        if let Some(auth) = auth.filter(|a| !a.is_empty()) {
-            redis = redis.set_password(auth);
-        }
+    if redis.password().is_none()
+        && let Some(auth) = auth.filter(|a| !a.is_empty())
+    {
+        redis = redis.set_password(auth);
     }
     // CLIENT SETINFO costs two extra commands per connection; rlock connects once per run.
     info = info.set_redis_settings(redis.set_skip_set_lib_name());

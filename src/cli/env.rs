@@ -6,8 +6,8 @@
 //! opposite is ignored. Two opposites on the command line are a usage error,
 //! and so are two in the environment (there is no telling which was meant).
 
-use clap::parser::ValueSource;
 use clap::ArgMatches;
+use clap::parser::ValueSource;
 
 use super::Command;
 

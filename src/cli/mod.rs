@@ -14,7 +14,7 @@ mod env;
 pub mod generate;
 mod parse;
 
-pub use duration::{duration, DEFAULT_TTL};
+pub use duration::{DEFAULT_TTL, duration};
 use duration::{grace_duration, lease_duration, positive_duration};
 pub use parse::{parse, parse_from};
 

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use clap::{FromArgMatches, Parser};
 
 use super::duration::{bare_number, is_unit};
-use super::{command, env, Cli, Command, WhilePidCli, WHILE_PID};
+use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
 
@@ -265,10 +265,11 @@ impl Context {
                         ),
                     };
                     let next = next.map(|a| a.to_string_lossy().into_owned());
-                    if let (Some(value), Some(next)) = (value, next) {
-                        if bare_number(&value) && is_unit(&next) {
-                            at.stray = Some((flag.to_owned(), value.trim().to_owned(), next));
-                        }
+                    if let (Some(value), Some(next)) = (value, next)
+                        && bare_number(&value)
+                        && is_unit(&next)
+                    {
+                        at.stray = Some((flag.to_owned(), value.trim().to_owned(), next));
                     }
                 }
                 // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::backend::fitness::{Finding, Verdict};
-use crate::backend::{check_dir, Standalone};
+use crate::backend::{Standalone, check_dir};
 use crate::config::{Config, Target};
 use crate::error::Result;
 use crate::exit::Exit;

@@ -268,7 +268,7 @@ fn local_dir(dir: &str) -> Result<PathBuf> {
             _ => {
                 return Err(Error::usage(format!(
                     "invalid --url file:{dir}: after file:// comes an absolute path (file:///DIR), not a host; for a directory in your home use file:~/DIR"
-                )))
+                )));
             }
         },
         None => dir.to_owned(),
@@ -286,7 +286,7 @@ fn local_dir(dir: &str) -> Result<PathBuf> {
         Some(_) => {
             return Err(Error::usage(format!(
                 "invalid --url file:{dir}: only ~/ is expanded, not ~user; use an absolute path"
-            )))
+            )));
         }
         _ if !dir.starts_with('/') => {
             // Two jobs started from different working directories (cron's is

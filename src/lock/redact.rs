@@ -75,10 +75,10 @@ pub fn command_line(argv: &[String]) -> Vec<String> {
 /// `--api-key=X`, `-pX` (a password glued to `-p`, as mysql takes it), URL
 /// passwords.
 fn argument(arg: &str) -> String {
-    if let Some((name, _)) = arg.split_once('=') {
-        if secret_name(name) || SECRET_OPTIONS.contains(&name) {
-            return format!("{name}={HIDDEN}");
-        }
+    if let Some((name, _)) = arg.split_once('=')
+        && (secret_name(name) || SECRET_OPTIONS.contains(&name))
+    {
+        return format!("{name}={HIDDEN}");
     }
     if arg.len() > 2 && arg.starts_with("-p") && !arg.starts_with("--") {
         return format!("-p{HIDDEN}");

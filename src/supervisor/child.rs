@@ -190,7 +190,7 @@ pub fn wait(child: Spawned, shared: &Shared, foreground: bool) -> Result<ExitSta
             Err(err) => {
                 return Err(Error::internal(format!(
                     "waiting for COMMAND failed: {err}"
-                )))
+                )));
             }
         }
     }

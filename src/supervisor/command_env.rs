@@ -3,7 +3,7 @@
 
 use crate::backend::Hold;
 use crate::lock::name::{LockId, LockName};
-use crate::lock::token::{tokens_for_child, Token};
+use crate::lock::token::{Token, tokens_for_child};
 
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
 /// RLOCK_FENCE and RLOCK_TOKEN (of the first name given), RLOCK_FENCES

@@ -8,8 +8,8 @@
 //! short COMMAND, and the guardian's deadlines belong to the lease (a
 //! deadline it fires is a lost lease, exit 70).
 
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 

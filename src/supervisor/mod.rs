@@ -37,7 +37,7 @@ use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
 use crate::wait::{self, Wanted};
-use watchdog::{why_lapsed, Lease, Lost, Watchdog};
+use watchdog::{Lease, Lost, Watchdog, why_lapsed};
 
 /// What a run did, for its metrics file and its history: filled in as it
 /// goes, read by the caller whatever the run's end.

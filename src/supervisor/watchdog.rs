@@ -12,13 +12,13 @@
 //! renewals that fail (server down, paused, unreachable) are retried until the
 //! SIGTERM deadline.
 
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::backend::Session;
-use crate::lock::clock::{drift, Stamp};
+use crate::lock::clock::{Stamp, drift};
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::report;
@@ -390,10 +390,10 @@ impl<'a> Watch<'a> {
 
     /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
     fn kill_when_due(&self) {
-        if let Some(kill) = self.renewal.deadlines.kill_at() {
-            if !sleep_until(self.stopped, kill, self.shared) {
-                self.shared.signal_group(libc::SIGKILL);
-            }
+        if let Some(kill) = self.renewal.deadlines.kill_at()
+            && !sleep_until(self.stopped, kill, self.shared)
+        {
+            self.shared.signal_group(libc::SIGKILL);
         }
     }
 }

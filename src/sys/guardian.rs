@@ -200,10 +200,10 @@ static EARLY: std::sync::Mutex<Option<Guardian>> = std::sync::Mutex::new(None);
 /// rlock's start-up touches (its resident set stays small). A failure is left
 /// for [`Guardian::start`] to meet again and report.
 pub fn start_early() {
-    if let Ok(guardian) = Guardian::start() {
-        if let Ok(mut early) = EARLY.lock() {
-            *early = Some(guardian);
-        }
+    if let Ok(guardian) = Guardian::start()
+        && let Ok(mut early) = EARLY.lock()
+    {
+        *early = Some(guardian);
     }
 }
 
@@ -296,7 +296,10 @@ impl Guardian {
 /// # Safety
 /// Only for the forked child before exec; write(2) is async-signal-safe.
 pub unsafe fn announce(pipe: libc::c_int) {
-    send(pipe, TAG_GROUP, libc::getpid() as u64);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        send(pipe, TAG_GROUP, libc::getpid() as u64);
+    }
 }
 
 /// One record on the pipe; false when the guardian is gone. Async-signal-safe.
@@ -372,42 +375,45 @@ impl Drop for Guardian {
 
 /// The guardian's whole life, in the forked child: async-signal-safe calls only.
 unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
-    detach(reader, writer);
-    let timer = libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC);
-    let mut pgid: libc::pid_t = 0;
-    let mut killed = false;
-    loop {
-        if pgid > 1 {
-            killed = signal_when_due(cell, pgid, killed);
-        }
-        let next = if pgid <= 1 || killed {
-            NONE
-        } else {
-            next_deadline(cell)
-        };
-        let mut fds = [
-            libc::pollfd {
-                fd: reader,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: timer,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let wait_ms = wake_at(timer, next);
-        let n = libc::poll(fds.as_mut_ptr(), if timer >= 0 { 2 } else { 1 }, wait_ms);
-        if n < 0 {
-            continue;
-        }
-        if fds[1].revents & libc::POLLIN != 0 {
-            let mut expirations = [0u8; 8];
-            libc::read(timer, expirations.as_mut_ptr().cast(), 8);
-        }
-        if fds[0].revents != 0 {
-            pgid = read_order(reader, pgid);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        detach(reader, writer);
+        let timer = libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC);
+        let mut pgid: libc::pid_t = 0;
+        let mut killed = false;
+        loop {
+            if pgid > 1 {
+                killed = signal_when_due(cell, pgid, killed);
+            }
+            let next = if pgid <= 1 || killed {
+                NONE
+            } else {
+                next_deadline(cell)
+            };
+            let mut fds = [
+                libc::pollfd {
+                    fd: reader,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: timer,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let wait_ms = wake_at(timer, next);
+            let n = libc::poll(fds.as_mut_ptr(), if timer >= 0 { 2 } else { 1 }, wait_ms);
+            if n < 0 {
+                continue;
+            }
+            if fds[1].revents & libc::POLLIN != 0 {
+                let mut expirations = [0u8; 8];
+                libc::read(timer, expirations.as_mut_ptr().cast(), 8);
+            }
+            if fds[0].revents != 0 {
+                pgid = read_order(reader, pgid);
+            }
         }
     }
 }
@@ -415,38 +421,44 @@ unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
 /// Keeps only the read end of the pipe, leaves rlock's process group, blocks
 /// every signal and asks for precise timers.
 unsafe fn detach(reader: libc::c_int, writer: libc::c_int) {
-    libc::close(writer);
-    // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
-    // the read end of the pipe.
-    if reader > 0 {
-        libc::syscall(libc::SYS_close_range, 0u32, (reader - 1) as u32, 0u32);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        libc::close(writer);
+        // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
+        // the read end of the pipe.
+        if reader > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (reader - 1) as u32, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, (reader + 1) as u32, u32::MAX, 0u32);
+        // Out of rlock's process group and deaf to its signals: a Ctrl-C or a
+        // `kill -TERM -PGID` aimed at rlock must not take the guardian down with it.
+        libc::setpgid(0, 0);
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+        // Deadlines to the microsecond, not to the default 50 µs slack or worse.
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1);
     }
-    libc::syscall(libc::SYS_close_range, (reader + 1) as u32, u32::MAX, 0u32);
-    // Out of rlock's process group and deaf to its signals: a Ctrl-C or a
-    // `kill -TERM -PGID` aimed at rlock must not take the guardian down with it.
-    libc::setpgid(0, 0);
-    let mut all: libc::sigset_t = std::mem::zeroed();
-    libc::sigfillset(&mut all);
-    libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-    // Deadlines to the microsecond, not to the default 50 µs slack or worse.
-    libc::prctl(libc::PR_SET_TIMERSLACK, 1);
 }
 
 /// Sends group `pgid` SIGTERM (and SIGCONT) when its deadline is due, and
 /// SIGKILL once, when that one is; returns whether SIGKILL went out.
 unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool {
-    if fire_if_due(cell) {
-        libc::killpg(pgid, libc::SIGTERM);
-        libc::killpg(pgid, libc::SIGCONT);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        if fire_if_due(cell) {
+            libc::killpg(pgid, libc::SIGTERM);
+            libc::killpg(pgid, libc::SIGCONT);
+        }
+        if !killed
+            && cell.term_at.load(Ordering::SeqCst) == FIRED
+            && Stamp::now() >= Stamp(cell.kill_at.load(Ordering::SeqCst))
+        {
+            libc::killpg(pgid, libc::SIGKILL);
+            return true;
+        }
+        killed
     }
-    if !killed
-        && cell.term_at.load(Ordering::SeqCst) == FIRED
-        && Stamp::now() >= Stamp(cell.kill_at.load(Ordering::SeqCst))
-    {
-        libc::killpg(pgid, libc::SIGKILL);
-        return true;
-    }
-    killed
 }
 
 /// The next deadline to wake for: SIGTERM's, or SIGKILL's once SIGTERM went out.
@@ -460,60 +472,69 @@ fn next_deadline(cell: &Cell) -> u64 {
 /// Sets `timer` to ring at `next` (none: no deadline); returns poll's timeout
 /// in ms, which only counts without a timerfd.
 unsafe fn wake_at(timer: libc::c_int, next: u64) -> libc::c_int {
-    if next == NONE {
-        return -1;
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        if next == NONE {
+            return -1;
+        }
+        if timer < 0 {
+            // No timerfd: poll's own timeout, on the monotonic clock.
+            let left = Stamp(next).remaining();
+            return left.as_millis().min(60_000) as libc::c_int;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                // `as _`: time_t is a deprecated alias on musl.
+                tv_sec: (next / 1_000_000_000) as _,
+                tv_nsec: (next % 1_000_000_000).max(1) as libc::c_long,
+            },
+        };
+        libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+        -1
     }
-    if timer < 0 {
-        // No timerfd: poll's own timeout, on the monotonic clock.
-        let left = Stamp(next).remaining();
-        return left.as_millis().min(60_000) as libc::c_int;
-    }
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        },
-        it_value: libc::timespec {
-            // `as _`: time_t is a deprecated alias on musl.
-            tv_sec: (next / 1_000_000_000) as _,
-            tv_nsec: (next % 1_000_000_000).max(1) as libc::c_long,
-        },
-    };
-    libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
-    -1
 }
 
 /// Reads rlock's next record: the group to guard (returned), or done. When
 /// rlock is done or gone (end of file), the guardian exits, killing the group
 /// first if rlock is gone: nothing keeps the lease any more.
 unsafe fn read_order(reader: libc::c_int, pgid: libc::pid_t) -> libc::pid_t {
-    let mut record = [0u8; RECORD];
-    if read_full(reader, &mut record) < RECORD {
-        if pgid > 1 {
-            libc::killpg(pgid, libc::SIGKILL);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        let mut record = [0u8; RECORD];
+        if read_full(reader, &mut record) < RECORD {
+            if pgid > 1 {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+            libc::_exit(0);
         }
-        libc::_exit(0);
-    }
-    let mut value = [0u8; 8];
-    value.copy_from_slice(&record[8..]);
-    let value = u64::from_ne_bytes(value);
-    match record[0] {
-        TAG_GROUP => value as libc::pid_t,
-        TAG_DONE => libc::_exit(0),
-        _ => pgid,
+        let mut value = [0u8; 8];
+        value.copy_from_slice(&record[8..]);
+        let value = u64::from_ne_bytes(value);
+        match record[0] {
+            TAG_GROUP => value as libc::pid_t,
+            TAG_DONE => libc::_exit(0),
+            _ => pgid,
+        }
     }
 }
 
 /// Reads until `buf` is full or end-of-file; returns the bytes read.
 unsafe fn read_full(fd: libc::c_int, buf: &mut [u8]) -> usize {
-    let mut got = 0;
-    while got < buf.len() {
-        let n = libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got);
-        if n > 0 {
-            got += n as usize;
-        } else if n == 0 || *libc::__errno_location() != libc::EINTR {
-            break;
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        let mut got = 0;
+        while got < buf.len() {
+            let n = libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got);
+            if n > 0 {
+                got += n as usize;
+            } else if n == 0 || *libc::__errno_location() != libc::EINTR {
+                break;
+            }
         }
+        got
     }
-    got
 }

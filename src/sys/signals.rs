@@ -62,15 +62,18 @@ pub fn ignore_sigttou() {
 /// # Safety
 /// Only for a forked child before exec; calls async-signal-safe functions only.
 pub unsafe fn restore_for_child() {
-    for signal in changed() {
-        if !ignored_at_start(signal) {
-            libc::signal(signal, libc::SIG_DFL);
+    // SAFETY: callers keep the contract this function's doc comment states.
+    unsafe {
+        for signal in changed() {
+            if !ignored_at_start(signal) {
+                libc::signal(signal, libc::SIG_DFL);
+            }
         }
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
     }
-    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    let mut empty: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut empty);
-    libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
 }
 
 /// Blocks (or unblocks) [`FORWARDED`] in the calling thread.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::registrations::Registrations;
-use super::{confirm_replicas, interrupted, or_signal, refresh, release_all, Wanted, MIN_BLOCK};
+use super::{MIN_BLOCK, Wanted, confirm_replicas, interrupted, or_signal, refresh, release_all};
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
@@ -228,10 +228,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
                     } else {
                         release_all(self.session, wanted, &holds);
                     }
-                    if err.is_transient() {
-                        if let Some(line) = &self.line {
-                            line.unreachable(&keys.name);
-                        }
+                    if err.is_transient()
+                        && let Some(line) = &self.line
+                    {
+                        line.unreachable(&keys.name);
                     }
                     return match self.outage.ride_out(err, &keys.name, self.shared) {
                         Ok(()) => Ok(Round::Retry),
@@ -436,10 +436,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
             Ok(_) => Ok(None),
             Err(err) => {
                 let err = or_signal(err, keys, self.shared);
-                if err.is_transient() {
-                    if let Some(line) = &self.line {
-                        line.unreachable(&keys.name);
-                    }
+                if err.is_transient()
+                    && let Some(line) = &self.line
+                {
+                    line.unreachable(&keys.name);
                 }
                 match self.outage.ride_out(err, &keys.name, self.shared) {
                     Ok(()) => Ok(None),

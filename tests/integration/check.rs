@@ -8,7 +8,7 @@ use std::process::Output;
 
 use crate::acl::RULES;
 use crate::support::quorum;
-use crate::support::redis_server::{refusing_port, RedisServer};
+use crate::support::redis_server::{RedisServer, refusing_port};
 use crate::support::rlock::{assert_fails, bare, code, output, rlock, show, stdout};
 use crate::support::scratch::Scratch;
 

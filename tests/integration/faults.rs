@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::process::{alive, Proc};
+use crate::support::process::{Proc, alive};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};
 use crate::support::scratch::Scratch;

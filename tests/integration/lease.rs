@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::process::{alive, Proc};
+use crate::support::process::{Proc, alive};
 use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};

@@ -161,9 +161,11 @@ fn metrics_shows_held_and_free_locks_as_prometheus_reads_them() {
     assert_eq!(acquired.value, 1.0);
     release(&dir, "job-a");
     holder.wait_within(std::time::Duration::from_secs(10));
-    assert!(waiter
-        .wait_within(std::time::Duration::from_secs(10))
-        .success());
+    assert!(
+        waiter
+            .wait_within(std::time::Duration::from_secs(10))
+            .success()
+    );
     let out = output(rlock(&redis.url()).args(["metrics", "job-a"]));
     let samples = parse(&stdout(&out));
     assert!(

@@ -10,7 +10,7 @@ use crate::support::expect_within;
 use crate::support::holder::hold;
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
-use crate::support::rlock::{assert_fails, assert_fails_last_line, output, rlock, LIMIT};
+use crate::support::rlock::{LIMIT, assert_fails, assert_fails_last_line, output, rlock};
 use crate::support::scratch::Scratch;
 
 /// Starts `cmd` with stdout and stderr in files of `dir`, so a test can wait

@@ -4,7 +4,7 @@
 //! files each get one line and their status.
 
 use crate::support::cluster::Cluster;
-use crate::support::redis_server::{free_port, RedisServer};
+use crate::support::redis_server::{RedisServer, free_port};
 use crate::support::rlock::{assert_fails, bare, code, output, show};
 use crate::support::sentinel::Sentinels;
 use crate::support::tls::Tls;

@@ -5,9 +5,9 @@
 use std::fs::File;
 use std::io;
 
+use super::LocalSession;
 use super::files::{field, held_by_someone, open, try_flock};
 use super::records::{Details, OpenHold};
-use super::LocalSession;
 use crate::backend::{AcquireRequest, Attempt, Hold};
 use crate::lock::kind::Kind;
 use crate::lock::token::{Fence, Token};

@@ -4,8 +4,8 @@
 use std::fs;
 use std::io;
 
-use super::files;
 use super::LocalSession;
+use super::files;
 use crate::lock::clock;
 use crate::lock::token::Fence;
 

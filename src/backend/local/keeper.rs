@@ -7,14 +7,14 @@ use std::fs::{self, File};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-use super::files::{self, held_by_someone, open, Paths};
-use super::lock_dir::absolute_dir;
 use super::LocalSession;
+use super::files::{self, Paths, held_by_someone, open};
+use super::lock_dir::absolute_dir;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::token::Token;
 use crate::sys::inotify::DirWatch;
-use crate::sys::process::{poll_readable, take_fd, Ready, Watched};
+use crate::sys::process::{Ready, Watched, poll_readable, take_fd};
 
 /// Keeps the lock files `fds` (the holder record last) open until `pid`
 /// exits or a release marker `E.r.TOKEN` appears; then closes them, the

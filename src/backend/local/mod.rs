@@ -43,10 +43,10 @@ use std::time::Duration;
 
 use admission::compatible;
 pub use dir_check::check_dir;
-use files::{held_by_someone, open, Paths};
+use files::{Paths, held_by_someone, open};
 pub use keeper::keep_while;
 use lock_dir::absolute_dir;
-use records::{read_live, Details, OpenHold, Waiting};
+use records::{Details, OpenHold, Waiting, read_live};
 use wait::{POLL, RETRY};
 
 use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
@@ -126,10 +126,10 @@ impl LocalSession {
         fs::read_dir(dir).map_err(|e| lock_dir::unreadable(dir, &e).in_lock(name))?;
         for tag in ["h", "w"] {
             for (path, _) in self.paths.tagged(name, tag) {
-                if let Err(e) = fs::File::open(&path) {
-                    if e.kind() == io::ErrorKind::PermissionDenied {
-                        return Err(lock_dir::unreadable(dir, &e).in_lock(name));
-                    }
+                if let Err(e) = fs::File::open(&path)
+                    && e.kind() == io::ErrorKind::PermissionDenied
+                {
+                    return Err(lock_dir::unreadable(dir, &e).in_lock(name));
                 }
             }
         }
@@ -329,9 +329,7 @@ impl Session for LocalSession {
             return Ok(None);
         };
         match details {
-            Some(details) if details.keeper => {
-                Ok(self.release_kept(name, token)?.then_some(0))
-            }
+            Some(details) if details.keeper => Ok(self.release_kept(name, token)?.then_some(0)),
             // From inside the run that holds it (a script's nested acquire
             // re-entered it): the run keeps its hold until COMMAND ends.
             _ if self.inherited.contains(token) => Ok(Some(1)),

@@ -8,8 +8,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::files::{field, held_by_someone, open, try_flock, Record};
 use super::LocalSession;
+use super::files::{Record, field, held_by_someone, open, try_flock};
 use crate::backend::{HolderInfo, WaiterStatus};
 use crate::lock::clock;
 use crate::lock::kind::Kind;

@@ -6,8 +6,8 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use super::files::{self, open, try_flock};
 use super::LocalSession;
+use super::files::{self, open, try_flock};
 use crate::backend::Wake;
 use crate::error::Result;
 use crate::lock::name::LockId;
@@ -53,12 +53,11 @@ impl LocalSession {
             }
             // Free for an exclusive hold means free for any (but a request
             // the queue turned away waits for the queue to move).
-            if !queued {
-                if let Ok(main) = open(&self.path(&lock.name, "lock")) {
-                    if try_flock(&main, true).unwrap_or(false) {
-                        return Ok(Wake::Released);
-                    }
-                }
+            if !queued
+                && let Ok(main) = open(&self.path(&lock.name, "lock"))
+                && try_flock(&main, true).unwrap_or(false)
+            {
+                return Ok(Wake::Released);
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {

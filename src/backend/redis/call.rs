@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
 
-use super::diagnose::{self, acl_denial, failing_over, Contact};
-use super::topology::{node_client, Source};
 use super::StandaloneSession;
+use super::diagnose::{self, Contact, acl_denial, failing_over};
+use super::topology::{Source, node_client};
 use crate::error::{Cause, Error, Result};
 use crate::lock::name::LockId;
 

@@ -4,15 +4,15 @@
 //! Probe keys live under the prefix in a hash tag no lock name can have (it
 //! holds a space), expire within seconds, and are deleted at the end.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Connection, ErrorKind, RedisError, RedisResult};
 
-use super::diagnose::server_said;
-use super::topology::{node_client, Source};
 use super::StandaloneSession;
+use super::diagnose::server_said;
+use super::topology::{Source, node_client};
 use crate::backend::fitness::Verdict;
 use crate::backend::script;
 use crate::error::Cause;
@@ -335,7 +335,10 @@ impl StandaloneSession {
                     ROUNDS * STEPS
                 ),
             ),
-            Ok(Err(err)) => (Verdict::Unknown, refused("HGET from a second connection", &err)),
+            Ok(Err(err)) => (
+                Verdict::Unknown,
+                refused("HGET from a second connection", &err),
+            ),
             Err(_) => (Verdict::Unknown, "the reading thread failed".into()),
         }
     }
@@ -354,18 +357,27 @@ impl StandaloneSession {
         match reply {
             Ok(None) if took >= BLPOP_PROBE / 2 => (
                 Verdict::Ok,
-                format!("BLPOP with a {secs} s timeout returned nil after {} ms", took.as_millis()),
+                format!(
+                    "BLPOP with a {secs} s timeout returned nil after {} ms",
+                    took.as_millis()
+                ),
             ),
             Ok(None) => (
                 Verdict::Warn,
-                format!("BLPOP with a {secs} s timeout returned after {} ms: waiting runs would poll the server instead of blocking", took.as_millis()),
+                format!(
+                    "BLPOP with a {secs} s timeout returned after {} ms: waiting runs would poll the server instead of blocking",
+                    took.as_millis()
+                ),
             ),
             // A server that reads the timeout as 0 blocks for ever.
             Err(err) if err.is_timeout() && self.lost.is_some() => {
                 self.lost = None;
                 (
                     Verdict::Fail,
-                    format!("BLPOP with a {secs} s timeout did not return within {} ms: the server may read it as 0 (block for ever); waiting runs block this way", (limit + BLPOP_PROBE).as_millis()),
+                    format!(
+                        "BLPOP with a {secs} s timeout did not return within {} ms: the server may read it as 0 (block for ever); waiting runs block this way",
+                        (limit + BLPOP_PROBE).as_millis()
+                    ),
                 )
             }
             Ok(Some(_)) => (
@@ -374,7 +386,10 @@ impl StandaloneSession {
             ),
             Err(err) if is_refusal(&err) => (
                 Verdict::Fail,
-                format!("BLPOP {secs} refused: {}; waiting runs block with sub-second BLPOP timeouts (Redis 6.0 or newer, +blpop for this user)", server_said(&err)),
+                format!(
+                    "BLPOP {secs} refused: {}; waiting runs block with sub-second BLPOP timeouts (Redis 6.0 or newer, +blpop for this user)",
+                    server_said(&err)
+                ),
             ),
             Err(err) => (Verdict::Unknown, refused("BLPOP", &err)),
         }

@@ -8,9 +8,9 @@
 
 use redis::{Connection, RedisResult, Value};
 
-use super::check_probes::{is_refusal, ProbeKeys};
-use super::diagnose::server_said;
 use super::StandaloneSession;
+use super::check_probes::{ProbeKeys, is_refusal};
+use super::diagnose::server_said;
 use crate::backend::fitness::Verdict;
 use crate::backend::script;
 
@@ -174,7 +174,7 @@ impl StandaloneSession {
                     return (
                         Verdict::Unknown,
                         format!("not tried: the server is read-only ({})", server_said(&err)),
-                    )
+                    );
                 }
                 Err(err) if is_refusal(&err) => {
                     if matches!(p.rule, "pexpire" | "del") {
@@ -195,7 +195,7 @@ impl StandaloneSession {
                     return (
                         Verdict::Unknown,
                         super::check_probes::refused(args[0], &err),
-                    )
+                    );
                 }
             }
         }
@@ -265,7 +265,9 @@ impl StandaloneSession {
         }
         (
             Verdict::Ok,
-            format!("this user ran each of the {count} commands rlock sends on {under} (the scripts' commands included)"),
+            format!(
+                "this user ran each of the {count} commands rlock sends on {under} (the scripts' commands included)"
+            ),
         )
     }
 }

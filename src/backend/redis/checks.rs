@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use redis::RedisError;
 
-use super::check_probes::{field, probe_keys, refused, Reach, Setting};
+use super::check_probes::{Reach, Setting, field, probe_keys, refused};
 use super::diagnose::server_said;
 use super::topology::Source;
 use super::{Standalone, StandaloneSession};
@@ -211,7 +211,9 @@ fn version(session: &mut StandaloneSession) -> (Verdict, String) {
     if let Some(v) = field(&info, "dragonfly_version") {
         return (
             Verdict::Warn,
-            format!("Dragonfly {v}: not tested with rlock; run the other checks' probes before relying on it"),
+            format!(
+                "Dragonfly {v}: not tested with rlock; run the other checks' probes before relying on it"
+            ),
         );
     }
     let name = match field(&info, "server_name") {
@@ -226,7 +228,9 @@ fn version(session: &mut StandaloneSession) -> (Verdict, String) {
     if major < 6 {
         (
             Verdict::Fail,
-            format!("{name} {v}: rlock needs Redis 6.0 or newer (sub-second BLPOP timeouts, ACL users): upgrade"),
+            format!(
+                "{name} {v}: rlock needs Redis 6.0 or newer (sub-second BLPOP timeouts, ACL users): upgrade"
+            ),
         )
     } else if (major, minor) < TESTED_FLOOR {
         (
@@ -322,7 +326,9 @@ fn eviction(session: &mut StandaloneSession) -> (Verdict, String) {
     if policy == "noeviction" {
         return (
             Verdict::Ok,
-            format!("maxmemory {max} with maxmemory-policy noeviction: held locks are never evicted (writes fail when memory is full)"),
+            format!(
+                "maxmemory {max} with maxmemory-policy noeviction: held locks are never evicted (writes fail when memory is full)"
+            ),
         );
     }
     let which = if policy.starts_with("volatile") {
@@ -332,7 +338,9 @@ fn eviction(session: &mut StandaloneSession) -> (Verdict, String) {
     };
     (
         Verdict::Warn,
-        format!("maxmemory {max} with maxmemory-policy {policy}{which} may evict held locks under memory pressure: use noeviction (CONFIG SET maxmemory-policy noeviction, and in the server's configuration)"),
+        format!(
+            "maxmemory {max} with maxmemory-policy {policy}{which} may evict held locks under memory pressure: use noeviction (CONFIG SET maxmemory-policy noeviction, and in the server's configuration)"
+        ),
     )
 }
 
@@ -368,7 +376,9 @@ fn replicas(session: &mut StandaloneSession, reach: Reach) -> (Verdict, String) 
         };
         return (
             Verdict::Fail,
-            format!("this server is a replica{master}: locks are written on the master; point rlock at the master (or at its sentinels)"),
+            format!(
+                "this server is a replica{master}: locks are written on the master; point rlock at the master (or at its sentinels)"
+            ),
         );
     }
     let count: usize = field(&info, "connected_slaves")

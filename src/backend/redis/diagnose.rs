@@ -236,15 +236,15 @@ fn without_script_location(code: &str, detail: &str) -> String {
     report::verbose(|| format!("server error in a script: {full}"));
     let head = head.trim_end_matches([' ', '.', ',']);
     // The Lua position prefix: `user_script:12: ` (or `@user_script:12: `).
-    let cleaned = match head.split_once("user_script:") {
+
+    match head.split_once("user_script:") {
         Some((before, rest)) => {
             let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
             let rest = rest.strip_prefix(": ").unwrap_or(rest);
             format!("{}{rest}", before.trim_end_matches('@'))
         }
         None => head.to_owned(),
-    };
-    cleaned
+    }
 }
 
 /// Folds a multi-line message into one line.

@@ -9,7 +9,7 @@ use redis::Value;
 use super::keys::Keys;
 use super::reply::{as_int, as_string, decode};
 use super::topology::Source;
-use super::{with_keys, StandaloneSession};
+use super::{StandaloneSession, with_keys};
 use crate::backend::script;
 use crate::backend::url::host_port;
 use crate::backend::{LockStatus, Session};

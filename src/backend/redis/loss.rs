@@ -62,13 +62,13 @@ pub(super) fn cause(
                 "evicted under memory pressure: the server evicted {} keys while it was held \
                  (maxmemory-policy {policy}; use noeviction)",
                 evicted - before
-            )
+            );
         }
         None if evicting && evicted > 0 => {
             return format!(
                 "most likely evicted under memory pressure (maxmemory-policy {policy}, {evicted} \
                  keys evicted since the server started; use noeviction)"
-            )
+            );
         }
         _ => {}
     }
@@ -112,8 +112,10 @@ mod tests {
             uptime: Some(Duration::from_secs(100)),
             ..parse(INFO)
         };
-        assert!(cause(&s, Some(2000), held)
-            .starts_with("evicted under memory pressure: the server evicted 175 keys"));
+        assert!(
+            cause(&s, Some(2000), held)
+                .starts_with("evicted under memory pressure: the server evicted 175 keys")
+        );
         assert!(cause(&s, None, held).starts_with("most likely evicted"));
         assert!(cause(&s, Some(2175), held).starts_with("released by force"));
         let calm = Snapshot {

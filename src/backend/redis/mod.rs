@@ -39,10 +39,10 @@ use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::name::LockId;
 use crate::lock::token::{Fence, Token};
-use call::{interrupted, FAILOVER_PAUSE};
+use call::{FAILOVER_PAUSE, interrupted};
 use diagnose::failing_over;
 use reply::decode;
-use topology::{client_for, Source};
+use topology::{Source, client_for};
 
 /// Locks on a single Redis server: a fixed one, or the master a set of
 /// Sentinels names at each connection.
@@ -314,7 +314,7 @@ impl Session for StandaloneSession {
                             return Err(crate::error::Error::internal(format!(
                                 "{}: the server named a holder this run does not know",
                                 keys.name
-                            )))
+                            )));
                         }
                     }
                 };

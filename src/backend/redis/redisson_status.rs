@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use super::StandaloneSession;
 use super::keys::Keys;
 use super::topology::Source;
-use super::StandaloneSession;
 use crate::backend::{HolderStatus, LockStatus};
 use crate::error::{Cause, Error, Result};
 use crate::lock::kind::Kind;
@@ -59,7 +59,7 @@ impl StandaloneSession {
                         "key {} holds a {other}, not a Redisson lock hash",
                         lock.name
                     )))
-                    .in_lock(&lock.name))
+                    .in_lock(&lock.name));
                 }
             };
         let fence = fence.and_then(|f| f.parse().ok()).unwrap_or(0);

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use redis::{Connection, Value};
 
+use super::StandaloneSession;
 use super::call::interrupted;
 use super::reply::as_string;
-use super::topology::{node_client, Source};
-use super::StandaloneSession;
+use super::topology::{Source, node_client};
 use crate::backend::Wake;
 use crate::error::Result;
 use crate::lock::name::LockId;
@@ -89,7 +89,7 @@ impl StandaloneSession {
                         .to_ascii_lowercase()
                         .contains("unknown command") =>
                     {
-                        return Ok(con)
+                        return Ok(con);
                     }
                     None => return Err(err),
                 },

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, ErrorKind, RedisError};
 
 use super::StandaloneSession;
-use crate::backend::url::{host_port, ServerSpec};
+use crate::backend::url::{ServerSpec, host_port};
 use crate::error::{Error, Result};
 
 /// Where connections go.

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use super::expect_within;
-use super::redis_server::{free_port, RedisServer};
+use super::redis_server::{RedisServer, free_port};
 use super::rlock::LIMIT;
 use super::tls::Tls;
 

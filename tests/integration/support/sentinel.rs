@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::expect_within;
 use super::process::Proc;
-use super::redis_server::{free_port, server_bin, RedisServer};
+use super::redis_server::{RedisServer, free_port, server_bin};
 use super::rlock::LIMIT;
 use super::scratch::Scratch;
 use super::tls::{self, Tls};

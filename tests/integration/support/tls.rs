@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use super::redis_server::{free_port, RedisServer};
+use super::redis_server::{RedisServer, free_port};
 use super::scratch::Scratch;
 
 /// A directory holding `ca.crt`, `server.{crt,key}` and `client.{crt,key}`
