@@ -41,7 +41,7 @@ pub struct HolderInfo {
     /// Held for a script by a `--while-pid` keeper (`rlock acquire`), not by a run.
     pub detached: bool,
     /// Held by an rlock from before the current key layout, whose details
-    /// this version does not read (see `src/backend/lua/common.lua`).
+    /// this version does not read (see `src/backend/lua/prelude/4-holds.lua`).
     pub earlier: bool,
 }
 

@@ -11,7 +11,7 @@
 //! counter: after taking a quorum, rlock lifts the counters of that quorum to
 //! their largest value, and any later quorum shares a server with it, so fences
 //! keep increasing. A server that lost its data starts again from its clock in
-//! microseconds (see `next_fence` in `src/backend/lua/common.lua`), above the earlier
+//! microseconds (see `next_fence` in `src/backend/lua/prelude/5-helpers.lua`), above the earlier
 //! fences as long as the servers' clocks are not set back and agree to within
 //! the time between the two acquisitions.
 

@@ -1,6 +1,7 @@
-//! The Lua scripts, embedded from `src/backend/lua/*.lua`, each with `common.lua`
-//! (the key layout and shared helpers) in front. Each file documents its KEYS,
-//! ARGV, return value and invariant.
+//! The Lua scripts, embedded from `src/backend/lua/*.lua`, rlock's own lock
+//! scripts each with the prelude (`src/backend/lua/prelude/*.lua` in name
+//! order: the key layout and shared helpers) in front. Each file documents its
+//! KEYS, ARGV, return value and invariant.
 //!
 //! A script's SHA1 is computed at build time (`build.rs`; a unit test below
 //! checks each against its text), not in every process: hashing the ~47 KB
@@ -19,12 +20,12 @@ pub struct Script {
     hash: &'static str,
 }
 
-/// `lua/NAME.lua` after `common.lua` (`common`), or alone (`plain`).
+/// `lua/NAME.lua` after the prelude (`prelude`), or alone (`plain`).
 macro_rules! script {
-    (common $file:tt) => {
+    (prelude $file:tt) => {
         Script {
-            code: concat!(include_str!("lua/common.lua"), include_str!($file)),
-            hash: lua_sha!($file, common),
+            code: concat!(prelude!(), include_str!($file)),
+            hash: lua_sha!($file, prelude),
         }
     };
     (plain $file:tt) => {
@@ -36,20 +37,20 @@ macro_rules! script {
 }
 
 /// Take or re-enter a hold; register as a waiter when it cannot be had.
-pub static ACQUIRE: Script = script!(common "lua/acquire.lua");
+pub static ACQUIRE: Script = script!(prelude "lua/acquire.lua");
 /// Extend a hold's lease if the token still holds the lock.
-pub static RENEW: Script = script!(common "lua/renew.lua");
+pub static RENEW: Script = script!(prelude "lua/renew.lua");
 /// Drop one hold; when a hold ends, wake the waiters that can now acquire.
-pub static RELEASE: Script = script!(common "lua/release.lua");
+pub static RELEASE: Script = script!(prelude "lua/release.lua");
 /// Deregister a waiter that gives up, waking those it was holding back.
-pub static LEAVE: Script = script!(common "lua/leave.lua");
+pub static LEAVE: Script = script!(prelude "lua/leave.lua");
 /// A read-only look at one lock (`status`, `list`).
-pub static STATUS: Script = script!(common "lua/status.lua");
+pub static STATUS: Script = script!(prelude "lua/status.lua");
 /// End every hold (`release --force`) and wake the waiters.
-pub static FORCE: Script = script!(common "lua/force.lua");
+pub static FORCE: Script = script!(prelude "lua/force.lua");
 /// Deliver the wake-ups and handoffs another script returned in its outbox
 /// (they were for lists it was not given).
-pub static WAKE: Script = script!(common "lua/wake.lua");
+pub static WAKE: Script = script!(prelude "lua/wake.lua");
 /// Add one event to a lock's history, known only after the script that made it.
 pub static RECORD: Script = script!(plain "lua/record.lua");
 

@@ -1,5 +1,5 @@
 -- acquire.lua: take or re-enter a hold (exclusive, shared or semaphore), or
--- register as a waiter. KEYS: see common.lua.
+-- register as a waiter. KEYS: see prelude/1-layout.lua.
 --
 -- ARGV[1] fresh owner token of this caller
 -- ARGV[2] inherited owner tokens, comma-separated (RLOCK_TOKENS), or ""
@@ -14,7 +14,7 @@
 --          fields, recorded in KEYS[8] with the fence when a new hold is made
 --          (see add_event)
 --
--- Returns (as common.lua's done(), with the outbox and the next waiters)
+-- Returns (through done() in prelude/1-layout.lua, with the outbox and the next waiters)
 -- {1, token, fence, count[, new]} when held: token is the owner that now holds
 -- (an inherited one on re-entry), count its hold count after this call, and a
 -- fifth element when a new hold was made: the id of its `acquired` event in

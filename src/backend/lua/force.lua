@@ -1,7 +1,7 @@
 -- force.lua: `release --force`: end every hold of the lock, whoever owns it,
--- and wake the waiters that can now acquire. KEYS: see common.lua.
+-- and wake the waiters that can now acquire. KEYS: see prelude/1-layout.lua.
 --
--- Returns (as common.lua's done(), with the outbox) the number of holds removed (0: nothing held the lock). A removed
+-- Returns (through done() in prelude/1-layout.lua, with the outbox) the number of holds removed (0: nothing held the lock). A removed
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 

@@ -1,11 +1,11 @@
 -- leave.lua: a waiter gives up (wait elapsed, signal) and leaves nothing
--- behind. KEYS: see common.lua (KEYS[7] is the leaving waiter's list).
+-- behind. KEYS: see prelude/1-layout.lua (KEYS[7] is the leaving waiter's list).
 --
 -- ARGV[1] the waiter's token
 --
--- Returns 1 (as common.lua's done(), with the outbox). Waiters its departure unblocks (it was an exclusive request ahead
+-- Returns 1 (through done() in prelude/1-layout.lua, with the outbox). Waiters its departure unblocks (it was an exclusive request ahead
 -- of shared ones, or it had consumed a wake-up) are woken. A hold it was
--- handed while giving up (see admit in common.lua) is given back: the waiter
+-- handed while giving up (see admit in prelude/5-helpers.lua) is given back: the waiter
 -- never ran anything under it.
 
 clock()

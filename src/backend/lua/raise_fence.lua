@@ -21,7 +21,7 @@ if current then
 end
 local wanted = tonumber(ARGV[1])
 if value < wanted then
-    -- Lives 30 days past the last fence handed out, as common.lua has it.
+    -- Lives 30 days past the last fence handed out, as prelude/3-fence.lua has it.
     redis.call('SET', KEYS[1], ARGV[1], 'PX', '2592000000')
     return wanted
 end

@@ -1,7 +1,7 @@
 -- record.lua: add one event to a lock's history, when rlock knows of it only
 -- after the script that made it (a wait given up, a hold lost, a forced
 -- release; under Redlock, every event; with --redisson, the holds of a run of
--- several names). Not prefixed with common.lua.
+-- several names). Not prefixed with the prelude.
 --
 -- KEYS[1] the lock's history stream (in the lock's slot)
 -- ARGV[1] cap: the stream keeps that many entries (XADD MAXLEN, exact)

@@ -4,7 +4,7 @@
 --
 -- KEYS[1] NAME             hash  "<uuid>:<thread-id>" -> hold count, PEXPIRE = lease
 -- KEYS[2] {NAME}:rlock-fence string, the last fence rlock handed out (same slot
---                            as NAME; next fence as in common.lua's next_fence)
+--                            as NAME; next fence as in prelude/3-fence.lua's next_fence)
 -- ARGV[1] lease in ms
 -- ARGV[2] this caller's owner field ("<uuid>:1")
 -- ARGV[3] inherited owner fields, comma-separated, or ""
@@ -63,7 +63,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
             ' rlock will not overwrite it')
     end
     -- %d: tostring would keep only 14 of the fence's 16 digits. The counter
-    -- lives 30 days past the last fence handed out (as in common.lua).
+    -- lives 30 days past the last fence handed out (as in prelude/3-fence.lua).
     redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', '2592000000')
     redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
     redis.call('PEXPIRE', KEYS[1], ttl)

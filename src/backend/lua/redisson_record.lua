@@ -4,7 +4,7 @@
 -- them), so it checks what that script did: an `acquired` event is added only
 -- when the owner holds the lock once (a new hold, whose fence the acquiring
 -- script just set), a `released` one only when it holds it no more. Not
--- prefixed with common.lua.
+-- prefixed with the prelude.
 --
 -- KEYS[1] the history stream ({NAME}:rlock-history, NAME's slot)
 -- KEYS[2] NAME, Redisson's lock hash    KEYS[3] {NAME}:rlock-fence

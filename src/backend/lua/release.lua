@@ -1,5 +1,5 @@
 -- release.lua: give up one hold; when the owner's count reaches zero its hold
--- ends and the waiters that can now acquire are woken. KEYS: see common.lua.
+-- ends and the waiters that can now acquire are woken. KEYS: see prelude/1-layout.lua.
 --
 -- ARGV[1] owner token
 -- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
@@ -7,7 +7,7 @@
 --         "retract", and the id of the hold's `acquired` event, which goes
 --         (a hold given back in the round that took it: no run held it)
 --
--- Returns (as common.lua's done(), with the outbox) -1 when ARGV[1] does not
+-- Returns (through done() in prelude/1-layout.lua, with the outbox) -1 when ARGV[1] does not
 -- hold the lock (nothing changed), otherwise
 -- the owner's hold count left (0 = its hold ended).
 

@@ -1,9 +1,9 @@
--- renew.lua: extend a hold's lease (the watchdog's renewal). KEYS: see common.lua.
+-- renew.lua: extend a hold's lease (the watchdog's renewal). KEYS: see prelude/1-layout.lua.
 --
 -- ARGV[1] owner token
 -- ARGV[2] lease in ms
 --
--- Returns (as common.lua's done(): the outbox, and the waiters first in
+-- Returns (through done() in prelude/1-layout.lua: the outbox, and the waiters first in
 -- line when it holds) 1 when ARGV[1] still holds the lock (its lease now lasts at least
 -- ARGV[2] ms from the moment the server ran this script), 0 when it does not
 -- (released, forced, flushed, or its lease ran out). Only lengthens: a nested

@@ -1,5 +1,5 @@
 -- status.lua: a read-only look at one lock (`status`, `list`). KEYS: see
--- common.lua (KEYS[7] is unused). Writes nothing: holders whose lease has run
+-- prelude/1-layout.lua (KEYS[7] is unused). Writes nothing: holders whose lease has run
 -- out and waiters whose registration lapsed are left out, not pruned.
 --
 -- Returns {kind, limit, fence, waiting, holders, waiters}, kind "" when nobody
@@ -7,7 +7,7 @@
 -- note}, waiters the first WAITERS_SHOWN live waiters in arrival order as
 -- {host, pid, note, waiting-ms} (as their registration recorded them); never
 -- owner tokens. The hold of an earlier rlock version (see read_holds in
--- common.lua) is one exclusive holder {"", "", "", 0, ttl-ms, "", "earlier"}:
+-- prelude/4-holds.lua) is one exclusive holder {"", "", "", 0, ttl-ms, "", "earlier"}:
 -- this layout does not read that version's details.
 
 clock()

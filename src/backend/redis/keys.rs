@@ -16,7 +16,7 @@ pub struct Keys {
     /// a hash owner digest → `count|lease end|kind|holder JSON`, at
     /// `PREFIX:{NAME}:leases`, where rlock before this layout kept a sorted
     /// set, so that each version stops at the other's holds (see
-    /// `src/backend/lua/common.lua`). `--redisson`: Redisson's hash at NAME.
+    /// `src/backend/lua/prelude/4-holds.lua`). `--redisson`: Redisson's hash at NAME.
     pub lock: String,
     /// Fencing counter, raised on every new hold; expires 30 days after the
     /// last fence handed out.
@@ -97,7 +97,7 @@ impl Keys {
         format!("{}:w:{digest}", self.base)
     }
 
-    /// Every key a script gets, in the order of `src/backend/lua/common.lua`:
+    /// Every key a script gets, in the order of `src/backend/lua/prelude/1-layout.lua`:
     /// `token`'s wake-up list seventh, the history stream eighth (given to every
     /// script, written only when the caller passes a history cap), then the
     /// lists of the waiters whose digests are `others` (those the script may

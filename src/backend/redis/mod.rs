@@ -152,7 +152,7 @@ impl StandaloneSession {
     }
 }
 
-/// A script invocation with every key of `keys` (see `src/backend/lua/common.lua`),
+/// A script invocation with every key of `keys` (see `src/backend/lua/prelude/1-layout.lua`),
 /// and the wake-up lists of the waiters whose digests are `others`.
 fn with_keys<'a>(
     script: &'a script::Script,

@@ -36,7 +36,7 @@ impl FromRedisValue for LockStatus {
     }
 }
 
-/// The parts of a reply of rlock's own lock scripts (common.lua's `done()`):
+/// The parts of a reply of rlock's own lock scripts (`done()` in prelude/1-layout.lua):
 /// the script's own reply, its outbox (digest, message, ...) and the digests
 /// of the waiters first in line; None for a reply of another shape.
 pub(super) fn split(reply: Value) -> Option<(Value, Vec<String>, Vec<String>)> {

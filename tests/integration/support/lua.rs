@@ -1,4 +1,4 @@
-//! Running rlock's own Lua scripts directly (EVAL, with common.lua in front),
+//! Running rlock's own Lua scripts directly (EVAL, with the prelude in front),
 //! for tests of the scripts' semantics step by step.
 
 use super::redis_server::RedisServer;
@@ -52,13 +52,13 @@ pub fn undelivered(
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let reply = eval(redis, body, name, token, &[], &argv);
     let redis::Value::Array(parts) = reply else {
-        panic!("{file}: not a reply of common.lua's done(): {reply:?}")
+        panic!("{file}: not a reply of the prelude's done(): {reply:?}")
     };
     assert_eq!(parts.len(), 3, "{file}: {parts:?}");
     parts
 }
 
-/// The keys a script of lock `name` gets: common.lua's eight, with `token`'s
+/// The keys a script of lock `name` gets: the prelude's eight, with `token`'s
 /// wake-up list seventh and the history stream eighth, then the lists of the
 /// digests `others`.
 pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
@@ -77,6 +77,22 @@ pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
     keys
 }
 
+/// The prelude rlock puts in front of its lock scripts:
+/// `src/backend/lua/prelude/*.lua`, joined in name order.
+fn prelude() -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/lua/prelude");
+    let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "lua"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
 fn eval(
     redis: &RedisServer,
     body: &str,
@@ -85,10 +101,9 @@ fn eval(
     others: &[String],
     argv: &[String],
 ) -> redis::Value {
-    let common = include_str!("../../../src/backend/lua/common.lua");
     let keys = keys(name, token, others);
     let mut cmd = redis::cmd("EVAL");
-    cmd.arg(format!("{common}{body}"))
+    cmd.arg(format!("{}{body}", prelude()))
         .arg(keys.len())
         .arg(&keys[..])
         .arg(argv);
