@@ -3,15 +3,15 @@
 //! channel (and to its own interrupt channel) before an attempt, and waits
 //! for a message there.
 
-use super::keys::Keys;
 use std::time::Duration;
 
 use redis::{Connection, Value};
 
-use super::StandaloneSession;
-use super::call::interrupted;
-use super::reply::as_string;
-use super::topology::{Source, node_client};
+use super::super::StandaloneSession;
+use super::super::call::interrupted;
+use super::super::keys::Keys;
+use super::super::reply::as_string;
+use super::super::topology::{Source, node_client};
 use crate::backend::Wake;
 use crate::error::Result;
 use crate::lock::name::LockId;
@@ -63,7 +63,7 @@ impl StandaloneSession {
             con.set_write_timeout(Some(limit))?;
             let cmd = redis::cmd("SUBSCRIBE")
                 .arg(channel)
-                .arg(Keys::of(lock).wake_list(token))
+                .arg(Keys::of(lock).interrupt_channel(token))
                 .get_packed_command();
             con.send_packed_command(&cmd)?;
             // One confirmation per channel, or one error (an ACL refusal)
@@ -111,7 +111,7 @@ impl StandaloneSession {
             // subscribe to this one and look again before waiting, so no unlock
             // between the attempt and the subscription is missed.
             _ => {
-                let channel = Keys::of(lock).redisson.unwrap_or_default();
+                let channel = Keys::of(lock).unlock_channel();
                 self.subscribe(lock, &channel, token)?;
                 return Ok(Wake::TimedOut);
             }
@@ -121,7 +121,7 @@ impl StandaloneSession {
             .and_then(|()| con.recv_response());
         match read {
             Ok(Value::Array(items)) => {
-                let interrupt = Keys::of(lock).wake_list(token);
+                let interrupt = Keys::of(lock).interrupt_channel(token);
                 let on = items.get(1).and_then(as_string).unwrap_or_default();
                 Ok(if on == interrupt {
                     Wake::Interrupted

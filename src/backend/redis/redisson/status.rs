@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::StandaloneSession;
-use super::keys::Keys;
-use super::topology::Source;
+use super::super::StandaloneSession;
+use super::super::keys::Keys;
+use super::super::topology::Source;
 use crate::backend::{HolderStatus, LockStatus};
 use crate::error::{Cause, Error, Result};
 use crate::lock::kind::Kind;
