@@ -128,7 +128,8 @@ struct StandaloneSession {
     /// `--redisson` waiting: a connection subscribed to one lock's Redisson
     /// unlock channel and to this waiter's interrupt channel (with that lock's
     /// name), opened before an attempt so no unlock message between the
-    /// attempt and the wait is missed.
+    /// attempt and the wait is missed. Kept with the connections rather than
+    /// in the Redisson session: following a new Sentinel master drops both.
     sub: Option<(String, Connection)>,
     /// Cluster: the node this session talks to (`host:port`), learnt from
     /// MOVED; None: the first seed that answers.

@@ -77,11 +77,10 @@ impl Session for RedissonSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let lock = req.keys;
         let stored = Keys::of(lock);
-        let s = &mut self.inner;
-        if req.register.is_some() && s.sub.is_none() {
-            let channel = stored.unlock_channel();
-            s.subscribe(lock, &channel, req.token)?;
+        if req.register.is_some() && self.inner.sub.is_none() {
+            self.subscribe(lock, &stored.unlock_channel(), req.token)?;
         }
+        let s = &mut self.inner;
         let inherited: Vec<String> = req.inherited.iter().map(Token::redisson_field).collect();
         let inherited = inherited.join(",");
         let field = req.token.redisson_field();
@@ -119,7 +118,7 @@ impl Session for RedissonSession {
     }
 
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
-        self.inner.block_redisson(lock, token, timeout)
+        self.wait_on_channels(lock, token, timeout)
     }
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
@@ -246,7 +245,7 @@ impl Session for RedissonSession {
     }
 
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        self.inner.redisson_status(lock)
+        self.hash_status(lock)
     }
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
@@ -254,7 +253,7 @@ impl Session for RedissonSession {
     }
 
     fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
-        self.inner.list_redisson(pattern)
+        self.list_hashes(pattern)
     }
 
     fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
