@@ -25,7 +25,7 @@ use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::kind::Kind;
-use crate::lock::name::LockId;
+use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::{Fence, Token, random_bytes};
 
 /// The longest any one server may take to answer: far below any useful ttl,
@@ -50,7 +50,7 @@ impl Redlock {
             .into_iter()
             .map(|mut spec| {
                 spec.timeout = spec.timeout.min(PER_SERVER);
-                Standalone::new(spec).map(Arc::new)
+                Standalone::new(spec, Dialect::Rlock).map(Arc::new)
             })
             .collect::<Result<_>>()?;
         Ok(Redlock { servers, display })

@@ -64,7 +64,7 @@ impl<'a> Acquisition<'a> {
                 })
             })
             .transpose()?;
-        let backend = config.backend()?;
+        let backend = config.backend(spec.dialect())?;
         let lock = [spec.lock_id(config, &args.name)];
         let shared = Shared::new(&args.name);
         run_state::start(Arc::clone(&shared))?;

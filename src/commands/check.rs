@@ -16,6 +16,7 @@ use crate::backend::{Standalone, check_dir};
 use crate::config::{Config, Target};
 use crate::error::Result;
 use crate::exit::Exit;
+use crate::lock::name::Dialect;
 use crate::report;
 
 /// `rlock check [--json]`.
@@ -27,7 +28,8 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
             (findings[0].server.clone(), findings, exit, summary)
         }
         Target::Single(spec) => {
-            let findings = Standalone::new(spec.as_ref().clone())?.check(&config.prefix);
+            let findings =
+                Standalone::new(spec.as_ref().clone(), Dialect::Rlock)?.check(&config.prefix);
             let (exit, summary) = verdict_of(&findings);
             (spec.display.clone(), findings, exit, summary)
         }
@@ -35,7 +37,7 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
             let mut findings = Vec::new();
             let mut fit = 0;
             for spec in specs {
-                let found = Standalone::new(spec.clone())?.check(&config.prefix);
+                let found = Standalone::new(spec.clone(), Dialect::Rlock)?.check(&config.prefix);
                 if found.iter().all(|f| f.verdict != Verdict::Fail) {
                     fit += 1;
                 }

@@ -17,8 +17,8 @@ pub fn history(
     json: bool,
     redisson: bool,
 ) -> Result<Exit> {
-    let backend = config.backend()?;
     let keys = config.lock_id(redisson, name);
+    let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect().map_err(|e| e.in_lock(name))?;
     let events = session.history(&keys, limit).map_err(|e| e.in_lock(name))?;
     let out = if json {

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::event::Event;
-use crate::lock::name::{LockId, LockName};
+use crate::lock::name::{Dialect, LockId, LockName};
 use crate::supervisor::Outcome;
 
 /// How a run ended, as a `result` label and a history event.
@@ -198,7 +198,7 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
     for pattern in patterns.iter().filter(|p| !is_glob(p)) {
         LockName::new(pattern)?;
     }
-    let backend = config.backend()?;
+    let backend = config.backend(Dialect::Rlock)?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&patterns.join(", ")))?;

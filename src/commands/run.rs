@@ -71,7 +71,7 @@ fn record_end(config: &Config, spec: &RunSpec, outcome: &Outcome, result: &Resul
     } else {
         event.waited_ms = outcome.waiting_since.get().map(|since| ms(since.elapsed()));
     }
-    let Ok(backend) = config.backend() else {
+    let Ok(backend) = config.backend(spec.lock.dialect()) else {
         return;
     };
     let fences = outcome.fences.borrow().clone();

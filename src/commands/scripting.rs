@@ -103,8 +103,8 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         config.token_from_env.as_deref(),
         &args.name,
     )?;
-    let backend = config.backend()?;
     let keys = config.lock_id(args.redisson, &args.name);
+    let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
         report::verbose(|| {
@@ -141,8 +141,8 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
             &args.name,
         )?)
     };
-    let backend = config.backend()?;
     let keys = config.lock_id(args.redisson, &args.name);
+    let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     // The caller (the script that releases) as the event's process.
     let caller = crate::supervisor::holder::described(&caller_argv(), &config.note);

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::kind::Kind;
-use crate::lock::name::LockName;
+use crate::lock::name::{Dialect, LockName};
 use crate::report::{self, json_string};
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
@@ -26,7 +26,7 @@ pub fn status(
 ) -> Result<Exit> {
     let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
     refuse_redisson(config, redisson)?;
-    let backend = config.backend_for_reading()?;
+    let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
     let mut session = backend
         .connect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
@@ -57,7 +57,7 @@ pub fn status(
 /// `rlock list [PATTERN] [--json]`.
 pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
     refuse_redisson(config, redisson)?;
-    let backend = config.backend_for_reading()?;
+    let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
     let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
     let names = match redisson {
         true => session.list_redisson(pattern)?,

@@ -283,8 +283,8 @@ fn renew_while(
     ready: &mut Ready,
     mut released: crate::lock::event::Event,
 ) -> Result<Exit> {
-    let backend = config.backend()?;
     let keys = config.lock_id(args.redisson, &args.name);
+    let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
     if !session.renew(&keys, token, args.ttl, config.connect_timeout)? {

@@ -17,7 +17,7 @@ use crate::backend::url::{self, ServerSpec};
 use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::Global;
 use crate::error::{Error, Result};
-use crate::lock::name::LockId;
+use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::Token;
 
 /// Where locks live.
@@ -177,22 +177,24 @@ impl Config {
         }
     }
 
-    /// The backend for the target (a `file:` DIR is made absolute and
-    /// created here).
-    pub fn backend(&self) -> Result<Arc<dyn Backend>> {
-        self.backend_to(true)
+    /// The backend for the target, for locks stored in `dialect` (a `file:`
+    /// DIR is made absolute and created here).
+    pub fn backend(&self, dialect: Dialect) -> Result<Arc<dyn Backend>> {
+        self.backend_to(true, dialect)
     }
 
     /// The backend for reading only (`status`, `list`): a missing `file:`
     /// DIR is not created but reported (nothing could be seen in it).
-    pub fn backend_for_reading(&self) -> Result<Arc<dyn Backend>> {
-        self.backend_to(false)
+    pub fn backend_for_reading(&self, dialect: Dialect) -> Result<Arc<dyn Backend>> {
+        self.backend_to(false, dialect)
     }
 
-    fn backend_to(&self, create: bool) -> Result<Arc<dyn Backend>> {
+    /// The dialect matters on one Redis server only: `--redisson` with
+    /// `file:` or a quorum is refused before a backend is built.
+    fn backend_to(&self, create: bool, dialect: Dialect) -> Result<Arc<dyn Backend>> {
         Ok(match &self.target {
             Target::Local(dir) => Arc::new(Local::new(dir, self.inherited.clone(), create)?),
-            Target::Single(spec) => Arc::new(Standalone::new(spec.as_ref().clone())?),
+            Target::Single(spec) => Arc::new(Standalone::new(spec.as_ref().clone(), dialect)?),
             Target::Quorum(specs) => Arc::new(Redlock::new(specs.clone())?),
         })
     }

@@ -12,7 +12,7 @@ use super::Config;
 use crate::cli::{LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
-use crate::lock::name::{LockId, LockName};
+use crate::lock::name::{Dialect, LockId, LockName};
 
 /// How a lock is taken (`--wait`, `--no-wait`, `-E`, the kind options,
 /// `--fair`, `--min-replicas`, `--ttl`, `--history`, `--redisson`).
@@ -75,6 +75,11 @@ impl LockSpec {
     /// Lock `name` in this spec's layout, under `config`'s prefix.
     pub fn lock_id(&self, config: &Config, name: &str) -> LockId {
         config.lock_id(self.redisson, name)
+    }
+
+    /// The layout this spec's locks are stored in.
+    pub fn dialect(&self) -> Dialect {
+        Dialect::redisson_if(self.redisson)
     }
 }
 

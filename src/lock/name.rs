@@ -140,6 +140,32 @@ impl LockId {
             redisson: true,
         }
     }
+
+    /// The layout the lock is stored in.
+    pub fn dialect(&self) -> Dialect {
+        Dialect::redisson_if(self.redisson)
+    }
+}
+
+/// The layout a command's locks are stored in, one for all of them: a
+/// backend is opened for one dialect and its sessions speak only that one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// rlock's own layout under `--prefix`: queues, kinds, holder details.
+    Rlock,
+    /// Redisson's `getLock(NAME)` layout (`--redisson`).
+    Redisson,
+}
+
+impl Dialect {
+    /// [`Dialect::Redisson`] when `--redisson` was given, else rlock's own.
+    pub fn redisson_if(redisson: bool) -> Self {
+        if redisson {
+            Dialect::Redisson
+        } else {
+            Dialect::Rlock
+        }
+    }
 }
 
 #[cfg(test)]

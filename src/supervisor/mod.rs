@@ -149,7 +149,7 @@ impl<'a> Prepared<'a> {
             .collect::<Vec<_>>()
             .join(", ");
         let program = child::resolve(&spec.command[0], &display)?;
-        let backend = config.backend()?;
+        let backend = config.backend(spec.lock.dialect())?;
         let mut order: Vec<&LockName> = names.clone();
         order.sort();
         let locks: Vec<LockId> = order.iter().map(|n| spec.lock.lock_id(config, n)).collect();

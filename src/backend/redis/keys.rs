@@ -76,19 +76,26 @@ impl Keys {
         keys.lock = name.to_owned();
         keys.fence = format!("{{{name}}}:rlock-fence");
         keys.history = format!("{{{name}}}:rlock-history");
-        keys.redisson = Some(format!("redisson_lock__channel:{{{name}}}"));
+        keys.redisson = Some(keys.unlock_channel());
         keys
     }
 
-    /// A waiter's own list: releases push a wake-up to it, signals an interrupt.
-    /// (`--redisson`: the pub/sub channel a signal interrupts the wait through.)
-    /// Named by the token's digest, as everything Redis keeps is.
+    /// A waiter's own list (rlock's own layout): releases push a wake-up to
+    /// it, signals an interrupt. Named by the token's digest, as everything
+    /// Redis keeps is.
     pub fn wake_list(&self, token: &Token) -> String {
-        let digest = token.digest();
-        match &self.redisson {
-            Some(_) => format!("{{{}}}:rlock-int:{}", self.name, digest.as_str()),
-            None => format!("{}:w:{}", self.base, digest.as_str()),
-        }
+        self.wake_list_of(token.digest().as_str())
+    }
+
+    /// `--redisson`: the pub/sub channel a signal interrupts the wait of the
+    /// waiter `token` through (named by its digest).
+    pub fn interrupt_channel(&self, token: &Token) -> String {
+        format!("{{{}}}:rlock-int:{}", self.name, token.digest().as_str())
+    }
+
+    /// `--redisson`: Redisson's unlock channel, which releases publish on.
+    pub fn unlock_channel(&self) -> String {
+        format!("redisson_lock__channel:{{{}}}", self.name)
     }
 
     /// The wake-up list of the waiter whose token has digest `digest`

@@ -52,13 +52,12 @@ impl StandaloneSession {
     /// pipeline, where a script is not loaded. A pipeline that fails (a key
     /// of another type, the script flushed meanwhile) is read again one lock
     /// at a time, so the error names its lock. A Cluster spreads the locks
-    /// over its nodes, and `--redisson` locks have a reader of their own:
-    /// both one at a time.
+    /// over its nodes: one at a time there.
     pub(super) fn status_batches(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
         let Some((first, rest)) = locks.split_first() else {
             return Ok(Vec::new());
         };
-        if self.is_cluster() || locks.iter().any(|keys| keys.redisson) {
+        if self.is_cluster() {
             return locks.iter().map(|keys| self.status(keys)).collect();
         }
         let mut states = Vec::with_capacity(locks.len());

@@ -2,15 +2,16 @@
 //! master a set of Sentinels names, or on the Cluster node that serves the
 //! lock's slot.
 //!
-//! This file holds the backend and its session's lock operations, each a
-//! script or a command sent through one bounded call. Beside it:
-//! `topology` (where a connection goes: Sentinel, Cluster), `call` (one call
-//! with its retries, redirects and failover window), `reply` (decoding the
-//! scripts' replies), `redisson_wait` (waiting on Redisson's unlock channel),
-//! `redisson_status` (status and list of locks in Redisson's layout),
-//! `list` (SCAN for lock names), `diagnose` (an error as one line a user
-//! can act on) and `checks` (`rlock check`: is this server fit for locks?,
-//! with its probes in `check_probes` and `check_rights`).
+//! This file holds the backend and its session's lock operations in rlock's
+//! own layout, each a script or a command sent through one bounded call. A
+//! backend is opened for one dialect: its sessions are these, or, for locks
+//! in Redisson's layout (`--redisson`), `redisson/`'s, which talk through
+//! one of these. Beside it: `topology` (where a connection goes: Sentinel,
+//! Cluster), `call` (one call with its retries, redirects and failover
+//! window), `reply` (decoding the scripts' replies), `list` (SCAN for lock
+//! names), `diagnose` (an error as one line a user can act on) and `checks`
+//! (`rlock check`: is this server fit for locks?, with its probes in
+//! `check_probes` and `check_rights`).
 
 mod call;
 mod check_probes;
@@ -20,24 +21,24 @@ mod diagnose;
 mod keys;
 mod list;
 mod loss;
-mod redisson_status;
-mod redisson_wait;
+mod redisson;
 mod reply;
 mod topology;
 
 use keys::Keys;
+use redisson::RedissonSession;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Connection, RedisError, RedisResult, Value};
+use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Attempt, Backend, LockStatus, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
-use crate::lock::name::LockId;
+use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::{Fence, Token};
 use call::{FAILOVER_PAUSE, interrupted};
 use diagnose::failing_over;
@@ -49,11 +50,13 @@ use topology::{Source, client_for};
 pub struct Standalone {
     source: Arc<Source>,
     spec: ServerSpec,
+    /// The layout of every lock its sessions are asked about.
+    dialect: Dialect,
 }
 
 impl Standalone {
-    /// A backend for `spec`; does not connect yet.
-    pub fn new(spec: ServerSpec) -> Result<Self> {
+    /// A backend for `spec`, its locks stored in `dialect`; does not connect yet.
+    pub fn new(spec: ServerSpec, dialect: Dialect) -> Result<Self> {
         let source = if spec.sentinel.is_some() {
             Source::Sentinel(spec.clone())
         } else if spec.cluster.is_some() {
@@ -66,6 +69,7 @@ impl Standalone {
         Ok(Standalone {
             source: Arc::new(source),
             spec,
+            dialect,
         })
     }
 }
@@ -84,7 +88,11 @@ impl Standalone {
     /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
     /// by what is left of a renewal's deadline).
     pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
-        Ok(Box::new(self.open(limit)?))
+        let session = self.open(limit)?;
+        Ok(match self.dialect {
+            Dialect::Rlock => Box::new(session),
+            Dialect::Redisson => Box::new(RedissonSession { inner: session }),
+        })
     }
 
     /// A session with its connection open (within `limit`).
@@ -110,7 +118,8 @@ impl Standalone {
 }
 
 /// One connection to the lock's server (and, for `--redisson` waiting, a
-/// second one subscribed to its channels).
+/// second one subscribed to its channels), and the lock operations in
+/// rlock's own layout.
 struct StandaloneSession {
     source: Arc<Source>,
     spec: ServerSpec,
@@ -119,7 +128,8 @@ struct StandaloneSession {
     /// `--redisson` waiting: a connection subscribed to one lock's Redisson
     /// unlock channel and to this waiter's interrupt channel (with that lock's
     /// name), opened before an attempt so no unlock message between the
-    /// attempt and the wait is missed.
+    /// attempt and the wait is missed. Kept with the connections rather than
+    /// in the Redisson session: following a new Sentinel master drops both.
     sub: Option<(String, Connection)>,
     /// Cluster: the node this session talks to (`host:port`), learnt from
     /// MOVED; None: the first seed that answers.
@@ -167,100 +177,10 @@ fn with_keys<'a>(
     invocation
 }
 
-/// `--redisson`: redisson_record.lua for `event`, added to the history when
-/// the owner `field` holds the lock once (`when` "held") or no more ("gone").
-fn redisson_record<'a>(
-    stored: &Keys,
-    field: &str,
-    cap: u32,
-    when: &str,
-    event: &Event,
-) -> script::Invocation<'a> {
-    let mut invocation = script::REDISSON_RECORD.key(&stored.history);
-    invocation
-        .key(&stored.lock)
-        .key(&stored.fence)
-        .arg(cap)
-        .arg(millis(crate::lock::event::IDLE))
-        .arg(field)
-        .arg(when);
-    for (name, value) in event.fields() {
-        invocation.arg(name).arg(value);
-    }
-    invocation
-}
-
-impl StandaloneSession {
-    /// Whether redisson_record.lua wrote its event; a failure is a `-v` note.
-    fn recorded(&self, lock: &LockId, result: RedisResult<Value>) -> bool {
-        match result {
-            Ok(Value::Int(1)) => true,
-            Ok(Value::Int(-1)) => {
-                crate::report::verbose(|| {
-                    format!(
-                        "{}: history not written: key {} is not a stream (another program's?)",
-                        lock.name,
-                        Keys::of(lock).history
-                    )
-                });
-                false
-            }
-            Ok(_) => false,
-            Err(err) => {
-                crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
-                false
-            }
-        }
-    }
-}
-
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
         let stored = Keys::of(keys);
-        if let Some(channel) = &stored.redisson {
-            if req.register.is_some() && self.sub.is_none() {
-                self.subscribe(keys, channel, req.token)?;
-            }
-            let inherited: Vec<String> = req.inherited.iter().map(Token::redisson_field).collect();
-            let inherited = inherited.join(",");
-            let field = req.token.redisson_field();
-            // The `acquired` event goes in the same round trip (not for a
-            // hold the round may give back: that is recorded once kept).
-            let record = req
-                .record
-                .filter(|(cap, _)| *cap > 0 && !req.tentative)
-                .map(|(cap, event)| redisson_record(&stored, &field, cap, "held", event));
-            let (reply, recorded): (Value, Option<RedisResult<Value>>) =
-                self.call(keys, self.timeout(), true, |con| {
-                    let mut acquire = script::REDISSON_ACQUIRE.key(&stored.lock);
-                    acquire
-                        .key(&stored.fence)
-                        .arg(millis(req.ttl))
-                        .arg(&field)
-                        .arg(&inherited);
-                    match &record {
-                        Some(record) => script::invoke_then(&acquire, record, con)
-                            .map(|(reply, recorded)| (reply, Some(recorded))),
-                        None => acquire.invoke(con).map(|reply| (reply, None)),
-                    }
-                })?;
-            let written = recorded.is_some_and(|r| self.recorded(keys, r));
-            let mut attempt: Attempt = decode(reply, &keys.name, "acquire")?;
-            if let Attempt::Acquired(hold) = &mut attempt {
-                hold.recorded = written;
-                // A holder listens for no unlock: its subscription (opened
-                // before the attempt, in case it had to wait) goes.
-                if self
-                    .sub
-                    .as_ref()
-                    .is_some_and(|(lock, _)| *lock == keys.name)
-                {
-                    self.sub = None;
-                }
-            }
-            return Ok(attempt);
-        }
         // Redis knows holders by their tokens' digests only.
         let digest = req.token.digest();
         let inherited: Vec<Token> = req.inherited.iter().map(Token::digest).collect();
@@ -325,9 +245,6 @@ impl Session for StandaloneSession {
     }
 
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
-        if lock.redisson {
-            return self.block_redisson(lock, token, timeout);
-        }
         let limit = self.timeout();
         let list = Keys::of(lock).wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
@@ -380,15 +297,6 @@ impl Session for StandaloneSession {
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let list = Keys::of(lock).wake_list(token);
-        if lock.redisson {
-            return self.call(lock, self.timeout(), true, |con| {
-                redis::cmd("PUBLISH")
-                    .arg(&list)
-                    .arg("i")
-                    .query::<i64>(con)
-                    .map(drop)
-            });
-        }
         self.call(lock, self.timeout(), true, |con| {
             redis::pipe()
                 .atomic()
@@ -405,11 +313,6 @@ impl Session for StandaloneSession {
     }
 
     fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
-        if lock.redisson {
-            // Redisson keeps no waiter state in Redis: unsubscribing is all.
-            self.sub = None;
-            return Ok(());
-        }
         let stored = Keys::of(lock);
         let others = self.others(&stored);
         let reply: Value = self.call(lock, self.timeout(), true, |con| {
@@ -434,18 +337,6 @@ impl Session for StandaloneSession {
         self.follow_master(limit);
         let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
-        if lock.redisson {
-            let field = token.redisson_field();
-            let hash = Keys::of(lock).lock;
-            let held: i64 = self.call_within(lock, limit, limit, true, |con| {
-                script::REDISSON_RENEW
-                    .key(&hash)
-                    .arg(millis(ttl))
-                    .arg(&field)
-                    .invoke(con)
-            })?;
-            return Ok(held == 1);
-        }
         let stored = Keys::of(lock);
         let others = self.others(&stored);
         let reply: Value = self.call_within(lock, limit, limit, true, |con| {
@@ -481,9 +372,6 @@ impl Session for StandaloneSession {
         token: &Token,
         entry: &str,
     ) -> Result<Option<u64>> {
-        if lock.redisson {
-            return self.release(lock, token);
-        }
         let stored = Keys::of(lock);
         let others = self.others(&stored);
         let reply: Value = self.call(lock, self.timeout(), false, |con| {
@@ -511,27 +399,6 @@ impl Session for StandaloneSession {
         // Not idempotent (it decrements a hold count): never repeated blindly.
         let stored = Keys::of(lock);
         let record = record.filter(|(cap, _)| *cap > 0);
-        if let Some(channel) = &stored.redisson {
-            let field = token.redisson_field();
-            let sharded = if self.is_cluster() { "1" } else { "0" };
-            // The `released` event goes in the same round trip.
-            let record =
-                record.map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
-            let (left, recorded): (i64, Option<RedisResult<Value>>) =
-                self.call(lock, self.timeout(), false, |con| {
-                    let mut release = script::REDISSON_RELEASE.key(&stored.lock);
-                    release.key(channel).arg(&field).arg(sharded);
-                    match &record {
-                        Some(record) => script::invoke_then(&release, record, con)
-                            .map(|(left, recorded)| (left, Some(recorded))),
-                        None => release.invoke(con).map(|left| (left, None)),
-                    }
-                })?;
-            if let Some(recorded) = recorded {
-                self.recorded(lock, recorded);
-            }
-            return Ok(u64::try_from(left).ok());
-        }
         let others = self.others(&stored);
         let reply: Value = self.call(lock, self.timeout(), false, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
@@ -575,10 +442,6 @@ impl Session for StandaloneSession {
     }
 
     fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
-        if lock.redisson {
-            // Redisson's waiters are subscribers: Redis keeps no queue.
-            return Ok(None);
-        }
         let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
         let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
@@ -668,51 +531,22 @@ impl Session for StandaloneSession {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let stored = Keys::of(lock);
-        let cluster = self.is_cluster();
-        let removed: i64 = match &stored.redisson {
-            Some(channel) => self.call(lock, self.timeout(), false, |con| {
-                let (count, _, _): (i64, i64, i64) = redis::pipe()
-                    .atomic()
-                    .cmd("HLEN")
-                    .arg(&stored.lock)
-                    .cmd("DEL")
-                    .arg(&stored.lock)
-                    .cmd("PUBLISH")
-                    .arg(channel)
-                    .arg(0)
-                    .query(con)?;
-                // Redisson's waiters on a Redis 7 Cluster listen with
-                // SSUBSCRIBE; before 7 there is no SPUBLISH (and no need).
-                if cluster {
-                    let _ = redis::cmd("SPUBLISH")
-                        .arg(channel)
-                        .arg(0)
-                        .query::<redis::Value>(con);
-                }
-                Ok(count)
-            })?,
-            None => {
-                let reply: Value = self.call(lock, self.timeout(), false, |con| {
-                    with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
-                })?;
-                let (reply, _) = self.outcome(
-                    lock,
-                    &stored,
-                    &nobody,
-                    reply,
-                    "release --force",
-                    self.timeout(),
-                )?;
-                decode(reply, &lock.name, "release --force")?
-            }
-        };
+        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+            with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
+        })?;
+        let (reply, _) = self.outcome(
+            lock,
+            &stored,
+            &nobody,
+            reply,
+            "release --force",
+            self.timeout(),
+        )?;
+        let removed: i64 = decode(reply, &lock.name, "release --force")?;
         Ok(u64::try_from(removed).unwrap_or(0))
     }
 
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        if lock.redisson {
-            return self.redisson_status(lock);
-        }
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let reply: Value = self.call(lock, self.timeout(), true, |con| {
             with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
@@ -726,10 +560,6 @@ impl Session for StandaloneSession {
 
     fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
         self.list_locks(prefix, pattern)
-    }
-
-    fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
-        StandaloneSession::list_redisson(self, pattern)
     }
 
     fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {

@@ -3,40 +3,41 @@
 //! channel (and to its own interrupt channel) before an attempt, and waits
 //! for a message there.
 
-use super::keys::Keys;
 use std::time::Duration;
 
 use redis::{Connection, Value};
 
-use super::StandaloneSession;
-use super::call::interrupted;
-use super::reply::as_string;
-use super::topology::{Source, node_client};
+use super::super::call::interrupted;
+use super::super::keys::Keys;
+use super::super::reply::as_string;
+use super::super::topology::{Source, node_client};
+use super::RedissonSession;
 use crate::backend::Wake;
 use crate::error::Result;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 
-impl StandaloneSession {
+impl RedissonSession {
     /// Subscribes to `lock`'s Redisson unlock channel and the interrupt channel,
     /// unless already subscribed to them.
     pub(super) fn subscribe(&mut self, lock: &LockId, channel: &str, token: &Token) -> Result<()> {
         if self
+            .inner
             .sub
             .as_ref()
             .is_some_and(|(name, _)| *name == lock.name)
         {
             return Ok(());
         }
-        self.sub = None;
-        let limit = self.timeout();
+        self.inner.sub = None;
+        let limit = self.inner.timeout();
         let opened = self.open_subscription(lock, channel, token, limit);
         match opened {
             Ok(con) => {
-                self.sub = Some((lock.name.clone(), con));
+                self.inner.sub = Some((lock.name.clone(), con));
                 Ok(())
             }
-            Err(err) => Err(self.unavailable_for(lock, &err, limit)),
+            Err(err) => Err(self.inner.unavailable_for(lock, &err, limit)),
         }
     }
 
@@ -51,10 +52,10 @@ impl StandaloneSession {
         token: &Token,
         limit: Duration,
     ) -> redis::RedisResult<Connection> {
-        let mut node = self.node.clone();
+        let mut node = self.inner.node.clone();
         let mut moved = None;
         for _ in 0..3 {
-            let client = match (&*self.source, &node) {
+            let client = match (&*self.inner.source, &node) {
                 (Source::Cluster(spec), Some(addr)) => node_client(spec, addr)?,
                 (source, _) => source.client(limit)?,
             };
@@ -63,14 +64,14 @@ impl StandaloneSession {
             con.set_write_timeout(Some(limit))?;
             let cmd = redis::cmd("SUBSCRIBE")
                 .arg(channel)
-                .arg(Keys::of(lock).wake_list(token))
+                .arg(Keys::of(lock).interrupt_channel(token))
                 .get_packed_command();
             con.send_packed_command(&cmd)?;
             // One confirmation per channel, or one error (an ACL refusal)
             // for the whole command.
             con.recv_response()?.extract_error()?;
             con.recv_response()?.extract_error()?;
-            if !matches!(*self.source, Source::Cluster(_)) {
+            if !matches!(*self.inner.source, Source::Cluster(_)) {
                 return Ok(con);
             }
             con.send_packed_command(&redis::cmd("SSUBSCRIBE").arg(channel).get_packed_command())?;
@@ -99,19 +100,19 @@ impl StandaloneSession {
     }
 
     /// `--redisson`: waits for a message on the subscribed channels.
-    pub(super) fn block_redisson(
+    pub(super) fn wait_on_channels(
         &mut self,
         lock: &LockId,
         token: &Token,
         timeout: Duration,
     ) -> Result<Wake> {
-        let con = match self.sub.as_mut() {
+        let con = match self.inner.sub.as_mut() {
             Some((name, con)) if *name == lock.name => con,
             // Subscribed to another lock of a several-NAME run (or not at all):
             // subscribe to this one and look again before waiting, so no unlock
             // between the attempt and the subscription is missed.
             _ => {
-                let channel = Keys::of(lock).redisson.unwrap_or_default();
+                let channel = Keys::of(lock).unlock_channel();
                 self.subscribe(lock, &channel, token)?;
                 return Ok(Wake::TimedOut);
             }
@@ -121,7 +122,7 @@ impl StandaloneSession {
             .and_then(|()| con.recv_response());
         match read {
             Ok(Value::Array(items)) => {
-                let interrupt = Keys::of(lock).wake_list(token);
+                let interrupt = Keys::of(lock).interrupt_channel(token);
                 let on = items.get(1).and_then(as_string).unwrap_or_default();
                 Ok(if on == interrupt {
                     Wake::Interrupted
@@ -133,11 +134,14 @@ impl StandaloneSession {
             Err(err) => {
                 // After a timed-out read redis-rs would skip the next message as a
                 // late reply: subscribe afresh before the next attempt instead.
-                self.sub = None;
+                self.inner.sub = None;
                 if err.is_timeout() || interrupted(&err) {
                     Ok(Wake::TimedOut)
                 } else {
-                    Err(self.unavailable(&err, self.timeout()).in_lock(&lock.name))
+                    Err(self
+                        .inner
+                        .unavailable(&err, self.inner.timeout())
+                        .in_lock(&lock.name))
                 }
             }
         }

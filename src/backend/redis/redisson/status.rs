@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::StandaloneSession;
-use super::keys::Keys;
-use super::topology::Source;
+use super::super::keys::Keys;
+use super::super::topology::Source;
+use super::RedissonSession;
 use crate::backend::{HolderStatus, LockStatus};
 use crate::error::{Cause, Error, Result};
 use crate::lock::kind::Kind;
@@ -24,11 +24,11 @@ fn owner_field(field: &str) -> Option<&str> {
     (uuid && digits).then_some(thread)
 }
 
-impl StandaloneSession {
+impl RedissonSession {
     /// `lock` (a `--redisson` lock) as Redisson's hash shows it.
-    pub(super) fn redisson_status(&mut self, lock: &LockId) -> Result<LockStatus> {
+    pub(super) fn hash_status(&mut self, lock: &LockId) -> Result<LockStatus> {
         let stored = Keys::of(lock);
-        let kind: String = self.call(lock, self.timeout(), true, |con| {
+        let kind: String = self.inner.call(lock, self.inner.timeout(), true, |con| {
             redis::cmd("TYPE").arg(&stored.lock).query(con)
         })?;
         let free = |fence| LockStatus {
@@ -43,7 +43,7 @@ impl StandaloneSession {
         };
         let (fields, pttl, fence): (BTreeMap<String, String>, i64, Option<String>) =
             match kind.as_str() {
-                "none" | "hash" => self.call(lock, self.timeout(), true, |con| {
+                "none" | "hash" => self.inner.call(lock, self.inner.timeout(), true, |con| {
                     redis::pipe()
                         .atomic()
                         .cmd("HGETALL")
@@ -94,21 +94,22 @@ impl StandaloneSession {
 
     /// Keys matching `pattern` that hold a Redisson lock (SCAN ... TYPE
     /// hash, then each hash's fields looked at), sorted.
-    pub(super) fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
+    pub(super) fn list_hashes(&mut self, pattern: &str) -> Result<Vec<String>> {
         let probe = LockId::redisson(pattern);
-        if matches!(*self.source, Source::Cluster(_)) {
+        if matches!(*self.inner.source, Source::Cluster(_)) {
             return Err(Error::usage(
                 "list --redisson is not supported on a Cluster; use status --redisson NAME",
             ));
         }
         let mut names = Vec::new();
-        for key in self.scan(&probe, pattern, Some("hash"))? {
+        for key in self.inner.scan(&probe, pattern, Some("hash"))? {
             if key.contains(['{', '}']) || crate::lock::name::LockName::new(&key).is_err() {
                 continue;
             }
-            let fields: Vec<String> = self.call(&probe, self.timeout(), true, |con| {
-                redis::cmd("HKEYS").arg(&key).query(con)
-            })?;
+            let fields: Vec<String> =
+                self.inner.call(&probe, self.inner.timeout(), true, |con| {
+                    redis::cmd("HKEYS").arg(&key).query(con)
+                })?;
             if !fields.is_empty() && fields.iter().all(|f| owner_field(f).is_some()) {
                 names.push(key);
             }
