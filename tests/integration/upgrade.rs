@@ -10,12 +10,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::expect_within;
-use crate::support::holder::{holder, release, span, timed_job};
+use crate::support::holder::{holder, holder_by, release, span, timed_job};
 use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
-use crate::support::rlock::{
-    self, assert_fails, code, output, rlock, sh, show, spawn, spawn_quiet, stdout,
-};
+use crate::support::rlock::{self, assert_fails, code, output, rlock, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
 
 /// The first build of the previous release compiles a whole crate: minutes on
@@ -72,10 +70,8 @@ fn previous(url: &str) -> Command {
     cmd
 }
 
-/// Like [`holder`], for the previous release: `run OPTS NAME` whose COMMAND
-/// holds until [`release`]`(dir, tag)`, then logs "TAG start-ms end-ms". The
-/// COMMAND also ends when `dir` is removed, so one whose rlock a test killed
-/// does not outlive the test.
+/// [`holder_by`] the earlier build: `run OPTS NAME` holding until
+/// [`release`]`(dir, tag)`.
 fn previous_holder(
     redis: &RedisServer,
     dir: &Scratch,
@@ -83,27 +79,7 @@ fn previous_holder(
     name: &str,
     tag: &str,
 ) -> Proc {
-    let ready = dir.file(&format!("{tag}.held"));
-    let script = format!(
-        "s=$(date +%s%3N); touch {ready}; \
-         while [ ! -e {release} ] && [ -d {dir} ]; do sleep 0.01; done; \
-         echo \"{tag} $s $(date +%s%3N)\" >> {log}",
-        release = dir.file(&format!("{tag}.release")),
-        dir = dir.path().display(),
-        log = dir.file("log"),
-    );
-    let run = spawn_quiet(
-        previous(&redis.url())
-            .arg("run")
-            .args(opts)
-            .arg(name)
-            .arg("--")
-            .args(sh(&script)),
-    );
-    expect_within(rlock::LIMIT, &format!("{tag} to hold {name}"), || {
-        Path::new(&ready).exists()
-    });
-    run
+    holder_by(previous(&redis.url()), dir, opts, name, tag)
 }
 
 /// Waits until `count` runs wait in NAME's queue (a key both layouts keep).
@@ -300,26 +276,39 @@ fn assert_waiter_apart(dir: &Scratch, waiter: &std::process::Output, only_after:
     );
 }
 
-/// An earlier holder, an earlier waiter, then a new waiter: the earlier
-/// release may hand the lock to its own kind's waiter first; whoever runs,
-/// no two COMMANDs overlap.
-#[test]
-fn a_previous_waiter_ahead_of_a_new_one_never_overlaps_it() {
+/// An earlier holder, then an earlier waiter and a new one in the order
+/// `earlier_first` says, then the earlier holder's release: the new run
+/// starts after the earlier holder ended, and the earlier waiter exits 69
+/// without its COMMAND or runs it apart from the new one's (only after it,
+/// when `only_after`).
+fn queue_both(name: &str, earlier_first: bool, only_after: bool) {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-queue", "old");
-    let waiter = spawn(
-        previous(&redis.url())
-            .args(["run", "--wait", "60s", "up-queue", "--"])
-            .args(sh(&timed_job(&dir, "waiter", "0.5"))),
-    );
-    expect_waiting(&redis, "up-queue", 1);
-    let new = spawn(
-        rlock(&redis.url())
-            .args(["run", "--wait", "30s", "up-queue", "--"])
-            .args(sh(&timed_job(&dir, "new", "1"))),
-    );
-    expect_waiting(&redis, "up-queue", 2);
+    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], name, "old");
+    let spawn_earlier = || {
+        spawn(
+            previous(&redis.url())
+                .args(["run", "--wait", "60s", name, "--"])
+                .args(sh(&timed_job(&dir, "waiter", "0.5"))),
+        )
+    };
+    let spawn_new = || {
+        spawn(
+            rlock(&redis.url())
+                .args(["run", "--wait", "30s", name, "--"])
+                .args(sh(&timed_job(&dir, "new", "1"))),
+        )
+    };
+    let (waiter, new) = if earlier_first {
+        let waiter = spawn_earlier();
+        expect_waiting(&redis, name, 1);
+        (waiter, spawn_new())
+    } else {
+        let new = spawn_new();
+        expect_waiting(&redis, name, 1);
+        (spawn_earlier(), new)
+    };
+    expect_waiting(&redis, name, 2);
     release(&dir, "old");
     assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
 
@@ -335,40 +324,19 @@ fn a_previous_waiter_ahead_of_a_new_one_never_overlaps_it() {
     if let Some((start, _)) = span(&dir, "waiter") {
         assert!(start >= old_end, "the earlier waiter overlapped its holder");
     }
-    assert_waiter_apart(&dir, &waiter, false);
+    assert_waiter_apart(&dir, &waiter, only_after);
 }
 
-/// An earlier holder, a new waiter, then an earlier waiter: the new run takes
-/// the lock when the earlier holder is done; the earlier waiter then exits 69
-/// without its COMMAND or runs it only after the new holder's ended.
+/// The earlier waiter first in line: the earlier release may hand the lock
+/// to its own kind's waiter first; whoever runs, no two COMMANDs overlap.
+#[test]
+fn a_previous_waiter_ahead_of_a_new_one_never_overlaps_it() {
+    queue_both("up-queue", true, false);
+}
+
+/// The new waiter first in line: it takes the lock when the earlier holder is
+/// done; the earlier waiter then exits 69 or runs only after it.
 #[test]
 fn a_previous_waiter_behind_a_new_holder_exits_69_or_runs_after_it() {
-    let redis = RedisServer::start();
-    let dir = Scratch::new();
-    let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-behind", "old");
-    let new = spawn(
-        rlock(&redis.url())
-            .args(["run", "--wait", "30s", "up-behind", "--"])
-            .args(sh(&timed_job(&dir, "new", "1"))),
-    );
-    expect_waiting(&redis, "up-behind", 1);
-    let waiter = spawn(
-        previous(&redis.url())
-            .args(["run", "--wait", "60s", "up-behind", "--"])
-            .args(sh(&timed_job(&dir, "waiter", "0.5"))),
-    );
-    expect_waiting(&redis, "up-behind", 2);
-    release(&dir, "old");
-    assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));
-
-    let new = new.output_within(rlock::LIMIT);
-    assert_eq!(code(&new), 0, "the new run: {}", show(&new));
-    let waiter = waiter.output_within(Duration::from_secs(90));
-    let (_, old_end) = span(&dir, "old").expect("the earlier holder's span");
-    let (new_start, _) = span(&dir, "new").expect("the new run's span");
-    assert!(
-        new_start >= old_end,
-        "new started before the earlier holder ended"
-    );
-    assert_waiter_apart(&dir, &waiter, true);
+    queue_both("up-behind", false, true);
 }

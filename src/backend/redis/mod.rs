@@ -177,6 +177,36 @@ fn with_keys<'a>(
     invocation
 }
 
+impl StandaloneSession {
+    /// release.lua for `token`'s hold, with `tail` after the digest in ARGV
+    /// (a history cap and the event's fields, or a retraction: see the
+    /// script). Not idempotent (it decrements a hold count): never repeated
+    /// blindly.
+    fn release_script<S: AsRef<str>>(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        tail: &[S],
+    ) -> Result<Option<u64>> {
+        let stored = Keys::of(lock);
+        let others = self.others(&stored);
+        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+            let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
+            invocation.arg(token.digest().as_str());
+            for arg in tail {
+                invocation.arg(arg.as_ref());
+            }
+            invocation.invoke(con)
+        })?;
+        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
+        let left: i64 = decode(reply, &lock.name, "release")?;
+        if left == 0 {
+            self.next_up.remove(&stored.lock);
+        }
+        Ok(u64::try_from(left).ok())
+    }
+}
+
 impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
@@ -372,22 +402,7 @@ impl Session for StandaloneSession {
         token: &Token,
         entry: &str,
     ) -> Result<Option<u64>> {
-        let stored = Keys::of(lock);
-        let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
-            with_keys(&script::RELEASE, &stored, token, &others)
-                .arg(token.digest().as_str())
-                .arg(0)
-                .arg("retract")
-                .arg(entry)
-                .invoke(con)
-        })?;
-        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
-        let left: i64 = decode(reply, &lock.name, "release")?;
-        if left == 0 {
-            self.next_up.remove(&stored.lock);
-        }
-        Ok(u64::try_from(left).ok())
+        self.release_script(lock, token, &["0", "retract", entry])
     }
 
     fn release_recorded(
@@ -396,27 +411,15 @@ impl Session for StandaloneSession {
         token: &Token,
         record: Option<(u32, &Event)>,
     ) -> Result<Option<u64>> {
-        // Not idempotent (it decrements a hold count): never repeated blindly.
-        let stored = Keys::of(lock);
-        let record = record.filter(|(cap, _)| *cap > 0);
-        let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
-            let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
-            invocation.arg(token.digest().as_str());
-            if let Some((cap, event)) = record {
-                invocation.arg(cap);
-                for (field, value) in event.fields() {
-                    invocation.arg(field).arg(value);
-                }
+        let mut tail: Vec<String> = Vec::new();
+        if let Some((cap, event)) = record.filter(|(cap, _)| *cap > 0) {
+            tail.push(cap.to_string());
+            for (field, value) in event.fields() {
+                tail.push(field.to_owned());
+                tail.push(value);
             }
-            invocation.invoke(con)
-        })?;
-        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
-        let left: i64 = decode(reply, &lock.name, "release")?;
-        if left == 0 {
-            self.next_up.remove(&stored.lock);
         }
-        Ok(u64::try_from(left).ok())
+        self.release_script(lock, token, &tail)
     }
 
     fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {

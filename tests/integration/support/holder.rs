@@ -5,20 +5,30 @@ use super::process::Proc;
 use super::redis_server::RedisServer;
 use super::rlock::{self, rlock, sh, spawn_quiet};
 use super::scratch::Scratch;
+use std::process::Command;
 
 /// Starts `rlock run OPTS NAME` whose COMMAND holds until [`release`]`(dir,
 /// tag)`, then logs "<tag> <start-ms> <end-ms>" to `dir/log`. Returns once it
 /// holds.
 pub fn holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str, tag: &str) -> Proc {
+    holder_by(rlock(&redis.url()), dir, opts, name, tag)
+}
+
+/// [`holder`] run by `rlock`, a command that is an rlock binary with its
+/// server given (another build's, for instance).
+pub fn holder_by(mut rlock: Command, dir: &Scratch, opts: &[&str], name: &str, tag: &str) -> Proc {
     let ready = dir.file(&format!("{tag}.held"));
+    // (It also stops when the test's directory goes.)
     let script = format!(
-        "s=$(date +%s%3N); touch {ready}; while [ ! -e {release} ]; do sleep 0.01; done; \
+        "s=$(date +%s%3N); touch {ready}; \
+         while [ ! -e {release} ] && [ -d {dir} ]; do sleep 0.01; done; \
          echo \"{tag} $s $(date +%s%3N)\" >> {log}",
         release = dir.file(&format!("{tag}.release")),
+        dir = dir.path().display(),
         log = dir.file("log"),
     );
     let run = spawn_quiet(
-        rlock(&redis.url())
+        rlock
             .arg("run")
             .args(opts)
             .arg(name)
