@@ -117,6 +117,8 @@ fn table(s: &Setup) -> Vec<Case<'_>> {
         // Keys rlock did not write: reported, left alone.
         case("lock key of another type", &["--url", u, "run", "taken", "--", "true"], 69, "will not overwrite"),
         case("status of a foreign key", &["--url", u, "status", "taken"], 69, "will not overwrite"),
+        case("a key at the lock's bare name", &["--url", u, "run", "bare", "--", "true"], 69, "will not overwrite"),
+        case("status of a key at the lock's bare name", &["--url", u, "status", "bare"], 69, "will not overwrite"),
         case("release --force of a foreign key", &["--url", u, "release", "--force", "taken"], 69, "will not overwrite"),
         case("lock hash rlock did not write", &["--url", u, "run", "shape", "--", "true"], 69, "did not write"),
         case("lock hash rlock did not write, waiting", &["--url", u, "run", "--wait", "1s", "shape", "--", "true"], 69, "did not write"),
@@ -161,6 +163,7 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     // Keys of another type and a fence that is not a counter, in place before
     // the writes are counted.
     redis.cmd::<String>(&["SET", "rlock:{taken}:leases", "someone else's value"]);
+    redis.cmd::<String>(&["SET", "rlock:{bare}", "another program's value"]);
     redis.cmd::<String>(&["SET", "rlock:{fenced}:fence", "abc"]);
     // Hashes of another shape at a lock's keys (another program's): never
     // taken over, pruned or deleted.
@@ -249,6 +252,7 @@ fn every_bad_input_gets_its_status_and_one_line_and_writes_nothing() {
     assert_eq!(
         redis.keys(),
         [
+            "rlock:{bare}",
             "rlock:{beyond}:fence",
             "rlock:{fenced}:fence",
             "rlock:{full}:fence",

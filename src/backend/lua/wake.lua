@@ -1,5 +1,5 @@
 -- wake.lua: delivers the messages another script could not (its outbox: they
--- were for wake-up lists it was not given). KEYS: see prelude/1-layout.lua; KEYS[9..]
+-- were for wake-up lists it was not given). KEYS: see prelude/1-layout.lua; KEYS[10..]
 -- are the lists of the waiters named in ARGV.
 --
 -- ARGV: digest, message, digest, message, ... as an outbox holds them.

@@ -106,11 +106,12 @@ impl Keys {
 
     /// Every key a script gets, in the order of `src/backend/lua/prelude/1-layout.lua`:
     /// `token`'s wake-up list seventh, the history stream eighth (given to every
-    /// script, written only when the caller passes a history cap), then the
-    /// lists of the waiters whose digests are `others` (those the script may
-    /// write to).
+    /// script, written only when the caller passes a history cap), `base`
+    /// ninth (never written: a key there is an earlier rlock's or another
+    /// program's), then the lists of the waiters whose digests are `others`
+    /// (those the script may write to).
     pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
-        let mut keys = Vec::with_capacity(8 + others.len());
+        let mut keys = Vec::with_capacity(9 + others.len());
         keys.extend([
             self.lock.clone(),
             self.fence.clone(),
@@ -120,6 +121,7 @@ impl Keys {
             self.wkind.clone(),
             self.wake_list(token),
             self.history.clone(),
+            self.base.clone(),
         ]);
         keys.extend(others.iter().map(|d| self.wake_list_of(d)));
         keys
@@ -136,18 +138,19 @@ mod tests {
         assert_eq!(keys.lock, "rlock:{deploy}:leases");
         let token = Token::parse(&"0".repeat(32)).unwrap();
         for key in keys.script_keys(&token, &["ab".into()]) {
-            assert!(key.starts_with("rlock:{deploy}:"), "{key}");
+            assert!(key.starts_with("rlock:{deploy}"), "{key}");
         }
         assert_eq!(Keys::new("", "x").lock, "{x}:leases");
     }
 
     #[test]
-    fn history_stands_eighth_and_other_lists_after_it() {
+    fn history_stands_eighth_the_bare_key_ninth_and_other_lists_after_them() {
         let keys = Keys::new("rlock", "deploy");
         let token = Token::parse(&"0".repeat(32)).unwrap();
         let given = keys.script_keys(&token, &["ab".into()]);
-        assert_eq!(given.len(), 9);
+        assert_eq!(given.len(), 10);
         assert_eq!(given[7], "rlock:{deploy}:history");
-        assert_eq!(given[8], "rlock:{deploy}:w:ab");
+        assert_eq!(given[8], "rlock:{deploy}");
+        assert_eq!(given[9], "rlock:{deploy}:w:ab");
     }
 }

@@ -58,9 +58,9 @@ pub fn undelivered(
     parts
 }
 
-/// The keys a script of lock `name` gets: the prelude's eight, with `token`'s
-/// wake-up list seventh and the history stream eighth, then the lists of the
-/// digests `others`.
+/// The keys a script of lock `name` gets: the prelude's nine, with `token`'s
+/// wake-up list seventh, the history stream eighth and the bare `rlock:{name}`
+/// ninth, then the lists of the digests `others`.
 pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
     let base = format!("rlock:{{{name}}}");
     let mut keys = vec![
@@ -72,6 +72,7 @@ pub fn keys(name: &str, token: &str, others: &[String]) -> Vec<String> {
         format!("{base}:wkind"),
         format!("{base}:w:{token}"),
         format!("{base}:history"),
+        base.clone(),
     ];
     keys.extend(others.iter().map(|d| format!("{base}:w:{d}")));
     keys

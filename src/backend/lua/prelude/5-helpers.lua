@@ -40,9 +40,9 @@ local function helpers(holds)
         return BASE .. ':w:' .. token
     end
 
-    -- The wake-up lists this script was given: the caller's own and KEYS[9..].
+    -- The wake-up lists this script was given: the caller's own and KEYS[10..].
     local declared = {[KEYS[7]] = true}
-    for i = 9, #KEYS do declared[KEYS[i]] = true end
+    for i = 10, #KEYS do declared[KEYS[i]] = true end
 
     -- Puts message on token's list, which lives ms more ("w": a wake-up, only
     -- onto an empty list; "g<fence>...": a handoff; "d": the list goes), when
