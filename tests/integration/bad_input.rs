@@ -153,7 +153,7 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
     );
 }
 
-/// Issue 25: a duration's unit written apart from its number (`--wait 10 m`)
+/// A duration's unit written apart from its number (`--wait 10 m`)
 /// is refused with the spelling meant, not taken for a second lock; a
 /// misspelt option does not make its value the lock's name; a bare lease
 /// of 1000 or more (a PX habit: 8h 20m for 30000) is refused with a hint.
@@ -205,7 +205,7 @@ fn a_stray_unit_is_no_lock_and_a_bare_lease_of_1000_is_refused() {
     assert!(err.contains("'--wait'"), "{err}");
 }
 
-/// Issue 25: messages say what is wrong and how to fix it: URL typos name
+/// Messages say what is wrong and how to fix it: URL typos name
 /// the wrong part and list the schemes; a password written as the user
 /// gets the shape for a password alone (and is not echoed); no CA store is
 /// said as such; a `file:` directory that refuses a lock names itself, what
@@ -275,24 +275,12 @@ fn messages_name_the_wrong_part_and_the_fix() {
     let locks = dir.path().join("locks");
     std::fs::create_dir(&locks).unwrap();
     let url = format!("file:{}", locks.display());
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::support::process::is_root();
     let mut cmd = bare();
     cmd.args(["--url", &url, "run", "-n", "x", "--", "true"]);
     let mut cmd = if root {
         // As nobody, who may read the root-owned 0755 directory but not write in it.
-        let mut outer = std::process::Command::new("setpriv");
-        outer
-            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        for (key, value) in cmd.get_envs() {
-            match value {
-                Some(value) => outer.env(key, value),
-                None => outer.env_remove(key),
-            };
-        }
-        outer
+        crate::support::process::as_other_user(&cmd)
     } else {
         std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o555))
             .unwrap();

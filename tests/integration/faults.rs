@@ -287,7 +287,7 @@ fn slow_link(port: u16, delay: Duration) -> u16 {
     proxy
 }
 
-/// Issue 25: a round trip longer than the lease allows (renewals must be
+/// A round trip longer than the lease allows (renewals must be
 /// confirmed within a third of it) is said as such, not as a partial
 /// acquisition that could not be released.
 #[test]

@@ -203,7 +203,7 @@ fn several_redisson_names_wait_quietly_and_wake_on_the_right_unlock() {
     assert!(std::path::Path::new(&ran).exists());
 }
 
-/// Issue 25: a lock in Redisson's layout is visible: `status --redisson
+/// A lock in Redisson's layout is visible: `status --redisson
 /// NAME` (kind `redisson`, the holder as far as the layout tells, never its
 /// owner field), `status --check --redisson`, `list --redisson PATTERN`; a
 /// run waiting on it says a Redisson client holds it, not "queued behind

@@ -583,7 +583,7 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     }
 }
 
-/// Issue 25: flock's spellings: -x/--exclusive (the default; not with
+/// flock(1)'s spellings: -x/--exclusive (the default; not with
 /// --shared), --timeout (= --wait), --nonblock and --nb (= --no-wait), on
 /// run and acquire; --nb is not "corrected" to another option.
 #[test]

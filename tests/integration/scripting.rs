@@ -189,7 +189,7 @@ fn while_pid_watchdog_takes_a_name_that_looks_like_an_option() {
     });
 }
 
-/// Issue 25: `release --force` says on stderr whom it removed (host, pid,
+/// `release --force` says on stderr whom it removed (host, pid,
 /// command, how long it had held the lock); `-q` silences it. Off a
 /// terminal, a run that waited says when it got the lock and after how long.
 #[test]

@@ -335,7 +335,7 @@ fn no_owner_token_is_readable_in_redis() {
     }
 }
 
-/// Issue 25: names ending in KEY, CREDENTIAL(S) or SECRET, `--api-key X`,
+/// Names ending in KEY, CREDENTIAL(S) or SECRET, `--api-key X`,
 /// `-pX` and `Authorization: Bearer X` (also inside an `sh -c` string) are
 /// masked in the stored command line too.
 #[test]

@@ -462,7 +462,7 @@ fn waiting_line(row: &str) -> bool {
         || row.starts_with("rlock: wide: server unreachable")
 }
 
-/// Issue 25: the waiting line never exceeds the terminal's width (a long
+/// The waiting line never exceeds the terminal's width (a long
 /// command is shortened), is erased before any other stderr line (here the
 /// verdict and the outage messages), and says "server unreachable for ..."
 /// while the server is down instead of a stale holder.

@@ -279,31 +279,7 @@ fn status_check_answers_with_its_exit_status() {
     assert_eq!(code(&check(&[])), 2, "--check needs names");
 }
 
-/// `cmd` run as another user (`nobody`) when the tests run as root, so that a
-/// directory mode 0700 is really unreadable; otherwise `cmd` as it is (the
-/// caller then takes the read permission away itself).
-fn as_other_user(cmd: &std::process::Command) -> std::process::Command {
-    let mut outer = std::process::Command::new("setpriv");
-    outer
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(value) => outer.env(key, value),
-            None => outer.env_remove(key),
-        };
-    }
-    outer.stdin(std::process::Stdio::null());
-    outer
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Issue 25: `status` and `list` never say "free" for a lock they could not
+/// `status` and `list` never say "free" for a lock they could not
 /// see: a lock directory this user may not read, one that does not exist
 /// (and is not created by the read), an unreachable server: 69, one line.
 #[test]
@@ -321,7 +297,7 @@ fn status_and_list_exit_69_when_they_cannot_see_the_locks() {
         let out = output(rlock(&url).args(["status", "--check", "held-by-root"]));
         code(&out) == 0
     });
-    let root = is_root();
+    let root = crate::support::process::is_root();
     if !root {
         std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o000))
             .unwrap();
@@ -335,7 +311,11 @@ fn status_and_list_exit_69_when_they_cannot_see_the_locks() {
     ] {
         let mut cmd = rlock(&url);
         cmd.args(args);
-        let mut cmd = if root { as_other_user(&cmd) } else { cmd };
+        let mut cmd = if root {
+            crate::support::process::as_other_user(&cmd)
+        } else {
+            cmd
+        };
         let out = output(&mut cmd);
         let err = rlock::assert_fails(&out, 69);
         assert!(err.contains("lock directory"), "{args:?}: {err}");
@@ -367,7 +347,7 @@ fn status_and_list_exit_69_when_they_cannot_see_the_locks() {
     }
 }
 
-/// Issue 25: the human output starts with the server(s) asked and its JSON
+/// The human output starts with the server(s) asked and its JSON
 /// carries `"server"`; a free lock reads `free`; a semaphore shows
 /// holders/limit; the fence is shown with -v (always in JSON); waiters are
 /// listed with host, pid, note and how long they have waited.
@@ -476,7 +456,7 @@ fn status_names_its_server_and_shows_free_locks_semaphores_and_waiters() {
     );
 }
 
-/// Issue 25: -v names the server and where the setting came from; a locking
+/// -v names the server and where the setting came from; a locking
 /// run off a terminal that falls back to the default server says so once
 /// (-q silences it).
 #[test]
@@ -521,7 +501,7 @@ fn every_command_can_say_which_server_it_asks_and_why() {
     assert!(!rlock::stderr(&out).contains("default"), "{}", show(&out));
 }
 
-/// Issue 25: `file:` waiters are listed too (this host, pid, note, waiting
+/// `file:` waiters are listed too (this host, pid, note, waiting
 /// for), first come first.
 #[test]
 fn file_waiters_are_listed_with_their_note() {

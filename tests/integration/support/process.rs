@@ -100,3 +100,27 @@ impl Drop for Proc {
         self.kill();
     }
 }
+
+/// `cmd` run as another user (`nobody`, through setpriv), for a test that
+/// needs a directory this user may not read or write while it runs as root.
+pub fn as_other_user(cmd: &std::process::Command) -> std::process::Command {
+    let mut outer = std::process::Command::new("setpriv");
+    outer
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => outer.env(key, value),
+            None => outer.env_remove(key),
+        };
+    }
+    outer.stdin(std::process::Stdio::null());
+    outer
+}
+
+/// Whether the tests run as root (who may read and write any directory).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
