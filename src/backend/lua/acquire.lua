@@ -66,10 +66,8 @@ if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_
     return done({1, token, fence, 1, add_event(13, fence) or 1})
 end
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local H = helpers(holds)
+local H, unread = begin()
+if not H then return unread end
 
 -- Past the fast path, what this script reads comes first, with redis.pcall:
 -- a key read is absent or of rlock's type; the keys it does not read are

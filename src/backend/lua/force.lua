@@ -5,18 +5,15 @@
 -- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
 -- run` stops COMMAND and exits 70.
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local foreign = foreign_key() or acl_refusal()
-if foreign then return foreign end
+local H, refused = begin(function() return foreign_key() or acl_refusal() end)
+if not H then return refused end
+local holds = H.holds
 -- An earlier rlock's hold is its own: this layout neither reads its owners
 -- nor deletes its keys.
 if EARLIER then
     return redis.error_reply('EARLIER rlock: the lock is held by an earlier rlock version; ' ..
         'that version\'s `release --force` removes it, or it ends with its lease')
 end
-local H = helpers(holds)
 H.prune()
 local n = #holds
 while #holds > 0 do H.drop_holder(holds[1].token) end

@@ -8,12 +8,8 @@
 -- handed while giving up (see admit in prelude/5-helpers.lua) is given back: the waiter
 -- never ran anything under it.
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local H = helpers(holds)
-local refused = acl_refusal()
-if refused then return refused end
+local H, refused = begin(acl_refusal)
+if not H then return refused end
 H.prune()
 H.drop_holder(ARGV[1])
 H.drop_waiter(ARGV[1])

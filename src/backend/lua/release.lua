@@ -38,12 +38,8 @@ if redis.call('EXISTS', K_WAITERS, K_XWAIT, K_WEXP, K_WKIND) == 0 then
     end
 end
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local H = helpers(holds)
-local refused = acl_refusal()
-if refused then return refused end
+local H, refused = begin(acl_refusal)
+if not H then return refused end
 H.prune()
 local h = H.find(token)
 if not h then

@@ -9,12 +9,8 @@
 -- (released, forced, flushed, or its lease ran out). Only lengthens: a nested
 -- holder with a shorter lease never cuts an enclosing holder's lease short.
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local H = helpers(holds)
-local refused = acl_refusal()
-if refused then return refused end
+local H, refused = begin(acl_refusal)
+if not H then return refused end
 H.prune()
 local h = H.find(ARGV[1])
 if not h then

@@ -11,10 +11,8 @@
 -- long as that lease); "d" (the holder's hold was ended) empties the list.
 -- A list not among KEYS is never touched.
 
-clock()
-local holds, unread = read_holds()
-if not holds then return unread end
-local H = helpers(holds)
+local H, unread = begin()
+if not H then return unread end
 local sent = 0
 for i = 1, #ARGV - 1, 2 do
     local token, message = ARGV[i], ARGV[i + 1]

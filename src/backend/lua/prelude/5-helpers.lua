@@ -372,6 +372,18 @@ local function helpers(holds)
         holders_state = holders_state, compatible = compatible, push_wake = push_wake,
         settle_holders = settle_holders, settle_waiters = settle_waiters, settle = settle,
         hold = hold, admit = admit, wake = wake, prune = prune,
-        soonest_expiry = soonest_expiry,
+        soonest_expiry = soonest_expiry, holds = holds,
     }
+end
+
+-- The start of a script past its fast path: the clock, the holds and the
+-- helpers over them (H.holds), and `check` (acl_refusal, say), run before
+-- anything is written. Returns the helpers, or nil and an error reply.
+local function begin(check)
+    clock()
+    local holds, unread = read_holds()
+    if not holds then return nil, unread end
+    local refused = check and check()
+    if refused then return nil, refused end
+    return helpers(holds)
 end
