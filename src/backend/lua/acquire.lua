@@ -168,8 +168,8 @@ end
 -- Who holds it, for the caller's message: a holder's details, or an earlier
 -- rlock's hold (whose details this layout does not read), marked "earlier".
 local holder = false
-if record then
-    local h = record
+local decoded, h = pcall(cjson.decode, record and record.info or '')
+if decoded and type(h) == 'table' then
     holder = {tostring(h.host or '?'), tostring(h.pid or '?'),
               tostring(h.command or '?'), NOW - (tonumber(h.since) or NOW),
               type(h.note) == 'string' and h.note or ''}

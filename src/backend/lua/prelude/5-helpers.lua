@@ -113,10 +113,10 @@ local function helpers(holds)
     end
 
     -- The live holders' kind, count and smallest limit (kind nil when free;
-    -- an earlier rlock's hold counts as one exclusive holder), and the
-    -- metadata of the holder that has held it longest, the one with the
-    -- smallest fence (nil when unreadable or an earlier rlock's): HGETALL
-    -- lists a hash's fields in no set order.
+    -- an earlier rlock's hold counts as one exclusive holder), and the hold
+    -- that has been held longest, the one with the smallest fence (nil for an
+    -- earlier rlock's): HGETALL lists a hash's fields in no set order. Its
+    -- JSON is left to the caller that shows it (a handoff needs none).
     local function holders_state()
         if EARLIER then return 'x', 1, 1, nil end
         if #holds == 0 then return nil, 0, nil, nil end
@@ -131,8 +131,7 @@ local function helpers(holds)
                 oldest, first_fence = h, fence
             end
         end
-        local ok, first = pcall(cjson.decode, oldest.info)
-        return kind, #holds, cap, ok and type(first) == 'table' and first or nil
+        return kind, #holds, cap, oldest
     end
 
     local function compatible(kind, limit, hkind, hn, hcap)
