@@ -149,7 +149,7 @@ fn a_new_run_with_wait_runs_only_after_the_previous_holder_ended() {
 }
 
 #[test]
-fn status_reports_a_previous_hold_as_held_by_an_earlier_version() {
+fn status_reports_a_previous_hold_and_release_force_leaves_it() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
     let mut old = previous_holder(&redis, &dir, &["--ttl", "60s"], "up-status", "old");
@@ -175,6 +175,15 @@ fn status_reports_a_previous_hold_as_held_by_an_earlier_version() {
         json.contains("\"earlier_version\":true"),
         "the holder is marked: {json}"
     );
+
+    // release --force leaves an earlier version's hold to that version.
+    let out = output(rlock(&redis.url()).args(["release", "--force", "up-status"]));
+    let err = assert_fails(&out, 69);
+    assert!(
+        err.contains("up-status: the lock is held by an earlier rlock version"),
+        "{err}"
+    );
+    assert!(!err.contains("unavailable"), "{err}");
 
     release(&dir, "old");
     assert_eq!(exit_code(old.wait_within(rlock::LIMIT)), Some(0));

@@ -11,7 +11,7 @@ local holds = H.holds
 -- An earlier rlock's hold is its own: this layout neither reads its owners
 -- nor deletes its keys.
 if EARLIER then
-    return redis.error_reply('EARLIER rlock: the lock is held by an earlier rlock version; ' ..
+    return redis.error_reply('EARLIER the lock is held by an earlier rlock version; ' ..
         'that version\'s `release --force` removes it, or it ends with its lease')
 end
 H.prune()

@@ -130,6 +130,15 @@ impl StandaloneSession {
 
     /// Maps a failed call to an error, dropping the connection when it may be out of sync.
     pub(super) fn fail(&mut self, lock: &LockId, err: RedisError, limit: Duration) -> Error {
+        // A hold an earlier rlock keeps, which force.lua leaves to it.
+        if err.code() == Some("EARLIER") {
+            return Error::from(Cause::ForeignKey(
+                err.detail()
+                    .unwrap_or("the lock is held by an earlier rlock version")
+                    .to_owned(),
+            ))
+            .in_lock(&lock.name);
+        }
         if err.code() == Some("WRONGTYPE") {
             return Error::from(Cause::ForeignKey(
                 err.detail()
