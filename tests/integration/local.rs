@@ -309,6 +309,45 @@ fn holding_until(
     proc
 }
 
+/// SIGSTOPs `proc` at a moment it does not hold lock `name`'s gate (held
+/// while a request decides, for microseconds: one stopped inside that
+/// moment keeps every other request of the lock out until it is continued,
+/// which is not what the caller tests), continuing and stopping it again
+/// until then.
+fn stop_outside_gate(dir: &Scratch, name: &str, proc: &crate::support::process::Proc) {
+    use std::os::unix::fs::MetadataExt;
+    let gate = std::fs::metadata(format!("{}/{name}.gate", dir.file("locks")))
+        .expect("the gate, which a waiting request has taken")
+        .ino();
+    let pid = proc.pid.to_string();
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+        })
+    };
+    let holds_gate = || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                f.get(4) == Some(&pid.as_str())
+                    && f.get(5).is_some_and(|d| d.ends_with(&format!(":{gate}")))
+            })
+    };
+    expect_within(rlock::LIMIT, "the writer stopped outside the gate", || {
+        proc.signal(libc::SIGSTOP);
+        expect_within(rlock::LIMIT, "the writer to stop", stopped);
+        if holds_gate() {
+            proc.signal(libc::SIGCONT);
+            return false;
+        }
+        true
+    });
+}
+
 fn waiting(dir: &Scratch, name: &str) -> String {
     let out = output(local(dir).args(["status", "--json", name]));
     let json = stdout(&out);
@@ -395,7 +434,7 @@ fn a_stopped_writer_does_not_hold_readers_back_for_ever() {
     expect_within(rlock::LIMIT, "the writer to wait", || {
         waiting(&dir, "s") == "1"
     });
-    writer.signal(libc::SIGSTOP);
+    stop_outside_gate(&dir, "s", &writer);
     assert_fails(
         &output(local(&dir).args(["run", "-n", "--shared", "s", "--", "true"])),
         75,
