@@ -1,9 +1,16 @@
-//! The signal thread and the state it shares with `run`.
+//! The signals rlock catches and the state it shares with `run`.
 //!
-//! rlock catches HUP, INT, QUIT, TERM, USR1 and USR2 on one thread. What a signal
-//! does depends on the phase: before COMMAND starts it interrupts the wait (exit
+//! rlock catches HUP, INT, QUIT, TERM, USR1 and USR2. What a signal does
+//! depends on the phase: before COMMAND starts it interrupts the wait (exit
 //! 128+N, nothing left behind); while COMMAND runs it is forwarded to COMMAND,
 //! once; after COMMAND ended it is ignored while rlock releases the lock.
+//!
+//! The caught signals are blocked in every thread and taken where rlock looks
+//! for them, each exactly once: by the main thread between requests
+//! ([`Shared::interrupted`]), by its wait for a short COMMAND (a signalfd), and
+//! by a signal thread started only when rlock blocks for long (a wait for a
+//! release, a COMMAND that outlives its first renewal). A run that gets its lock
+//! at once and whose COMMAND ends soon never starts that thread.
 //!
 //! COMMAND runs in its own process group, and on a terminal that group is the
 //! foreground one (tini's model), so keys typed at the terminal reach COMMAND
@@ -13,15 +20,13 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use signal_hook::iterator::Signals;
-
 use crate::backend::Backend;
 use crate::lock::clock::Stamp;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::signal::Signal;
 use crate::sys::guardian::Deadlines;
-use crate::sys::signals::{self as dispositions, FORWARDED};
+use crate::sys::signals as dispositions;
 
 /// Whom to wake when a signal interrupts a blocked waiter.
 pub struct Blocked {
@@ -35,8 +40,6 @@ pub struct Blocked {
 
 /// What rlock is doing, as far as signals are concerned.
 pub enum Phase {
-    /// Connecting: nothing has been sent, so a signal ends rlock at once.
-    Connecting,
     /// Attempting to acquire (a request may be in flight).
     Acquiring,
     /// Blocked waiting for a release.
@@ -63,18 +66,48 @@ pub struct Shared {
     /// The latest any timed wait of rlock's woke up past its time, in ns:
     /// how a suspension of rlock (SIGSTOP, a frozen cgroup) shows.
     late: AtomicU64,
+    /// Set once the signal thread runs.
+    watching: OnceLock<()>,
 }
 
 impl Shared {
-    /// Starts in [`Phase::Connecting`].
+    /// Starts in [`Phase::Acquiring`].
     pub fn new(lock: &str) -> Arc<Self> {
         Arc::new(Shared {
             lock: lock.to_owned(),
-            phase: Mutex::new(Phase::Connecting),
+            phase: Mutex::new(Phase::Acquiring),
             interrupted: AtomicI32::new(0),
             deadlines: OnceLock::new(),
             late: AtomicU64::new(0),
+            watching: OnceLock::new(),
         })
+    }
+
+    /// Starts the signal thread unless it runs already: call before blocking
+    /// for long, where only a thread can act on a signal at once (wake a
+    /// blocked waiter, forward to a COMMAND rlock waits for).
+    pub fn watch_signals(self: &Arc<Self>) -> crate::error::Result<()> {
+        if self.watching.get().is_some() {
+            return Ok(());
+        }
+        let shared = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                loop {
+                    shared.on_signal(dispositions::wait_caught());
+                }
+            })
+            .map_err(|e| {
+                crate::error::Error::internal(format!("cannot start the signal thread: {e}"))
+            })?;
+        let _ = self.watching.set(());
+        Ok(())
+    }
+
+    /// Acts on a signal taken from the signalfd of a wait for COMMAND.
+    pub fn deliver(&self, signal: i32) {
+        self.on_signal(signal);
     }
 
     /// Hands over the deadlines of the lease just acquired.
@@ -117,8 +150,14 @@ impl Shared {
         &self.lock
     }
 
-    /// The first signal that interrupted the wait, if any.
+    /// The first signal that interrupted the wait, if any. Takes the
+    /// signals pending: call from the thread that acquires, which is not
+    /// running COMMAND yet (they interrupt, as in [`Phase::Acquiring`]); the
+    /// phase may be locked meanwhile.
     pub fn interrupted(&self) -> Option<Signal> {
+        while let Some(signal) = dispositions::take_pending() {
+            self.note_interrupt(signal);
+        }
         match self.interrupted.load(Ordering::SeqCst) {
             0 => None,
             n => Some(Signal::from_number(n)),
@@ -147,11 +186,15 @@ impl Shared {
     }
 
     /// Interrupts a wait as `signal` would, from another thread (the
-    /// `--while-pid` process is gone). Not for the connecting phase.
+    /// `--while-pid` process is gone).
     pub fn interrupt(&self, signal: i32) {
-        if !matches!(*self.phase(), Phase::Connecting) {
-            self.on_signal(signal);
-        }
+        self.on_signal(signal);
+    }
+
+    fn note_interrupt(&self, signal: i32) {
+        let _ = self
+            .interrupted
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     fn on_signal(&self, signal: i32) {
@@ -162,29 +205,9 @@ impl Shared {
                 crate::sys::process::signal_process(*pid, signal);
             }
             Phase::Running { .. } | Phase::Finished => {}
-            Phase::Connecting => {
-                crate::report::error(&format!(
-                    "{}: interrupted by {} while connecting; nothing acquired",
-                    self.lock,
-                    Signal::from_number(signal)
-                ));
-                std::process::exit(i32::from(Signal::from_number(signal).exit_status()));
-            }
-            Phase::Acquiring => {
-                let _ = self.interrupted.compare_exchange(
-                    0,
-                    signal,
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                );
-            }
+            Phase::Acquiring => self.note_interrupt(signal),
             Phase::Blocked(blocked) => {
-                let _ = self.interrupted.compare_exchange(
-                    0,
-                    signal,
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                );
+                self.note_interrupt(signal);
                 // The waiter sits in BLPOP: wake it through its private list. Holding
                 // the phase lock meanwhile keeps it from moving on unseen.
                 let woke = blocked
@@ -210,36 +233,19 @@ impl Shared {
     }
 }
 
-/// Starts the signal thread. Call before connecting, so an early ^C is not lost,
-/// and before starting any other thread.
+/// Sets the signals up. Call first thing, before any thread is started, so
+/// that every thread blocks the caught ones and an early ^C waits for rlock.
 ///
 /// A signal that was ignored when rlock started (`nohup`, a background job of a
 /// non-interactive shell) stays ignored, in rlock and in COMMAND. SIGTTOU is
 /// ignored so that rlock, in the background while COMMAND owns the terminal, is
 /// never stopped by the tty for taking the terminal back or writing a message.
 ///
-/// The caught signals are blocked in every other thread: socket calls with a
-/// timeout are never restarted after a handler runs (signal(7)), so a signal
-/// landing on a thread inside a Redis call would fail that call with EINTR.
-pub fn start(shared: Arc<Shared>) -> crate::error::Result<()> {
+/// Caught signals are blocked rather than handled: socket calls with a
+/// timeout are never restarted after a handler runs (signal(7)), so a handler
+/// running inside a Redis call would fail that call with EINTR.
+pub fn start() {
     dispositions::note_ignored_at_start();
     dispositions::ignore_sigttou();
-    let caught: Vec<i32> = FORWARDED
-        .into_iter()
-        .filter(|s| !dispositions::ignored_at_start(*s))
-        .collect();
-    let mut signals = Signals::new(&caught).map_err(|e| {
-        crate::error::Error::internal(format!("cannot install signal handlers: {e}"))
-    })?;
-    dispositions::block_forwarded(true);
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            dispositions::block_forwarded(false);
-            for signal in signals.forever() {
-                shared.on_signal(signal);
-            }
-        })
-        .map_err(|e| crate::error::Error::internal(format!("cannot start signal thread: {e}")))?;
-    Ok(())
+    dispositions::block_caught();
 }

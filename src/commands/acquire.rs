@@ -66,9 +66,8 @@ impl<'a> Acquisition<'a> {
             .transpose()?;
         let backend = config.backend(spec.dialect())?;
         let lock = [spec.lock_id(config, &args.name)];
+        run_state::start();
         let shared = Shared::new(&args.name);
-        run_state::start(Arc::clone(&shared))?;
-        shared.set(Phase::Acquiring);
         let token = Token::generate()?;
         Ok(Acquisition {
             config,

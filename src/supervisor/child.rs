@@ -138,9 +138,14 @@ fn spawn_error(program: &OsStr, lock: &str, err: &io::Error) -> Error {
 }
 
 /// Whether COMMAND exits before `until`, as seen in time (false as well when
-/// the kernel has no pidfd to wait with). Leaves it unreaped, for [`wait`].
+/// the kernel has no pidfd or signalfd to wait with). Leaves it unreaped, for
+/// [`wait`]. Signals that come meanwhile are forwarded to COMMAND from here:
+/// no signal thread runs yet.
 pub fn exits_before(child: &Spawned, until: Stamp, shared: &Shared) -> bool {
     let Ok(pidfd) = sys::process::pidfd_open(child.pid) else {
+        return false;
+    };
+    let Ok(signals) = sys::signals::SignalFd::open() else {
         return false;
     };
     loop {
@@ -149,19 +154,24 @@ pub fn exits_before(child: &Spawned, until: Stamp, shared: &Shared) -> bool {
         let within = Duration::from_millis(
             u64::try_from(left.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
         );
-        match sys::process::poll_readable(&[pidfd.as_fd()], Some(within)) {
-            // Seen only after the first renewal was due (rlock itself was
-            // stopped): let the watchdog judge the lease.
-            Ok(n) if n > 0 => {
-                let in_time = !until.passed();
-                shared.note_wake(until);
-                return in_time;
+        match sys::process::poll_ready(&[pidfd.as_fd(), signals.as_fd()], Some(within)) {
+            Ok(ready) => {
+                // First the signals: COMMAND, exited or not, is not reaped.
+                while let Some(signal) = signals.take() {
+                    shared.deliver(signal);
+                }
+                if ready[0] {
+                    // Seen only after the first renewal was due (rlock itself
+                    // was stopped): let the watchdog judge the lease.
+                    let in_time = !until.passed();
+                    shared.note_wake(until);
+                    return in_time;
+                }
+                if !ready[1] && left.is_zero() {
+                    shared.note_wake(until);
+                    return false;
+                }
             }
-            Ok(_) if left.is_zero() => {
-                shared.note_wake(until);
-                return false;
-            }
-            Ok(_) => {}
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return false,
         }

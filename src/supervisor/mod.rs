@@ -166,8 +166,8 @@ impl<'a> Prepared<'a> {
             None => Guardian::start()
                 .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?,
         };
+        run_state::start();
         let shared = Shared::new(&display);
-        run_state::start(Arc::clone(&shared))?;
         child::become_subreaper();
         Ok(Prepared {
             run: Run {
@@ -588,7 +588,8 @@ enum Renewing {
 }
 
 impl Renewing {
-    /// Starts the watchdog; when that fails, kills COMMAND's group.
+    /// Starts the watchdog (and the signal thread); when that fails, kills
+    /// COMMAND's group.
     fn start(
         session: Box<dyn Session>,
         renewal: watchdog::Renewal,
@@ -596,7 +597,12 @@ impl Renewing {
         pgid: libc::pid_t,
     ) -> Renewing {
         let display = renewal.display.clone();
-        match Watchdog::start(session, renewal, Arc::clone(shared)) {
+        // COMMAND runs on: a signal must reach it while rlock waits.
+        let started = shared
+            .watch_signals()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|()| Watchdog::start(session, renewal, Arc::clone(shared)));
+        match started {
             Ok(watchdog) => Renewing::Watching(watchdog),
             Err(e) => {
                 report::error(&format!(

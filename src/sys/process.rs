@@ -123,6 +123,15 @@ pub fn pidfd_open(pid: i32) -> rustix::io::Result<OwnedFd> {
 /// Polls `fds` for input for up to `within` (None: no limit); the number
 /// readable. EINTR is an error for the caller to retry.
 pub fn poll_readable(fds: &[BorrowedFd<'_>], within: Option<Duration>) -> std::io::Result<usize> {
+    Ok(poll_ready(fds, within)?
+        .iter()
+        .filter(|ready| **ready)
+        .count())
+}
+
+/// Waits until one of `fds` is readable (or hung up), or `within` passes:
+/// which of them are, in their order.
+pub fn poll_ready(fds: &[BorrowedFd<'_>], within: Option<Duration>) -> std::io::Result<Vec<bool>> {
     let mut polled: Vec<PollFd<'_>> = fds
         .iter()
         .map(|fd| PollFd::new(fd, PollFlags::IN))
@@ -131,7 +140,8 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], within: Option<Duration>) -> std::i
         tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(d.subsec_nanos()),
     });
-    Ok(rustix::event::poll(&mut polled, timeout.as_ref())?)
+    rustix::event::poll(&mut polled, timeout.as_ref())?;
+    Ok(polled.iter().map(|p| !p.revents().is_empty()).collect())
 }
 
 /// Sends `signal` to process `pid`. Failures (it is gone, or not ours) are the

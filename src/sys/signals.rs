@@ -2,9 +2,14 @@
 //! ignored when it started (they stay ignored, in rlock and in COMMAND), and
 //! what COMMAND gets back before exec.
 //!
+//! Caught signals are blocked and taken when rlock looks (sigtimedwait,
+//! sigwaitinfo, a signalfd), not run as handlers: no handler can interrupt a
+//! system call, and no thread is needed until rlock blocks for long.
+//!
 //! On `libc`: rustix offers no sigaction, sigprocmask or signal-set calls
-//! (they belong to the C runtime's signal handling, which signal-hook drives).
+//! (they belong to the C runtime's signal handling).
 
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
@@ -76,21 +81,113 @@ pub unsafe fn restore_for_child() {
     }
 }
 
-/// Blocks (or unblocks) [`FORWARDED`] in the calling thread.
-pub fn block_forwarded(block: bool) {
-    let how = if block {
-        libc::SIG_BLOCK
-    } else {
-        libc::SIG_UNBLOCK
-    };
-    // SAFETY: the set is initialised by sigemptyset before use; pthread_sigmask
-    // only changes this thread's mask.
+/// The signals rlock catches: [`FORWARDED`] but those ignored at start.
+/// Call [`note_ignored_at_start`] first.
+pub fn caught() -> impl Iterator<Item = i32> {
+    FORWARDED.into_iter().filter(|s| !ignored_at_start(*s))
+}
+
+fn caught_set() -> libc::sigset_t {
+    // SAFETY: the set is initialised by sigemptyset before sigaddset adds to it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for signal in FORWARDED {
+        for signal in caught() {
             libc::sigaddset(&mut set, signal);
         }
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Blocks the caught signals in the calling thread and in every thread it
+/// starts later. Blocked, a caught signal waits (pending) until
+/// [`take_pending`], [`wait_caught`] or a [`SignalFd`] takes it: each one is
+/// taken exactly once, by one of them. A signal ignored at start stays
+/// unblocked, so the kernel goes on discarding it.
+pub fn block_caught() {
+    let set = caught_set();
+    // SAFETY: pthread_sigmask only changes this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// A caught signal that is pending, taken without waiting; None when none is.
+pub fn take_pending() -> Option<i32> {
+    let set = caught_set();
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        // SAFETY: the set and the timeout are initialised; a null info is allowed.
+        let signal = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &now) };
+        if signal > 0 {
+            return Some(signal);
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
+}
+
+/// Waits for the next caught signal and takes it.
+pub fn wait_caught() -> i32 {
+    let set = caught_set();
+    loop {
+        // SAFETY: the set is initialised; a null info is allowed.
+        let signal = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
+        if signal > 0 {
+            return signal;
+        }
+    }
+}
+
+/// The caught signals as a descriptor to poll beside others: readable while
+/// one is pending, and [`SignalFd::take`] takes it.
+///
+/// On `libc`: rustix has no signalfd.
+pub struct SignalFd(OwnedFd);
+
+impl SignalFd {
+    /// A non-blocking signalfd for the caught signals (blocked already).
+    pub fn open() -> std::io::Result<SignalFd> {
+        let set = caught_set();
+        // SAFETY: the set is initialised; -1 asks for a new descriptor.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: signalfd returned a new descriptor that nothing else owns.
+        Ok(SignalFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// A pending caught signal, taken; None when none is.
+    pub fn take(&self) -> Option<i32> {
+        // SAFETY: all-zero bytes are a valid signalfd_siginfo (plain integers).
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        loop {
+            // SAFETY: the buffer is `size` bytes of a plain-integer struct.
+            let read = unsafe {
+                libc::read(
+                    self.0.as_raw_fd(),
+                    (&raw mut info).cast::<libc::c_void>(),
+                    size,
+                )
+            };
+            if usize::try_from(read).is_ok_and(|n| n == size) {
+                return i32::try_from(info.ssi_signo).ok();
+            }
+            if read >= 0
+                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                return None;
+            }
+        }
+    }
+}
+
+impl AsFd for SignalFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }

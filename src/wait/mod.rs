@@ -99,7 +99,7 @@ pub fn acquire(
     backend: &Arc<dyn Backend>,
     wanted: &Wanted<'_>,
     lock: &str,
-    shared: &Shared,
+    shared: &Arc<Shared>,
 ) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
     let mut outage = Outage::new(wanted.patience);
     report::flush_note();
@@ -127,7 +127,7 @@ fn acquire_on(
     backend: &Arc<dyn Backend>,
     session: &mut dyn Session,
     wanted: &Wanted<'_>,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     outage: Outage,
 ) -> Result<(Vec<Hold>, Stamp)> {
     let mut waiter = Waiter::new(backend, session, wanted, shared, outage);

@@ -56,7 +56,7 @@ pub(super) struct Waiter<'a, 'w> {
     backend: &'a Arc<dyn Backend>,
     session: &'a mut dyn Session,
     wanted: &'a Wanted<'w>,
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     outage: Outage,
     start: Instant,
     /// When `--wait` runs out (None: never; a wait too long to represent is
@@ -75,7 +75,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
         backend: &'a Arc<dyn Backend>,
         session: &'a mut dyn Session,
         wanted: &'a Wanted<'w>,
-        shared: &'a Shared,
+        shared: &'a Arc<Shared>,
         outage: Outage,
     ) -> Self {
         let start = Instant::now();
@@ -375,6 +375,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
         // Look again when the next progress line is due, so it is on time.
         if let Some(progress) = &self.progress {
             block = block.min(progress.until_due().max(MIN_BLOCK));
+        }
+        // Only a thread can wake this wait when a signal comes.
+        if let Err(err) = self.shared.watch_signals() {
+            return Err(self.fail(err));
         }
         {
             let mut phase = self.shared.phase();

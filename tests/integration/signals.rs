@@ -36,18 +36,43 @@ fn count(dir: &Scratch, name: &str) -> usize {
     dir.lines("signals").iter().filter(|l| *l == name).count()
 }
 
-#[test]
-fn each_forwarded_signal_sent_with_kill_reaches_command_once() {
+/// The names of `pid`'s threads.
+fn threads(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|comm| comm.trim().to_owned())
+        .collect()
+}
+
+/// Each forwarded signal sent to rlock reaches COMMAND once, whether rlock
+/// takes it while it waits for a COMMAND within its first renewal (no signal
+/// thread yet) or, past that renewal, on its signal thread.
+fn forwarded_once(past_first_renewal: bool) {
     let redis = RedisServer::start();
     let dir = Scratch::new();
+    let ttl = if past_first_renewal { "1s" } else { "30s" };
     let run = spawn(
         rlock(&redis.url())
-            .args(["run", "fwd", "--"])
+            .args(["run", "--ttl", ttl, "fwd", "--"])
             .args(sh(&recorder(&dir))),
     );
     expect_within(rlock::LIMIT, "COMMAND to be ready", || {
         count(&dir, "ready") == 1
     });
+    if past_first_renewal {
+        expect_within(rlock::LIMIT, "rlock's signal thread", || {
+            threads(run.pid).iter().any(|t| t == "signals")
+        });
+    } else {
+        assert!(
+            !threads(run.pid).iter().any(|t| t == "signals"),
+            "within the first renewal no signal thread runs: {:?}",
+            threads(run.pid)
+        );
+    }
     for (signal, name) in NAMES {
         run.signal(signal);
         expect_within(rlock::LIMIT, &format!("{name} to reach COMMAND"), || {
@@ -71,6 +96,16 @@ fn each_forwarded_signal_sent_with_kill_reaches_command_once() {
         );
     }
     assert_eq!(redis.lock_keys("fwd"), Vec::<String>::new());
+}
+
+#[test]
+fn each_forwarded_signal_sent_with_kill_reaches_command_once() {
+    forwarded_once(false);
+}
+
+#[test]
+fn each_forwarded_signal_reaches_a_command_past_its_first_renewal_once() {
+    forwarded_once(true);
 }
 
 #[test]
