@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use clap::{FromArgMatches, Parser};
 
 use super::duration::{bare_number, is_unit};
-use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env};
+use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, run_command};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
 
@@ -59,18 +59,29 @@ where
         },
         _ => (args, Vec::new()),
     };
-    let parsed = command()
-        .try_get_matches_from(args)
-        .and_then(|matches| {
-            refuse_empty_url(&matches)?;
-            let overridden = env::overridden(&matches)?;
-            let from_option =
-                matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
-            Cli::from_arg_matches(&matches).map(|mut cli| {
-                cli.global.urls_from_option = from_option;
-                (cli, overridden)
-            })
+    let understood = |matches: clap::ArgMatches| {
+        refuse_empty_url(&matches)?;
+        let overridden = env::overridden(&matches)?;
+        let from_option =
+            matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
+        Cli::from_arg_matches(&matches).map(|mut cli| {
+            cli.global.urls_from_option = from_option;
+            (cli, overridden)
         })
+    };
+    let as_run = args.iter().skip(1).any(|a| a == "run");
+    let parsed = as_run
+        .then(|| {
+            run_command()
+                .try_get_matches_from(&args)
+                .and_then(understood)
+                .ok()
+        })
+        .flatten()
+        .map_or_else(
+            || command().try_get_matches_from(&args).and_then(understood),
+            Ok,
+        )
         .map(|(mut cli, overridden)| {
             env::drop_overridden(&mut cli.command, &overridden);
             if let Command::Run(run) = &mut cli.command {
@@ -441,6 +452,136 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(run.names[0].as_str(), "-a");
+    }
+
+    /// A value each option of `run` (and each global one) accepts.
+    fn sample(arg: &clap::Arg) -> Vec<String> {
+        let name = arg
+            .get_value_names()
+            .and_then(|n| n.first().map(ToString::to_string))
+            .unwrap_or_default();
+        let values: &[&str] = match name.as_str() {
+            "DUR" => &["5s", "0", "1.5", "0s", "10 m", "soon"],
+            "N" => &["3", "0", "-1", "x"],
+            "URL" => &["redis://h:1", "redis://a,redis://b", "file:/tmp/d", ""],
+            "FILE" => &["/tmp/f"],
+            "P" => &["pfx", ""],
+            "TEXT" => &["a note"],
+            "STRING" => &["echo hi"],
+            _ => &["v"],
+        };
+        values.iter().map(ToString::to_string).collect()
+    }
+
+    /// Every spelling of `arg` with each sample value: `--long V`,
+    /// `--long=V`, `-s V`, `-sV` (a flag alone).
+    fn spellings(arg: &clap::Arg) -> Vec<Vec<String>> {
+        let mut flags: Vec<String> = arg
+            .get_long_and_visible_aliases()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(arg.get_all_aliases().unwrap_or_default())
+            .map(|l| format!("--{l}"))
+            .collect();
+        flags.extend(arg.get_short().map(|s| format!("-{s}")));
+        if !arg.get_action().takes_values() {
+            return flags.into_iter().map(|f| vec![f]).collect();
+        }
+        let mut out = Vec::new();
+        for flag in flags {
+            for value in sample(arg) {
+                out.push(vec![flag.clone(), value.clone()]);
+                if flag.starts_with("--") {
+                    out.push(vec![format!("{flag}={value}")]);
+                } else {
+                    out.push(vec![format!("{flag}{value}")]);
+                }
+            }
+        }
+        out
+    }
+
+    fn both(args: &[String]) {
+        let mut argv = vec!["rlock".to_owned()];
+        argv.extend(args.iter().cloned());
+        let full = command()
+            .try_get_matches_from(&argv)
+            .map(|m| Cli::from_arg_matches(&m).map(|c| format!("{c:?}")));
+        let fast = run_command()
+            .try_get_matches_from(&argv)
+            .map(|m| Cli::from_arg_matches(&m).map(|c| format!("{c:?}")));
+        if let Ok(Ok(fast)) = fast {
+            let Ok(Ok(full)) = full else {
+                panic!("run's own definition accepts what the whole refuses: {argv:?}")
+            };
+            assert_eq!(fast, full, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn runs_parse_the_same_with_runs_definition_alone() {
+        let mut whole = command();
+        whole.build();
+        let run = whole.find_subcommand("run").unwrap();
+        let options: Vec<Vec<Vec<String>>> = run
+            .get_arguments()
+            .filter(|a| !a.is_positional())
+            .map(spellings)
+            .collect();
+        let tails: [&[&str]; 5] = [
+            &["x", "--", "true"],
+            &["x", "y", "--", "sh", "-c", "exit 3"],
+            &["x"],
+            &["--", "true"],
+            &["x", "--", "true", "--", "-n"],
+        ];
+        let with = |words: &[&Vec<String>], tail: &[&str], before: bool| {
+            let mut line: Vec<String> = Vec::new();
+            let opts = words.iter().flat_map(|w| w.iter().cloned());
+            if before {
+                line.extend(opts);
+                line.push("run".into());
+            } else {
+                line.push("run".into());
+                line.extend(opts);
+            }
+            line.extend(tail.iter().map(ToString::to_string));
+            line
+        };
+        let mut lines = 0;
+        for tail in tails {
+            both(&with(&[], tail, false));
+            for spelling in options.iter().flatten() {
+                both(&with(&[spelling], tail, false));
+                both(&with(&[spelling], tail, true));
+                lines += 2;
+            }
+        }
+        // Two options together: conflicts and overrides.
+        let firsts: Vec<&Vec<String>> = options.iter().filter_map(|o| o.first()).collect();
+        for a in &firsts {
+            for b in &firsts {
+                both(&with(&[a, b], tails[0], false));
+                lines += 1;
+            }
+        }
+        for words in [
+            &["run", "-c", "echo", "x"][..],
+            &["run", "-c", "echo", "x", "--", "true"],
+            &["run", "-nv", "x", "--", "true"],
+            &["run", "-w5", "x", "--", "true"],
+            &["run", "x", "-q", "--", "true"],
+            &["-q", "run", "-v", "x", "--", "true"],
+            &["run", "run", "--", "true"],
+            &["status", "run"],
+            &["--prefix", "run", "status"],
+            &["run", "--help"],
+            &["run", "-V"],
+            &["help", "run"],
+        ] {
+            both(&words.iter().map(ToString::to_string).collect::<Vec<_>>());
+        }
+        assert!(lines > 500, "{lines} command lines");
     }
 
     #[test]
