@@ -155,7 +155,12 @@ impl LocalSession {
                 "a new record is locked by another process",
             ));
         }
-        file.set_len(0)?;
+        // Emptied only when not empty already (left by an earlier attempt):
+        // on ext4 a truncation to zero makes the close flush the file to the
+        // disk, and its removal cost ten times a fresh file's.
+        if file.metadata()?.len() > 0 {
+            file.set_len(0)?;
+        }
         file.write_all(text.as_bytes())?;
         fs::rename(&new, self.record_path(name, tag, token))?;
         Ok(file)
