@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-/// Start-up allocations from a static arena until COMMAND starts
+/// Start-up allocations from a static arena until rlock starts renewing
 /// (`rlock::StartupAllocator`): musl's allocator churn cost a run about 1 ms.
 #[global_allocator]
 static ALLOC: rlock::StartupAllocator = rlock::StartupAllocator;

@@ -118,8 +118,6 @@ pub fn spawn(
     }
     let pid = crate::sys::spawn::spawn(path, argv, env, foreground, guardian)
         .map_err(|e| spawn_error(&argv[0], shared.lock(), &e))?;
-    // Start-up is over: what rlock allocates from now on it also frees.
-    crate::sys::arena::close();
     *phase = Phase::Running { pid, exited: false };
     Ok(Spawned { pid })
 }

@@ -597,6 +597,12 @@ impl Renewing {
         pgid: libc::pid_t,
     ) -> Renewing {
         let display = renewal.display.clone();
+        // From here on rlock renews for as long as COMMAND runs: what it
+        // allocates it also frees, so the start-up arena (which keeps what
+        // it hands out) gives way to the system allocator. A COMMAND that
+        // ends before its first renewal never gets here, and its release
+        // allocates from the arena still.
+        crate::sys::arena::close();
         // COMMAND runs on: a signal must reach it while rlock waits.
         let started = shared
             .watch_signals()

@@ -4,10 +4,11 @@
 //! start (clap's command tree, the URL, the connection's buffers, the
 //! scripts' arguments) and frees most of them soon after. musl's allocator
 //! answers that churn with mmap/munmap calls and fresh page faults, which cost
-//! a run about 0.7–1 ms on the static binary. Until COMMAND starts
-//! ([`close`]), blocks are instead cut from one static buffer by bumping an
-//! offset; freeing one is a no-op. After that, and for any block that does not
-//! fit, the system allocator serves as usual.
+//! a run about 0.7–1 ms on the static binary. Until rlock starts renewing
+//! for a COMMAND that outlived its first renewal ([`close`]; a short COMMAND's
+//! release included), blocks are instead cut from one static buffer by
+//! bumping an offset; freeing one is a no-op. After that, and for any block
+//! that does not fit, the system allocator serves as usual.
 //!
 //! Freeing gives a block back only in two cases, so that the arena's touched
 //! pages (its share of the resident set) stay few: the last block handed out
@@ -27,7 +28,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Bytes in the arena: what a run allocates before COMMAND starts, with room.
+/// Bytes in the arena: what a short run allocates in all, with room.
 const SIZE: usize = 512 * 1024;
 /// The largest block the arena serves; larger ones come from the system.
 const MAX_BLOCK: usize = 64 * 1024;
