@@ -13,6 +13,7 @@ mod duration;
 mod env;
 pub mod generate;
 mod parse;
+mod plain_run;
 
 pub use duration::{DEFAULT_TTL, duration};
 use duration::{grace_duration, lease_duration, positive_duration};
@@ -77,7 +78,7 @@ pub struct Global {
     pub urls: Vec<String>,
 
     /// Key namespace: a lock NAME lives under the key PREFIX:{NAME}.
-    #[arg(long, value_name = "P", env = "RLOCK_PREFIX", default_value = "rlock", global = true,
+    #[arg(long, value_name = "P", env = "RLOCK_PREFIX", default_value = DEFAULT_PREFIX, global = true,
           help_heading = CONNECTION)]
     pub prefix: String,
 
@@ -106,7 +107,7 @@ pub struct Global {
 
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
-    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_CONNECT_TIMEOUT, value_parser = positive_duration,
           env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
@@ -497,7 +498,7 @@ pub struct LockOptions {
     /// Off a terminal: print a timestamped line when waiting starts and then
     /// this often (who holds the lock, how long we have waited), and one
     /// when the lock is acquired; 0: never.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_PROGRESS_INTERVAL, value_parser = duration,
           env = "RLOCK_PROGRESS_INTERVAL", help_heading = WAITING)]
     pub progress_interval: Duration,
 
@@ -506,7 +507,7 @@ pub struct LockOptions {
     ///
     /// With --wait the server is waited for within the wait; with --no-wait, not
     /// at all. 0 gives up at once.
-    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration,
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_UNREACHABLE_WAIT, value_parser = duration,
           env = "RLOCK_UNREACHABLE_WAIT", help_heading = WAITING)]
     pub unreachable_wait: Duration,
 
@@ -519,7 +520,7 @@ pub struct LockOptions {
     ///
     /// A bare number of 1000 or more is refused ("did you mean 30000ms?"):
     /// write a unit.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration,
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_TTL_TEXT, value_parser = lease_duration,
           env = "RLOCK_TTL", help_heading = LEASE)]
     pub ttl: Duration,
 
@@ -573,6 +574,13 @@ pub struct LockOptions {
 /// without its value (`[env: RLOCK_PREFIX]`): a value would be shown as
 /// `[env: RLOCK_PREFIX=]` when unset, and a set one may be a URL or a note
 /// that a help page should not repeat.
+/// Defaults written once, for clap and for [`plain_run`].
+const DEFAULT_PREFIX: &str = "rlock";
+const DEFAULT_CONNECT_TIMEOUT: &str = "2s";
+const DEFAULT_PROGRESS_INTERVAL: &str = "30s";
+const DEFAULT_UNREACHABLE_WAIT: &str = "60s";
+const DEFAULT_TTL_TEXT: &str = "30s";
+
 /// `rlock run`'s definition alone, beside the global options: a command line
 /// that starts a run is parsed with it first, so a run does not build every
 /// other subcommand (measured: about a third of its start-up). Only what it

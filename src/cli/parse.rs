@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use clap::{FromArgMatches, Parser};
 
 use super::duration::{bare_number, is_unit};
-use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, run_command};
+use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, plain_run, run_command};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
 
@@ -51,6 +51,15 @@ where
         crate::report::error(&stray);
         return Err(Exit::Usage);
     }
+    match plain_run::parse(&args, &|name| std::env::var_os(name)) {
+        Some(cli) => Ok(cli),
+        None => with_clap(args),
+    }
+}
+
+/// [`parse_from`] by clap, for any line: `args` has passed the checks
+/// before it.
+fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
     let given = args.clone();
     let (args, dashed) = match args.iter().filter(|a| *a == "--").count() {
         2.. => match dashed_names(&args, &Context::of(&args)) {
@@ -582,6 +591,95 @@ mod tests {
             both(&words.iter().map(ToString::to_string).collect::<Vec<_>>());
         }
         assert!(lines > 500, "{lines} command lines");
+    }
+
+    /// The environment variables of `run`'s options and the global ones,
+    /// from clap's definition.
+    fn option_variables() -> Vec<String> {
+        let mut whole = command();
+        whole.build();
+        let run = whole.find_subcommand("run").unwrap();
+        let mut vars: Vec<String> = run
+            .get_arguments()
+            .filter_map(|a| a.get_env())
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect();
+        vars.sort();
+        vars.dedup();
+        vars
+    }
+
+    #[test]
+    fn the_plain_form_skips_exactly_the_variables_clap_reads() {
+        let mut skipped: Vec<String> = plain_run::OPTION_VARIABLES
+            .iter()
+            .chain(&["RLOCK_URL"])
+            .map(ToString::to_string)
+            .collect();
+        skipped.sort();
+        assert_eq!(skipped, option_variables());
+    }
+
+    #[test]
+    fn the_plain_form_reads_as_clap_reads_it() {
+        let clean = option_variables()
+            .iter()
+            .all(|v| std::env::var_os(v).is_none());
+        let none = |_: &str| None;
+        let url =
+            |name: &str| (name == "RLOCK_URL").then(|| OsString::from("redis://e:1,redis://f:2"));
+        let lines: [&[&str]; 9] = [
+            &["run", "x", "--", "true"],
+            &["run", "x", "y", "--", "sh", "-c", "exit 3"],
+            &["--url", "redis://h:1", "run", "x", "--", "true"],
+            &["-u", "file:/tmp/d", "run", "x", "--", "true"],
+            &["--url=redis://a,redis://b", "run", "x", "--", "-n"],
+            &["run", "a:b.c", "--", "run", "--url", "x"],
+            &["run", "10", "m", "--", "true"],
+            &["run", "ü", "--", "true"],
+            &["-u", "redis://h:1", "run", "x", "--", "--"],
+        ];
+        let mut accepted = 0;
+        for words in lines {
+            let argv: Vec<OsString> = std::iter::once("rlock")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            if let Some(fast) = plain_run::parse(&argv, &none) {
+                accepted += 1;
+                if clean {
+                    let full = with_clap(argv.clone()).unwrap_or_else(|_| panic!("{argv:?}"));
+                    assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{argv:?}");
+                }
+            }
+            // RLOCK_URL as clap splits it, unless --url is given.
+            if let Some(Cli { global, .. }) = plain_run::parse(&argv, &url)
+                && !global.urls_from_option
+            {
+                assert_eq!(global.urls, ["redis://e:1", "redis://f:2"]);
+            }
+        }
+        assert_eq!(accepted, 8, "the last line has a second --");
+        for words in [
+            &["run", "-x", "--", "true"][..],
+            &["run", "--", "-a", "--", "true"],
+            &["-v", "run", "x", "--", "true"],
+            &["run", "x", "--"],
+            &["run", "--", "true"],
+            &["--url", "", "run", "x", "--", "true"],
+            &["run", "a b", "--", "true"],
+            &["status", "x"],
+            &["run", "x", "-c", "true"],
+        ] {
+            let argv: Vec<OsString> = std::iter::once("rlock")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            assert!(plain_run::parse(&argv, &none).is_none(), "{argv:?}");
+        }
+        let ttl = |name: &str| (name == "RLOCK_TTL").then(|| OsString::from("5s"));
+        let argv = ["rlock", "run", "x", "--", "true"].map(OsString::from);
+        assert!(plain_run::parse(&argv, &ttl).is_none());
     }
 
     #[test]
