@@ -155,6 +155,9 @@ impl Shared {
     /// running COMMAND yet (they interrupt, as in [`Phase::Acquiring`]); the
     /// phase may be locked meanwhile.
     pub fn interrupted(&self) -> Option<Signal> {
+        if let Some(signal) = dispositions::take_handled() {
+            self.note_interrupt(signal);
+        }
         while let Some(signal) = dispositions::take_pending() {
             self.note_interrupt(signal);
         }

@@ -10,7 +10,7 @@
 //! (they belong to the C runtime's signal handling).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
 pub const FORWARDED: [i32; 6] = [
@@ -26,9 +26,10 @@ pub const FORWARDED: [i32; 6] = [
 /// child before exec, so it is an atomic, not a lock.
 static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
 
-/// Signals whose dispositions rlock changes: the forwarded ones, and SIGTTOU.
+/// Signals whose dispositions rlock changes: the forwarded ones, SIGTTOU, and
+/// SIGALRM (see [`interruptible`]).
 fn changed() -> impl Iterator<Item = i32> {
-    FORWARDED.into_iter().chain([libc::SIGTTOU])
+    FORWARDED.into_iter().chain([libc::SIGTTOU, libc::SIGALRM])
 }
 
 /// Whether `signal` was ignored when rlock started.
@@ -99,13 +100,23 @@ fn caught_set() -> libc::sigset_t {
     }
 }
 
-/// Blocks the caught signals in the calling thread and in every thread it
-/// starts later. Blocked, a caught signal waits (pending) until
+/// The caught signals, and SIGALRM unless it was ignored at start.
+fn blocked_set() -> libc::sigset_t {
+    let mut set = caught_set();
+    if !ignored_at_start(libc::SIGALRM) {
+        // SAFETY: the set was initialised by caught_set.
+        unsafe { libc::sigaddset(&mut set, libc::SIGALRM) };
+    }
+    set
+}
+
+/// Blocks the caught signals (and SIGALRM) in the calling thread and in every
+/// thread it starts later. Blocked, a caught signal waits (pending) until
 /// [`take_pending`], [`wait_caught`] or a [`SignalFd`] takes it: each one is
 /// taken exactly once, by one of them. A signal ignored at start stays
 /// unblocked, so the kernel goes on discarding it.
 pub fn block_caught() {
-    let set = caught_set();
+    let set = blocked_set();
     // SAFETY: pthread_sigmask only changes this thread's mask.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
@@ -138,6 +149,88 @@ pub fn wait_caught() -> i32 {
         if signal > 0 {
             return signal;
         }
+    }
+}
+
+/// The first caught signal a handler took during [`interruptible`], 0 for none.
+static HANDLED: AtomicI32 = AtomicI32::new(0);
+
+/// The handler of a caught signal during [`interruptible`]: notes it, and
+/// asks for SIGALRM every millisecond until the call ends, so that a call
+/// the signal came just before (it had not blocked yet) is interrupted as
+/// well. Async-signal-safe: an atomic and setitimer.
+extern "C" fn on_caught(signal: libc::c_int) {
+    let _ = HANDLED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    let every = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 1000,
+    };
+    let timer = libc::itimerval {
+        it_interval: every,
+        it_value: every,
+    };
+    // SAFETY: setitimer with a valid value and no old value.
+    unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
+}
+
+/// SIGALRM's handler: only there so that its delivery interrupts the call.
+extern "C" fn on_alarm(_: libc::c_int) {}
+
+/// Whether [`interruptible`] can be used: SIGALRM was not ignored at start
+/// (it then stays ignored, for COMMAND too) and the handlers are in place.
+pub fn interruptible_available() -> bool {
+    static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if ignored_at_start(libc::SIGALRM) {
+        return false;
+    }
+    *INSTALLED.get_or_init(|| {
+        let install = |signal: i32, handler: extern "C" fn(libc::c_int)| {
+            // SAFETY: the action is initialised (every signal blocked while a
+            // handler runs, no SA_RESTART: the call must end with EINTR).
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = handler as usize;
+                libc::sigfillset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
+            }
+        };
+        caught().all(|signal| install(signal, on_caught)) && install(libc::SIGALRM, on_alarm)
+    })
+}
+
+/// Runs `f`, a blocking call of this thread's, with the caught signals
+/// deliverable to it: one that comes ends a system call of `f` with EINTR
+/// (at once, or within a millisecond when it came just before the call),
+/// and [`take_handled`] returns it. Call only when [`interruptible_available`];
+/// `f` must treat EINTR as the end of its wait.
+pub fn interruptible<T>(f: impl FnOnce() -> T) -> T {
+    let set = blocked_set();
+    // SAFETY: pthread_sigmask only changes this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    let result = f();
+    // SAFETY: as above; then the timer is stopped and a SIGALRM still
+    // pending (blocked now) is taken, so none is left for later.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let stop: libc::itimerval = std::mem::zeroed();
+        libc::setitimer(libc::ITIMER_REAL, &stop, std::ptr::null_mut());
+        let mut alarm: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut alarm);
+        libc::sigaddset(&mut alarm, libc::SIGALRM);
+        let now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        while libc::sigtimedwait(&alarm, std::ptr::null_mut(), &now) > 0 {}
+    }
+    result
+}
+
+/// The caught signal a handler took during [`interruptible`], taken.
+pub fn take_handled() -> Option<i32> {
+    match HANDLED.swap(0, Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
     }
 }
 

@@ -376,8 +376,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
         if let Some(progress) = &self.progress {
             block = block.min(progress.until_due().max(MIN_BLOCK));
         }
-        // Only a thread can wake this wait when a signal comes.
-        if let Err(err) = self.shared.watch_signals() {
+        // A wait a signal cannot end by itself needs a thread to wake it.
+        if !self.session.block_ends_on_signal()
+            && let Err(err) = self.shared.watch_signals()
+        {
             return Err(self.fail(err));
         }
         {

@@ -2,6 +2,7 @@
 //! at a terminal; while waiting they interrupt rlock (128+N), leaving nothing.
 
 use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use crate::support::expect_within;
@@ -215,6 +216,67 @@ fn interrupt_while_waiting(signal: i32, status: i32) {
         redis.lock_keys("queue"),
         ["rlock:{queue}:leases"],
         "the waiter left nothing behind"
+    );
+}
+
+/// A signal ends a wait for a release at once, whenever it comes: while
+/// rlock starts, asks, registers or blocks (a wait on one Redis server needs
+/// no signal thread: the signal ends its read). The waits block for 30 s
+/// (--ttl 60s), so a signal that was lost would show as a wait that lasts.
+#[test]
+fn a_signal_at_any_moment_of_a_wait_ends_it_at_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let _holder = spawn_quiet(
+        rlock(&redis.url())
+            .args(["run", "queue", "--"])
+            .args(sh(&format!("touch {held}; sleep 120"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&held).exists()
+    });
+    let blocked = spawn(rlock(&redis.url()).args(["run", "--ttl", "60s", "queue", "--", "true"]));
+    expect_within(rlock::LIMIT, "the waiter to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
+    });
+    assert!(
+        !threads(blocked.pid).iter().any(|t| t == "signals"),
+        "a wait on one server needs no signal thread: {:?}",
+        threads(blocked.pid)
+    );
+    blocked.signal(libc::SIGTERM);
+    assert_eq!(code(&blocked.output_within(rlock::LIMIT)), 143);
+    for i in 0..30u64 {
+        let waiter =
+            spawn_quiet(rlock(&redis.url()).args(["run", "--ttl", "60s", "queue", "--", "true"]));
+        // The moment of the signal, the fault this test injects: from rlock's
+        // start-up to its blocked read.
+        std::thread::sleep(Duration::from_micros(i * 300));
+        let sent = std::time::Instant::now();
+        waiter.signal(libc::SIGINT);
+        let out = waiter.output_within(rlock::LIMIT);
+        // Before rlock has set its signals up, SIGINT kills it: the same
+        // status to the shell (130), nothing taken yet.
+        let status = out.status.code().or(out.status.signal().map(|s| 128 + s));
+        assert_eq!(
+            status,
+            Some(130),
+            "signal after {} µs: {}",
+            i * 300,
+            show(&out)
+        );
+        assert!(
+            sent.elapsed() < Duration::from_secs(5),
+            "a signal after {} µs took {:?} to end the wait",
+            i * 300,
+            sent.elapsed()
+        );
+    }
+    assert_eq!(
+        redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]),
+        0,
+        "the waiters left nothing behind"
     );
 }
 

@@ -279,11 +279,16 @@ impl Session for StandaloneSession {
         let list = Keys::of(lock).wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
-        let reply: Result<Option<(String, String)>, RedisError> = self.con(limit).and_then(|con| {
-            // The reply may take the whole timeout: allow for it on this call.
-            con.set_read_timeout(Some(timeout + limit))?;
-            redis::cmd("BLPOP").arg(&list).arg(&secs).query(con)
-        });
+        // A caught signal ends the BLPOP's read with EINTR (a spurious
+        // wake-up, below), where the waiter sees it.
+        let reply: Result<Option<(String, String)>, RedisError> =
+            crate::sys::signals::interruptible(|| {
+                self.con(limit).and_then(|con| {
+                    // The reply may take the whole timeout: allow for it on this call.
+                    con.set_read_timeout(Some(timeout + limit))?;
+                    redis::cmd("BLPOP").arg(&list).arg(&secs).query(con)
+                })
+            });
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
             Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
@@ -301,7 +306,8 @@ impl Session for StandaloneSession {
                     _ => Wake::Released,
                 })
             }
-            // Stopped and continued: a spurious wake-up; the caller looks again.
+            // A caught signal, or stopped and continued: a spurious
+            // wake-up; the caller looks again (and sees the signal).
             Err(err) if interrupted(&err) => {
                 self.con = None;
                 Ok(Wake::TimedOut)
@@ -323,6 +329,10 @@ impl Session for StandaloneSession {
             }
             Err(err) => Err(self.fail(lock, err, limit)),
         }
+    }
+
+    fn block_ends_on_signal(&self) -> bool {
+        crate::sys::signals::interruptible_available()
     }
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
