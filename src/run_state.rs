@@ -7,10 +7,13 @@
 //!
 //! The caught signals are blocked in every thread and taken where rlock looks
 //! for them, each exactly once: by the main thread between requests
-//! ([`Shared::interrupted`]), by its wait for a short COMMAND (a signalfd), and
-//! by a signal thread started only when rlock blocks for long (a wait for a
-//! release, a COMMAND that outlives its first renewal). A run that gets its lock
-//! at once and whose COMMAND ends soon never starts that thread.
+//! ([`Shared::interrupted`]); by a handler while it blocks on one Redis
+//! server for a release, whose read the signal ends (`sys::signals::
+//! interruptible`); by its wait for a short COMMAND (a signalfd); and by a
+//! signal thread started only when rlock blocks for long in a way a signal
+//! cannot end (a Redlock, `file:` or `--redisson` wait, a COMMAND that
+//! outlives its first renewal). A run that waits on one server, or none, and
+//! whose COMMAND ends soon never starts that thread.
 //!
 //! COMMAND runs in its own process group, and on a terminal that group is the
 //! foreground one (tini's model), so keys typed at the terminal reach COMMAND

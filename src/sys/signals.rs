@@ -3,8 +3,9 @@
 //! what COMMAND gets back before exec.
 //!
 //! Caught signals are blocked and taken when rlock looks (sigtimedwait,
-//! sigwaitinfo, a signalfd), not run as handlers: no handler can interrupt a
-//! system call, and no thread is needed until rlock blocks for long.
+//! sigwaitinfo, a signalfd): no handler interrupts a system call that must
+//! not end early. The one exception is [`interruptible`], a blocking read
+//! that a signal is meant to end: handlers run only during it.
 //!
 //! On `libc`: rustix offers no sigaction, sigprocmask or signal-set calls
 //! (they belong to the C runtime's signal handling).
