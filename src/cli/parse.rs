@@ -677,9 +677,54 @@ mod tests {
                 .collect();
             assert!(plain_run::parse(&argv, &none).is_none(), "{argv:?}");
         }
-        let ttl = |name: &str| (name == "RLOCK_TTL").then(|| OsString::from("5s"));
+        let both =
+            |name: &str| matches!(name, "RLOCK_TTL" | "RLOCK_LEASE").then(|| OsString::from("5s"));
         let argv = ["rlock", "run", "x", "--", "true"].map(OsString::from);
-        assert!(plain_run::parse(&argv, &ttl).is_none());
+        assert!(plain_run::parse(&argv, &both).is_none());
+        let flag = |name: &str| (name == "RLOCK_NO_WAIT").then(|| OsString::from("0"));
+        assert!(plain_run::parse(&argv, &flag).is_none());
+    }
+
+    /// Each option variable, read by the plain reader, gives what clap gives
+    /// for the option itself (which it reads with the same value parser).
+    #[test]
+    fn the_plain_form_reads_each_variable_as_clap_reads_its_option() {
+        let clean = option_variables()
+            .iter()
+            .all(|v| std::env::var_os(v).is_none());
+        let mut whole = command();
+        whole.build();
+        let run = whole.find_subcommand("run").unwrap();
+        let mut read = 0;
+        for arg in run.get_arguments() {
+            let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            if var == "RLOCK_URL" {
+                continue;
+            }
+            let long = format!("--{}", arg.get_long().unwrap());
+            let mut values = sample(arg);
+            values.extend(["", "+4", "256", "4294967296", " 5"].map(String::from));
+            for value in values {
+                let env = |name: &str| (name == var).then(|| OsString::from(&value));
+                let plain = ["rlock", "run", "x", "--", "true"].map(OsString::from);
+                let Some(fast) = plain_run::parse(&plain, &env) else {
+                    continue;
+                };
+                assert!(arg.get_action().takes_values(), "{var}: a flag is clap's");
+                read += 1;
+                if !clean {
+                    continue;
+                }
+                let given: Vec<OsString> = ["rlock", "run", &long, &value, "x", "--", "true"]
+                    .map(OsString::from)
+                    .to_vec();
+                let full = with_clap(given).unwrap_or_else(|_| panic!("{var}={value:?}"));
+                assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{var}={value:?}");
+            }
+        }
+        assert!(read > 40, "{read} values read");
     }
 
     #[test]

@@ -1,17 +1,22 @@
 //! The command line most runs have, read without clap:
-//! `rlock [--url URL] run NAME... -- COMMAND [ARGS...]`, no other option, and
-//! none of the options' environment variables set but `RLOCK_URL`.
+//! `rlock [--url URL] run NAME... -- COMMAND [ARGS...]`, no other option, with
+//! the options' environment variables (`RLOCK_WAIT=10m`, `RLOCK_TTL`, ...) read
+//! with clap's own value parsers.
 //!
 //! Building and running clap's definition is about a sixth of a short run
 //! (measured: 0.17 ms of its 1.3 ms over `true`). Anything else — another
 //! option, a NAME that begins with `-`, a second `--`, an empty `--url`, a
-//! variable such as `RLOCK_TTL` — returns None and clap parses the line, so
-//! every message, default and check stays clap's. A unit test checks that
-//! both give the same answer on every line this one accepts.
+//! value clap would refuse, a flag variable (`RLOCK_NO_WAIT`, `RLOCK_SHARED`,
+//! `RLOCK_FAIR`, `RLOCK_REDISSON`), `RLOCK_LEASE` beside `RLOCK_TTL` —
+//! returns None and clap parses the line, so every message and check stays
+//! clap's. Unit tests check that both give the same answer on every line and
+//! variable this one accepts.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
 
-use super::duration::{duration, lease_duration, positive_duration};
+use super::duration::{duration, grace_duration, lease_duration, positive_duration};
 use super::{
     Cli, Command, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, DEFAULT_PROGRESS_INTERVAL,
     DEFAULT_TTL_TEXT, DEFAULT_UNREACHABLE_WAIT, Global, LockOptions, RunArgs,
@@ -21,7 +26,9 @@ use crate::lock::event::DEFAULT_CAP;
 use crate::lock::name::LockName;
 
 /// The environment variables of `run`'s options and the global ones but
-/// `RLOCK_URL` (a unit test checks this list against clap's definition).
+/// `RLOCK_URL`, each read by [`parse`] (a unit test checks this list against
+/// clap's definition, and [`parse`] against clap on each variable).
+#[cfg(test)]
 pub(super) const OPTION_VARIABLES: [&str; 23] = [
     "RLOCK_PREFIX",
     "RLOCK_CACERT",
@@ -51,7 +58,17 @@ pub(super) const OPTION_VARIABLES: [&str; 23] = [
 /// `args` (the program's name first) as clap would read it, when it is the
 /// plain form; `env` looks up an environment variable.
 pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -> Option<Cli> {
-    if OPTION_VARIABLES.iter().any(|v| env(v).is_some()) {
+    // Flags read from the environment have clap's own truth table; the two
+    // settings of the lease together are clap's error to give.
+    let flags = [
+        "RLOCK_NO_WAIT",
+        "RLOCK_SHARED",
+        "RLOCK_FAIR",
+        "RLOCK_REDISSON",
+    ];
+    if flags.iter().any(|v| env(v).is_some())
+        || (env("RLOCK_LEASE").is_some() && env("RLOCK_TTL").is_some())
+    {
         return None;
     }
     let words: Vec<&str> = args
@@ -86,45 +103,117 @@ pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -
             _ => (Vec::new(), false),
         },
     };
+    // A variable's value, read with `parse` as clap reads it (None when it
+    // is unset); Err when clap would refuse it.
+    let var = |name: &str| -> Result<Option<String>, ()> {
+        env(name)
+            .map(|v| v.into_string().map_err(|_| ()))
+            .transpose()
+    };
+    let read = |name: &str, parse: &dyn Fn(&str) -> Option<Duration>| -> Option<Option<Duration>> {
+        match var(name).ok()? {
+            Some(text) => Some(Some(parse(&text)?)),
+            None => Some(None),
+        }
+    };
+    let dur = |name: &str, default: &str, parse: fn(&str) -> Result<Duration, String>| {
+        read(name, &|t| parse(t).ok())?.map_or_else(|| parse(default).ok(), Some)
+    };
+    let opt_dur =
+        |name: &str, parse: fn(&str) -> Result<Duration, String>| read(name, &|t| parse(t).ok());
+    let number = |name: &str, least: i64, most: i64, default: i64| -> Option<i64> {
+        match var(name).ok()? {
+            Some(text) => integer(&text).filter(|n| (least..=most).contains(n)),
+            None => Some(default),
+        }
+    };
+    let path = |name: &str| -> Option<Option<PathBuf>> {
+        match var(name).ok()? {
+            Some(text) if text.is_empty() => None,
+            Some(text) => Some(Some(PathBuf::from(text))),
+            None => Some(None),
+        }
+    };
+    let limit = match var("RLOCK_LIMIT").ok()? {
+        Some(text) => Some(u32::try_from(integer(&text).filter(|n| *n >= 1)?).ok()?),
+        None => None,
+    };
     Some(Cli {
         global: Global {
             urls,
-            prefix: DEFAULT_PREFIX.to_owned(),
-            cacert: None,
-            cert: None,
-            key: None,
-            password_file: None,
-            connect_timeout: positive_duration(DEFAULT_CONNECT_TIMEOUT).ok()?,
+            prefix: var("RLOCK_PREFIX")
+                .ok()?
+                .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            cacert: path("RLOCK_CACERT")?,
+            cert: path("RLOCK_CERT")?,
+            key: path("RLOCK_KEY")?,
+            password_file: path("RLOCK_PASSWORD_FILE")?,
+            connect_timeout: dur(
+                "RLOCK_CONNECT_TIMEOUT",
+                DEFAULT_CONNECT_TIMEOUT,
+                positive_duration,
+            )?,
             verbose: false,
             quiet: false,
             urls_from_option,
         },
         command: Command::Run(RunArgs {
             lock: LockOptions {
-                wait: None,
+                wait: opt_dur("RLOCK_WAIT", duration)?,
                 no_wait: false,
-                note: None,
-                progress_interval: duration(DEFAULT_PROGRESS_INTERVAL).ok()?,
-                unreachable_wait: duration(DEFAULT_UNREACHABLE_WAIT).ok()?,
-                conflict_exit_code: NOT_ACQUIRED_DEFAULT,
-                ttl: lease_duration(DEFAULT_TTL_TEXT).ok()?,
+                note: var("RLOCK_NOTE").ok()?,
+                progress_interval: dur(
+                    "RLOCK_PROGRESS_INTERVAL",
+                    DEFAULT_PROGRESS_INTERVAL,
+                    duration,
+                )?,
+                unreachable_wait: dur(
+                    "RLOCK_UNREACHABLE_WAIT",
+                    DEFAULT_UNREACHABLE_WAIT,
+                    duration,
+                )?,
+                conflict_exit_code: u8::try_from(number(
+                    "RLOCK_CONFLICT_EXIT_CODE",
+                    0,
+                    255,
+                    i64::from(NOT_ACQUIRED_DEFAULT),
+                )?)
+                .ok()?,
+                ttl: dur("RLOCK_TTL", DEFAULT_TTL_TEXT, lease_duration)?,
                 exclusive: false,
                 shared: false,
-                limit: None,
+                limit,
                 fair: false,
-                min_replicas: 0,
-                history: DEFAULT_CAP,
+                min_replicas: u32::try_from(number(
+                    "RLOCK_MIN_REPLICAS",
+                    0,
+                    i64::from(u32::MAX),
+                    0,
+                )?)
+                .ok()?,
+                history: u32::try_from(number(
+                    "RLOCK_HISTORY",
+                    0,
+                    i64::from(u32::MAX),
+                    i64::from(DEFAULT_CAP),
+                )?)
+                .ok()?,
                 redisson: false,
             },
-            lease: None,
-            max_hold: None,
-            metrics_file: None,
-            kill_after: None,
+            lease: opt_dur("RLOCK_LEASE", lease_duration)?,
+            max_hold: opt_dur("RLOCK_MAX_HOLD", positive_duration)?,
+            metrics_file: path("RLOCK_METRICS_FILE")?,
+            kill_after: opt_dur("RLOCK_KILL_AFTER", grace_duration)?,
             names,
             command: command.iter().map(OsString::from).collect(),
             shell: None,
         }),
     })
+}
+
+/// An integer as clap's integer parsers read one (`i64`'s syntax).
+fn integer(text: &str) -> Option<i64> {
+    text.parse().ok()
 }
 
 /// `--url a,b` (and `RLOCK_URL=a,b`) as clap's `value_delimiter = ','` splits it.
