@@ -211,7 +211,7 @@ def memory(res):
 STEPS = {
     "main": "main() entered (exec, dynamic start-up)",
     "guardian": "guardian forked",
-    "parsed": "command line parsed (clap)",
+    "parsed": "command line parsed",
     "connected": "connected (file: the lock directory opened)",
     "acquired": "acquire reply (file: the flock and the records)",
     "started": "COMMAND exec'd",
