@@ -6,6 +6,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use crate::support::expect_within;
+use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn, spawn_quiet};
 use crate::support::scratch::Scratch;
@@ -189,18 +190,24 @@ fn suspending_command_at_the_terminal_suspends_rlock_until_continued() {
     assert_eq!(run.wait_within(rlock::LIMIT).code(), Some(0));
 }
 
-fn interrupt_while_waiting(signal: i32, status: i32) {
-    let redis = RedisServer::start();
-    let dir = Scratch::new();
+/// A run holding lock `queue` for two minutes, once its COMMAND has started.
+fn queue_held(redis: &RedisServer, dir: &Scratch) -> Proc {
     let held = dir.file("held");
-    let _holder = spawn_quiet(
+    let holder = spawn_quiet(
         rlock(&redis.url())
             .args(["run", "queue", "--"])
-            .args(sh(&format!("touch {held}; sleep 60"))),
+            .args(sh(&format!("touch {held}; sleep 120"))),
     );
     expect_within(rlock::LIMIT, "the holder to start", || {
         std::path::Path::new(&held).exists()
     });
+    holder
+}
+
+fn interrupt_while_waiting(signal: i32, status: i32) {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = queue_held(&redis, &dir);
     let waiter = spawn(rlock(&redis.url()).args(["run", "queue", "--", "true"]));
     expect_within(rlock::LIMIT, "the waiter to block", || {
         redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
@@ -227,15 +234,7 @@ fn interrupt_while_waiting(signal: i32, status: i32) {
 fn a_signal_at_any_moment_of_a_wait_ends_it_at_once() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let held = dir.file("held");
-    let _holder = spawn_quiet(
-        rlock(&redis.url())
-            .args(["run", "queue", "--"])
-            .args(sh(&format!("touch {held}; sleep 120"))),
-    );
-    expect_within(rlock::LIMIT, "the holder to start", || {
-        std::path::Path::new(&held).exists()
-    });
+    let _holder = queue_held(&redis, &dir);
     let blocked = spawn(rlock(&redis.url()).args(["run", "--ttl", "60s", "queue", "--", "true"]));
     expect_within(rlock::LIMIT, "the waiter to block", || {
         redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
