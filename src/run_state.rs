@@ -8,10 +8,10 @@
 //! The caught signals are blocked in every thread and taken where rlock looks
 //! for them, each exactly once: by the main thread between requests
 //! ([`Shared::interrupted`]); by a handler while it blocks on one Redis
-//! server for a release, whose read the signal ends (`sys::signals::
-//! interruptible`); by its wait for a short COMMAND (a signalfd); and by a
+//! server (without TLS) for a release, whose read the signal ends
+//! (`sys::signals::interruptible`); by its wait for a short COMMAND (a signalfd); and by a
 //! signal thread started only when rlock blocks for long in a way a signal
-//! cannot end (a Redlock, `file:` or `--redisson` wait, a COMMAND that
+//! cannot end (a Redlock, `file:`, `--redisson` or TLS wait, a COMMAND that
 //! outlives its first renewal). A run that waits on one server, or none, and
 //! whose COMMAND ends soon never starts that thread.
 //!

@@ -4,8 +4,9 @@
 //! files each get one line and their status.
 
 use crate::support::cluster::Cluster;
+use crate::support::expect_within;
 use crate::support::redis_server::{RedisServer, free_port};
-use crate::support::rlock::{assert_fails, bare, code, output, show};
+use crate::support::rlock::{LIMIT, assert_fails, bare, code, output, show, spawn_quiet};
 use crate::support::sentinel::Sentinels;
 use crate::support::tls::Tls;
 
@@ -246,4 +247,40 @@ fn check_runs_over_tls_and_an_untrusted_certificate_fails_reachable() {
     ]));
     let err = assert_fails(&out, 69);
     assert!(err.contains("certificate"), "{err}");
+}
+
+/// A signal ends a wait over TLS at once too (there the wait keeps its signal
+/// thread: TLS reads again after an interrupted read). The wait blocks for
+/// 30 s (--ttl 60s), so a signal that had to wait for it would show.
+#[test]
+fn a_signal_ends_a_wait_over_tls_at_once() {
+    let tls = Tls::new();
+    let (redis, url) = tls.server(false);
+    let ca = tls.file("ca.crt");
+    let run = |name: &str, command: &[&str]| {
+        let mut cmd = bare();
+        cmd.args([
+            "--url", &url, "--cacert", &ca, "run", "--ttl", "60s", name, "--",
+        ])
+        .args(command);
+        cmd
+    };
+    let mut holder = spawn_quiet(&mut run("tls-queue", &["sleep", "60"]));
+    expect_within(LIMIT, "the holder to take the lock", || {
+        redis.cmd::<i64>(&["EXISTS", "rlock:{tls-queue}:leases"]) == 1
+    });
+    let waiter = spawn_quiet(&mut run("tls-queue", &["true"]));
+    expect_within(LIMIT, "the waiter to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{tls-queue}:waiters"]) == 1
+    });
+    let sent = std::time::Instant::now();
+    waiter.signal(libc::SIGINT);
+    let out = waiter.output_within(LIMIT);
+    assert_eq!(code(&out), 130, "{}", show(&out));
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(5),
+        "the signal took {:?} to end the wait",
+        sent.elapsed()
+    );
+    holder.kill();
 }
