@@ -96,7 +96,11 @@ pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -
         .map(|n| LockName::new(n).ok())
         .collect::<Option<Vec<_>>>()?;
     let (urls, urls_from_option) = match url {
-        Some(url) if url.trim().is_empty() => return None,
+        // clap refuses an empty URL given as an option (and an empty piece
+        // of one), and a value that looks like an option.
+        Some(url) if url.starts_with('-') || split(url).iter().any(|u| u.trim().is_empty()) => {
+            return None;
+        }
         Some(url) => (split(url), true),
         None => match env("RLOCK_URL") {
             Some(value) if !value.is_empty() => (split(value.to_str()?), false),

@@ -332,7 +332,12 @@ impl<'a> Held<'a> {
                 let max_hold = run.spec.max_hold.and_then(|limit| {
                     max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
                 });
-                // Off the path to COMMAND, which runs already.
+                // Off the path to COMMAND, which runs already; a signal that
+                // comes meanwhile is forwarded by the signal thread, not held
+                // until these writes end.
+                if !unrecorded.is_empty() {
+                    let _ = run.shared.watch_signals();
+                }
                 for (lock, event) in &unrecorded {
                     if let Err(err) = session.record(lock, run.spec.lock.history, event) {
                         report::verbose(|| format!("{}: history not written: {err}", lock.name));

@@ -101,23 +101,13 @@ fn caught_set() -> libc::sigset_t {
     }
 }
 
-/// The caught signals, and SIGALRM unless it was ignored at start.
-fn blocked_set() -> libc::sigset_t {
-    let mut set = caught_set();
-    if !ignored_at_start(libc::SIGALRM) {
-        // SAFETY: the set was initialised by caught_set.
-        unsafe { libc::sigaddset(&mut set, libc::SIGALRM) };
-    }
-    set
-}
-
-/// Blocks the caught signals (and SIGALRM) in the calling thread and in every
-/// thread it starts later. Blocked, a caught signal waits (pending) until
+/// Blocks the caught signals in the calling thread and in every thread it
+/// starts later. Blocked, a caught signal waits (pending) until
 /// [`take_pending`], [`wait_caught`] or a [`SignalFd`] takes it: each one is
 /// taken exactly once, by one of them. A signal ignored at start stays
 /// unblocked, so the kernel goes on discarding it.
 pub fn block_caught() {
-    let set = blocked_set();
+    let set = caught_set();
     // SAFETY: pthread_sigmask only changes this thread's mask.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
@@ -174,57 +164,118 @@ extern "C" fn on_caught(signal: libc::c_int) {
     unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
 }
 
-/// SIGALRM's handler: only there so that its delivery interrupts the call.
-extern "C" fn on_alarm(_: libc::c_int) {}
+/// Whether a signal was sent by a process (kill, sigqueue, tkill), not by
+/// the kernel for rlock's own timer.
+fn sent_by_a_process(code: libc::c_int) -> bool {
+    code <= 0
+}
+
+/// SIGALRM's handler during [`interruptible`]: rlock's own timer's SIGALRM
+/// only interrupts the call. One another process sent does what it does
+/// outside the call, end rlock: the default action, raised again (blocked
+/// while this handler runs, it is delivered as the handler returns).
+/// Async-signal-safe: signal and raise.
+extern "C" fn on_alarm(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    if sent_by_a_process(unsafe { (*info).si_code }) {
+        // SAFETY: both are async-signal-safe.
+        unsafe {
+            libc::signal(libc::SIGALRM, libc::SIG_DFL);
+            libc::raise(libc::SIGALRM);
+        }
+    }
+}
 
 /// Whether [`interruptible`] can be used: SIGALRM was not ignored at start
-/// (it then stays ignored, for COMMAND too) and the handlers are in place.
+/// (it then stays ignored, for COMMAND too) and the caught signals' handlers
+/// are in place (installed once; the signals stay blocked outside the call).
 pub fn interruptible_available() -> bool {
     static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if ignored_at_start(libc::SIGALRM) {
         return false;
     }
     *INSTALLED.get_or_init(|| {
-        let install = |signal: i32, handler: extern "C" fn(libc::c_int)| {
-            // SAFETY: the action is initialised (every signal blocked while a
-            // handler runs, no SA_RESTART: the call must end with EINTR).
+        caught().all(|signal| {
+            // SAFETY: the action is initialised (every signal blocked while
+            // the handler runs, no SA_RESTART: the call must end with EINTR).
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = handler as usize;
+                action.sa_sigaction = on_caught as extern "C" fn(libc::c_int) as usize;
                 libc::sigfillset(&mut action.sa_mask);
                 libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
             }
-        };
-        caught().all(|signal| install(signal, on_caught)) && install(libc::SIGALRM, on_alarm)
+        })
     })
+}
+
+/// The signal state [`interruptible`] sets up, undone when dropped (also if
+/// the call panics): the caught signals blocked again, the timer stopped,
+/// a SIGALRM of the timer's still pending taken, SIGALRM's default action
+/// back (and one another process sent meanwhile raised again).
+struct Window {
+    caught: libc::sigset_t,
+}
+
+impl Window {
+    fn open() -> Window {
+        let caught = caught_set();
+        // SAFETY: the action is initialised; pthread_sigmask only changes this
+        // thread's mask. SIGALRM is unblocked (its default) in rlock's threads.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_alarm
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigfillset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &caught, std::ptr::null_mut());
+        }
+        Window { caught }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // SAFETY: sets initialised before use; every call only changes this
+        // process's signal state, in the order that leaves no SIGALRM of the
+        // timer behind.
+        unsafe {
+            let mut alarm: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut alarm);
+            libc::sigaddset(&mut alarm, libc::SIGALRM);
+            let mut both = self.caught;
+            libc::sigaddset(&mut both, libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &both, std::ptr::null_mut());
+            let stop: libc::itimerval = std::mem::zeroed();
+            libc::setitimer(libc::ITIMER_REAL, &stop, std::ptr::null_mut());
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let mut sent = false;
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            while libc::sigtimedwait(&alarm, &mut info, &now) > 0 {
+                sent |= sent_by_a_process(info.si_code);
+            }
+            libc::signal(libc::SIGALRM, libc::SIG_DFL);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
+            if sent {
+                libc::raise(libc::SIGALRM);
+            }
+        }
+    }
 }
 
 /// Runs `f`, a blocking call of this thread's, with the caught signals
 /// deliverable to it: one that comes ends a system call of `f` with EINTR
 /// (at once, or within a millisecond when it came just before the call),
 /// and [`take_handled`] returns it. Call only when [`interruptible_available`];
-/// `f` must treat EINTR as the end of its wait.
+/// `f` must treat EINTR as the end of its wait. Only one thread may be in it
+/// at a time (rlock's main thread).
 pub fn interruptible<T>(f: impl FnOnce() -> T) -> T {
-    let set = blocked_set();
-    // SAFETY: pthread_sigmask only changes this thread's mask.
-    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-    let result = f();
-    // SAFETY: as above; then the timer is stopped and a SIGALRM still
-    // pending (blocked now) is taken, so none is left for later.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        let stop: libc::itimerval = std::mem::zeroed();
-        libc::setitimer(libc::ITIMER_REAL, &stop, std::ptr::null_mut());
-        let mut alarm: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut alarm);
-        libc::sigaddset(&mut alarm, libc::SIGALRM);
-        let now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        while libc::sigtimedwait(&alarm, std::ptr::null_mut(), &now) > 0 {}
-    }
-    result
+    let _window = Window::open();
+    f()
 }
 
 /// The caught signal a handler took during [`interruptible`], taken.

@@ -110,6 +110,11 @@ pub fn acquire(
                 report::mark("connected");
                 break session;
             }
+            // A signal that came while connecting is the reason the user
+            // sees, whatever the connection's own failure.
+            Err(_) if let Some(signal) = shared.interrupted() => {
+                return Err(Error::from(Cause::Interrupted(signal)).in_lock(lock));
+            }
             Err(err) => outage
                 .ride_out(err, lock, shared)
                 .map_err(|e| e.in_lock(lock))?,

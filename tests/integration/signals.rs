@@ -279,6 +279,97 @@ fn a_signal_at_any_moment_of_a_wait_ends_it_at_once() {
     );
 }
 
+/// A waiter blocked on `queue`, spawned from `command` (rlock's arguments
+/// after it), once it stands in line on `redis`.
+fn blocked_waiter(redis: &RedisServer, mut command: std::process::Command) -> Proc {
+    let waiter = spawn_quiet(&mut command);
+    expect_within(rlock::LIMIT, "the waiter to block", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
+    });
+    waiter
+}
+
+/// How long the process took to end after a signal, and how it ended.
+fn ended_after(mut proc: Proc, signal: i32) -> (Duration, std::process::ExitStatus) {
+    let sent = std::time::Instant::now();
+    proc.signal(signal);
+    let status = proc.wait_within(rlock::LIMIT);
+    (sent.elapsed(), status)
+}
+
+/// SIGALRM is not one rlock forwards: sent from outside (`timeout -s ALRM`),
+/// it ends a waiting rlock by its default action, as it always did, even
+/// while rlock's own use of SIGALRM ends its blocked read.
+#[test]
+fn an_alarm_from_outside_still_ends_a_waiting_rlock() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = queue_held(&redis, &dir);
+    let mut command = rlock(&redis.url());
+    command.args(["run", "--ttl", "60s", "queue", "--", "true"]);
+    let (took, status) = ended_after(blocked_waiter(&redis, command), libc::SIGALRM);
+    assert_eq!(status.signal(), Some(libc::SIGALRM), "{status:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// With SIGALRM ignored when rlock starts (it stays ignored, for COMMAND
+/// too), a wait a signal ends still ends at once: on the signal thread.
+#[test]
+fn with_alarm_ignored_at_start_a_signal_still_ends_a_wait_at_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let _holder = queue_held(&redis, &dir);
+    let mut command = std::process::Command::new("sh");
+    command.args([
+        "-c",
+        "trap '' ALRM; exec \"$@\"",
+        "sh",
+        &rlock::bin(),
+        "--url",
+        &redis.url(),
+        "run",
+        "--ttl",
+        "60s",
+        "queue",
+        "--",
+        "true",
+    ]);
+    let (took, status) = ended_after(blocked_waiter(&redis, command), libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// A Redlock wait (on one of the servers, with the signal thread) ends at a
+/// signal at once, leaving nothing in any server's queue.
+#[test]
+fn a_signal_ends_a_redlock_wait_at_once() {
+    let servers = crate::support::quorum::servers(3);
+    let refs: Vec<&RedisServer> = servers.iter().collect();
+    let dir = Scratch::new();
+    let held = dir.file("held");
+    let _holder = spawn_quiet(
+        crate::support::quorum::over(&refs)
+            .args(["run", "queue", "--"])
+            .args(sh(&format!("touch {held}; sleep 120"))),
+    );
+    expect_within(rlock::LIMIT, "the holder to start", || {
+        std::path::Path::new(&held).exists()
+    });
+    let mut command = crate::support::quorum::over(&refs);
+    command.args(["run", "--ttl", "60s", "queue", "--", "true"]);
+    let waiter = spawn_quiet(&mut command);
+    expect_within(rlock::LIMIT, "the waiter to block", || {
+        refs.iter()
+            .any(|r| r.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1)
+    });
+    let (took, status) = ended_after(waiter, libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    for server in &refs {
+        assert_eq!(server.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]), 0);
+    }
+}
+
 #[test]
 fn sigint_while_waiting_exits_130_and_leaves_nothing() {
     interrupt_while_waiting(libc::SIGINT, 130);

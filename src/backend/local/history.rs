@@ -33,9 +33,11 @@ pub(super) fn append(path: &Path, cap: u32, event: &Event) -> io::Result<()> {
     if !stale {
         file.read_to_string(&mut text)?;
     }
-    // A last line a crash cut short stays a line of its own.
+    // A last line a crash cut short is no event: it goes (its cap could be
+    // cut too, and trim what it should not).
     if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
+        text.truncate(text.rfind('\n').map_or(0, |at| at + 1));
+        file.set_len(text.len() as u64)?;
     }
     let new = line(crate::lock::clock::now_ms(), event, cap);
     let lines = text.lines().count() + 1;
@@ -77,8 +79,10 @@ pub(super) fn read(path: &Path, limit: usize) -> io::Result<Vec<Event>> {
 /// written, leaves the last `cap` lines (its writer's cap; a line without
 /// one, written before caps were recorded, trims nothing).
 fn survivors(text: &str) -> Vec<&str> {
+    // Only whole lines: a last one without its line feed was cut short.
+    let whole = &text[..text.rfind('\n').map_or(0, |at| at + 1)];
     let mut kept: VecDeque<&str> = VecDeque::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
+    for line in whole.lines().filter(|l| !l.is_empty()) {
         kept.push_back(line);
         if let Some(cap) = cap_of(line) {
             while kept.len() > cap {
@@ -213,6 +217,24 @@ mod tests {
         }
         let events = read(&path, 100).unwrap();
         assert_eq!(events[0].command, "a\tb\\n29");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_line_a_crash_cut_short_is_dropped_not_joined() {
+        let path = scratch("cut");
+        for i in 0..3 {
+            append(&path, 100, &event(i)).unwrap();
+        }
+        // The last line cut inside its cap (cap=100 -> cap=1): no trim from it.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 3]).unwrap();
+        assert_eq!(exits(&path), vec![1, 0]);
+        append(&path, 100, &event(3)).unwrap();
+        assert_eq!(exits(&path), vec![3, 1, 0]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n') && !text.contains('\0'), "{text:?}");
+        assert_eq!(text.lines().count(), 3);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
