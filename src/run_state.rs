@@ -108,11 +108,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Acts on a signal taken from the signalfd of a wait for COMMAND.
-    pub fn deliver(&self, signal: i32) {
-        self.on_signal(signal);
-    }
-
     /// Hands over the deadlines of the lease just acquired.
     pub fn set_deadlines(&self, deadlines: Deadlines) {
         let _ = self.deadlines.set(deadlines);
@@ -191,8 +186,9 @@ impl Shared {
         false
     }
 
-    /// Interrupts a wait as `signal` would, from another thread (the
-    /// `--while-pid` process is gone).
+    /// Acts on `signal` as the phase says, for a caller that took it (the
+    /// wait for a short COMMAND, from its signalfd) or stands in for one
+    /// (the `--while-pid` process is gone: SIGHUP).
     pub fn interrupt(&self, signal: i32) {
         self.on_signal(signal);
     }

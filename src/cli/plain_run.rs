@@ -114,17 +114,16 @@ pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -
             .map(|v| v.into_string().map_err(|_| ()))
             .transpose()
     };
-    let read = |name: &str, parse: &dyn Fn(&str) -> Option<Duration>| -> Option<Option<Duration>> {
-        match var(name).ok()? {
-            Some(text) => Some(Some(parse(&text)?)),
-            None => Some(None),
-        }
+    // A duration variable: None when clap would refuse it, Some(None) unset.
+    let opt_dur = |name: &str, parse: fn(&str) -> Result<Duration, String>| {
+        var(name)
+            .ok()?
+            .map(|text| parse(&text).ok())
+            .map_or(Some(None), |d| d.map(Some))
     };
     let dur = |name: &str, default: &str, parse: fn(&str) -> Result<Duration, String>| {
-        read(name, &|t| parse(t).ok())?.map_or_else(|| parse(default).ok(), Some)
+        opt_dur(name, parse)?.map_or_else(|| parse(default).ok(), Some)
     };
-    let opt_dur =
-        |name: &str, parse: fn(&str) -> Result<Duration, String>| read(name, &|t| parse(t).ok());
     let number = |name: &str, least: i64, most: i64, default: i64| -> Option<i64> {
         match var(name).ok()? {
             Some(text) => integer(&text).filter(|n| (least..=most).contains(n)),

@@ -156,7 +156,7 @@ pub fn exits_before(child: &Spawned, until: Stamp, shared: &Shared) -> bool {
             Ok(ready) => {
                 // First the signals: COMMAND, exited or not, is not reaped.
                 while let Some(signal) = signals.take() {
-                    shared.deliver(signal);
+                    shared.interrupt(signal);
                 }
                 if ready[0] {
                     // Seen only after the first renewal was due (rlock itself
