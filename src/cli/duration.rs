@@ -26,6 +26,18 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| e.to_string())
 }
 
+/// A wait that never ends, as `--wait forever` gives it.
+pub const FOREVER: Duration = Duration::MAX;
+
+/// A wait: a [`duration`], or `forever` / `infinity` (systemd's word) for
+/// one that never gives up ([`FOREVER`]).
+pub(super) fn wait_duration(text: &str) -> Result<Duration, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "forever" | "infinity" => Ok(FOREVER),
+        _ => duration(text).map_err(|e| format!("{e} (or forever)")),
+    }
+}
+
 fn bounded(text: &str, min: Duration, min_text: &str) -> Result<Duration, String> {
     let d = duration(text)?;
     if d < min {

@@ -15,8 +15,8 @@ pub mod generate;
 mod parse;
 mod plain_run;
 
-pub use duration::{DEFAULT_TTL, duration};
-use duration::{grace_duration, lease_duration, positive_duration};
+pub use duration::{DEFAULT_TTL, FOREVER, duration};
+use duration::{grace_duration, lease_duration, positive_duration, wait_duration};
 pub use parse::{parse, parse_from};
 
 const CONNECTION: &str = "Connection";
@@ -477,9 +477,9 @@ pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
     ///
     /// A bare number is seconds, as flock's -w takes it (-w 5, -w 0.5); or give a
-    /// unit (500ms, 10m, 1h 30m), as for every DUR. --timeout is flock's
-    /// spelling of it.
-    #[arg(short, long, value_name = "DUR", value_parser = duration, env = "RLOCK_WAIT",
+    /// unit (500ms, 10m, 1h 30m), as for every DUR; forever (or infinity) waits
+    /// forever. --timeout is flock's spelling of it.
+    #[arg(short, long, value_name = "DUR", value_parser = wait_duration, env = "RLOCK_WAIT",
           visible_alias = "timeout", help_heading = WAITING)]
     pub wait: Option<Duration>,
 
@@ -506,8 +506,8 @@ pub struct LockOptions {
     /// (down, restarting, loading, failing over) before giving up with exit 69.
     ///
     /// With --wait the server is waited for within the wait; with --no-wait, not
-    /// at all. 0 gives up at once.
-    #[arg(long, value_name = "DUR", default_value = DEFAULT_UNREACHABLE_WAIT, value_parser = duration,
+    /// at all. 0 gives up at once; forever (or infinity) never does.
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_UNREACHABLE_WAIT, value_parser = wait_duration,
           env = "RLOCK_UNREACHABLE_WAIT", help_heading = WAITING)]
     pub unreachable_wait: Duration,
 

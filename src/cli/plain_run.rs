@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::duration::{duration, grace_duration, lease_duration, positive_duration};
+use super::duration::{duration, grace_duration, lease_duration, positive_duration, wait_duration};
 use super::{
     Cli, Command, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, DEFAULT_PROGRESS_INTERVAL,
     DEFAULT_TTL_TEXT, DEFAULT_UNREACHABLE_WAIT, Global, LockOptions, RunArgs,
@@ -162,7 +162,7 @@ pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -
         },
         command: Command::Run(RunArgs {
             lock: LockOptions {
-                wait: opt_dur("RLOCK_WAIT", duration)?,
+                wait: opt_dur("RLOCK_WAIT", wait_duration)?,
                 no_wait: false,
                 note: var("RLOCK_NOTE").ok()?,
                 progress_interval: dur(
@@ -173,7 +173,7 @@ pub(super) fn parse(args: &[OsString], env: &dyn Fn(&str) -> Option<OsString>) -
                 unreachable_wait: dur(
                     "RLOCK_UNREACHABLE_WAIT",
                     DEFAULT_UNREACHABLE_WAIT,
-                    duration,
+                    wait_duration,
                 )?,
                 conflict_exit_code: u8::try_from(number(
                     "RLOCK_CONFLICT_EXIT_CODE",

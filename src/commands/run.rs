@@ -71,7 +71,25 @@ fn record_end(config: &Config, spec: &RunSpec, outcome: &Outcome, result: &Resul
     } else {
         event.waited_ms = outcome.waiting_since.get().map(|since| ms(since.elapsed()));
     }
-    let Ok(backend) = config.backend(spec.lock.dialect()) else {
+    // After a loss, within what is left of its short budget.
+    let backend = match outcome.wind_up_by.get() {
+        Some(by) => {
+            let left = by.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                crate::report::verbose(|| {
+                    "history not written: no time left after the loss".to_owned()
+                });
+                return;
+            }
+            config.backend_within(
+                spec.lock.dialect(),
+                // Connecting and writing each get half of it at most.
+                (left / 2).min(crate::supervisor::AFTER_LOSS_STEP),
+            )
+        }
+        None => config.backend(spec.lock.dialect()),
+    };
+    let Ok(backend) = backend else {
         return;
     };
     let fences = outcome.fences.borrow().clone();
@@ -79,6 +97,13 @@ fn record_end(config: &Config, spec: &RunSpec, outcome: &Outcome, result: &Resul
     names.sort();
     names.dedup();
     for name in names {
+        if outcome
+            .wind_up_by
+            .get()
+            .is_some_and(|by| std::time::Instant::now() >= by)
+        {
+            break;
+        }
         let lock = spec.lock.lock_id(config, name);
         let event = Event {
             fence: fences

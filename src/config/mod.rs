@@ -189,6 +189,24 @@ impl Config {
         self.backend_to(false, dialect)
     }
 
+    /// [`backend`](Self::backend) whose every connection attempt and reply
+    /// is bounded by `limit` when that is shorter than `--connect-timeout`:
+    /// what a run does after losing its lock must not wait out a stalled
+    /// server at full length.
+    pub fn backend_within(&self, dialect: Dialect, limit: Duration) -> Result<Arc<dyn Backend>> {
+        let limit = limit.max(Duration::from_millis(1));
+        let hurried = |spec: &ServerSpec| {
+            let mut spec = spec.clone();
+            spec.timeout = spec.timeout.min(limit);
+            spec
+        };
+        Ok(match &self.target {
+            Target::Local(_) => self.backend(dialect)?,
+            Target::Single(spec) => Arc::new(Standalone::new(hurried(spec), dialect)?),
+            Target::Quorum(specs) => Arc::new(Redlock::new(specs.iter().map(hurried).collect())?),
+        })
+    }
+
     /// The dialect matters on one Redis server only: `--redisson` with
     /// `file:` or a quorum is refused before a backend is built.
     fn backend_to(&self, create: bool, dialect: Dialect) -> Result<Arc<dyn Backend>> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Config;
-use crate::cli::{LockOptions, RunArgs};
+use crate::cli::{FOREVER, LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
 use crate::lock::name::{Dialect, LockId, LockName};
@@ -22,7 +22,8 @@ pub struct LockSpec {
     pub kind: Kind,
     /// How long to wait for the lock: `None` forever, zero for `--no-wait`.
     pub wait: Option<Duration>,
-    /// Without `--wait`: how long an unreachable server is waited for.
+    /// Without `--wait`: how long an unreachable server is waited for
+    /// ([`FOREVER`]: with no end).
     pub unreachable_wait: Duration,
     /// Off a terminal: how often a waiting run says so (zero: never).
     pub progress_interval: Duration,
@@ -54,7 +55,7 @@ impl LockSpec {
             wait: if options.no_wait {
                 Some(Duration::ZERO)
             } else {
-                options.wait
+                options.wait.filter(|w| *w != FOREVER)
             },
             unreachable_wait: options.unreachable_wait,
             progress_interval: options.progress_interval,

@@ -57,7 +57,18 @@ pub struct Outcome {
     pub holder: RefCell<Option<HolderInfo>>,
     /// Why the hold was lost, when it was (exit 70).
     pub lost: RefCell<Option<String>>,
+    /// After a loss: by when what is left to do (the release, the history)
+    /// must be done, answered or not.
+    pub wind_up_by: Cell<Option<Instant>>,
 }
+
+/// After a loss, the release and the history write share this much time, so
+/// that rlock exits within `--kill-after` + 3 s of SIGTERM even when the
+/// server does not answer.
+pub const AFTER_LOSS: Duration = Duration::from_millis(2500);
+
+/// After a loss, the bound on each connection attempt and reply.
+pub const AFTER_LOSS_STEP: Duration = Duration::from_millis(500);
 
 /// What every state of one run carries.
 struct Run<'a> {
@@ -206,6 +217,9 @@ impl<'a> Prepared<'a> {
             handoff,
         );
         wanted.replica_timeout = run.config.connect_timeout;
+        if let Lease::Renewed(_) = run.lease {
+            wanted.refresh_after = run.lease.period(run.grace);
+        }
         let cap = run.spec.lock.history;
         let acquired = crate::supervisor::holder::event("acquired", &holder);
         if cap > 0 {
@@ -260,6 +274,16 @@ impl<'a> Prepared<'a> {
         if !run.config.is_local() {
             let (term, kill) = run.lease.deadlines(acquired_at, run.grace);
             deadlines.extend(term, kill);
+            if let Lease::Renewed(_) = run.lease {
+                crate::report::verbose(|| {
+                    format!(
+                        "{}: renewed every {}; rides out server outages up to {}",
+                        run.display,
+                        tenths(run.lease.period(run.grace)),
+                        tenths(run.lease.rides_out(run.grace))
+                    )
+                });
+            }
         }
         run.shared.set_deadlines(deadlines);
         Ok(Held {
@@ -408,7 +432,7 @@ impl<'a> Running<'a> {
         // runs then, or at once on a terminal, where a ^Z must be noticed
         // while it is stopped. Either way the thread is off the path from the
         // handoff to COMMAND; the guardian keeps the deadlines meanwhile.
-        let first_renewal = acquired_at + run.lease.ttl() / 3;
+        let first_renewal = acquired_at + run.lease.period(run.grace);
         let mut renewing =
             if !foreground && child::exits_before(&command, first_renewal, &run.shared) {
                 Renewing::Idle(session)
@@ -487,7 +511,7 @@ impl Finished<'_> {
         // Judged by the clock, whichever thread noticed first: the lease held
         // only if COMMAND's whole group was gone before SIGTERM was due. A
         // hold the server disowned counts whenever it was seen.
-        let mut lost = match (watched, held_in_time) {
+        let lost = match (watched, held_in_time) {
             _ if !emptied => Some(Lost::Unkillable),
             (Some(lost @ Lost::NotOurs(_)), _) => Some(lost),
             (_, true) => None,
@@ -530,8 +554,28 @@ impl Finished<'_> {
             }),
             _ => None,
         };
+        // A loss is said first, then what could not be done after it; the
+        // release and the history write that follow share a short budget.
+        let mut backend = Arc::clone(&run.backend);
+        if let Some(known) = &lost {
+            run.outcome
+                .wind_up_by
+                .set(Some(Instant::now() + AFTER_LOSS));
+            say_lost(&run, known, &held, session.as_mut(), acquired_at);
+            // The renewals' session may be stuck on a stalled server; a
+            // refusal came from one that answers (and knows what it evicted).
+            if !matches!(known, Lost::NotOurs(_)) {
+                session = None;
+            }
+            if let Ok(hurried) = run
+                .config
+                .backend_within(run.spec.lock.dialect(), AFTER_LOSS_STEP)
+            {
+                backend = hurried;
+            }
+        }
         let gone = release::release(
-            run.backend.as_ref(),
+            backend.as_ref(),
             &mut session,
             &to_release,
             ttl,
@@ -541,23 +585,12 @@ impl Finished<'_> {
                 .map(|e| (run.spec.lock.history, e, fences.as_slice())),
         );
         crate::report::mark("released");
-        if lost.is_none() {
-            lost = gone.map(Lost::GoneAtRelease);
+        if lost.is_some() {
+            return Ok(Exit::LockLost);
         }
-        if let Some(lost) = lost {
-            let which = lost.gone().unwrap_or(&run.display).to_owned();
-            // The server is asked once why: a restart, an eviction.
-            let why = lost.gone().and_then(|name| {
-                let (lock, _) = held.iter().find(|(lock, _)| lock.name == name)?;
-                let held_for = Stamp::now().since(acquired_at);
-                session.as_mut()?.why_gone(lock, Some(held_for))
-            });
-            if let Some(why) = &why {
-                report::verbose(|| format!("{which}: the hold was found gone: {why}"));
-            }
-            let line = lost.line(why.as_deref());
-            report::error(&format!("{which}: {line}"));
-            *run.outcome.lost.borrow_mut() = Some(line);
+        if let Some(gone) = gone {
+            let lost = Lost::GoneAtRelease(gone);
+            say_lost(&run, &lost, &held, session.as_mut(), acquired_at);
             return Ok(Exit::LockLost);
         }
         if max_held {
@@ -580,6 +613,29 @@ impl Finished<'_> {
             Err(err) => Err(err),
         }
     }
+}
+
+/// The run's one line about a loss, with the cause the server gives of a
+/// hold found gone (a restart, an eviction), asked once on `session`.
+fn say_lost(
+    run: &Run<'_>,
+    lost: &Lost,
+    held: &[(LockId, Token)],
+    session: Option<&mut Box<dyn Session>>,
+    acquired_at: Stamp,
+) {
+    let which = lost.gone().unwrap_or(&run.display).to_owned();
+    let why = lost.gone().and_then(|name| {
+        let (lock, _) = held.iter().find(|(lock, _)| lock.name == name)?;
+        let held_for = Stamp::now().since(acquired_at);
+        session?.why_gone(lock, Some(held_for))
+    });
+    if let Some(why) = &why {
+        report::verbose(|| format!("{which}: the hold was found gone: {why}"));
+    }
+    let line = lost.line(why.as_deref());
+    report::error(&format!("{which}: {line}"));
+    *run.outcome.lost.borrow_mut() = Some(line);
 }
 
 /// What renews the lease while COMMAND runs.
@@ -624,4 +680,10 @@ impl Renewing {
             }
         }
     }
+}
+
+/// "17.4s": seconds to a tenth, rounded down (a figure rlock promises).
+fn tenths(d: Duration) -> String {
+    let tenths = d.as_millis() / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
 }

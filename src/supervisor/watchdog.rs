@@ -1,5 +1,5 @@
-//! The watchdog: renews the lease every ttl/3 while COMMAND runs, and moves
-//! the deadlines the guardian enforces after each confirmed renewal.
+//! The watchdog: renews the lease while COMMAND runs (see [`Lease::period`]),
+//! and moves the deadlines the guardian enforces after each confirmed renewal.
 //!
 //! The lease is counted from when the last *confirmed* renewal was *sent* (the
 //! server extended it after that instant, never before), less a drift margin:
@@ -28,7 +28,7 @@ use crate::sys::guardian::Deadlines;
 /// How the lease is kept.
 #[derive(Debug, Clone, Copy)]
 pub enum Lease {
-    /// Renewed every ttl/3 (`--ttl`).
+    /// Renewed every [`Lease::period`] (`--ttl`).
     Renewed(Duration),
     /// Fixed, never renewed (`--lease`).
     Fixed(Duration),
@@ -47,6 +47,33 @@ impl Lease {
     /// third of the lease to get through before SIGTERM.
     pub fn max_grace(self) -> Duration {
         self.ttl() / 3
+    }
+
+    /// How long a renewal that fails has before SIGTERM is due: the lease
+    /// less the drift and guard margins and `grace`. A server outage shorter
+    /// than this, starting just after a renewal was confirmed, is ridden out.
+    fn stretch(self, grace: Duration) -> Duration {
+        let ttl = self.ttl();
+        ttl.saturating_sub(drift(ttl) + guard(ttl) + grace)
+    }
+
+    /// How often the lease is renewed: a tenth of [`stretch`](Self::stretch),
+    /// so that the outage ridden out when it starts at the worst moment (just
+    /// before a renewal) is 90% of the one ridden out at the best (just after
+    /// one), whatever the ttl. Never more often than every [`MIN_PERIOD`]
+    /// (below a ttl of about 2.5 s the worst moment gets less than 90%), nor
+    /// less often than every ttl/3 (Redisson's cadence).
+    pub fn period(self, grace: Duration) -> Duration {
+        (self.stretch(grace) / 10)
+            .max(MIN_PERIOD)
+            .min(self.ttl() / 3)
+    }
+
+    /// The longest server outage ridden out wherever it starts: the stretch
+    /// less one period (it may start just after the last confirmed renewal
+    /// was sent, and the next one fails).
+    pub fn rides_out(self, grace: Duration) -> Duration {
+        self.stretch(grace).saturating_sub(self.period(grace))
     }
 
     /// When SIGTERM and SIGKILL are due for a lease confirmed at `confirmed`
@@ -128,6 +155,15 @@ fn seconds(d: Duration) -> String {
         format!("{} ms", d.as_millis())
     }
 }
+
+/// The most frequent renewal: with a short ttl, a tenth of its stretch would
+/// renew many times a second for little gain.
+const MIN_PERIOD: Duration = Duration::from_millis(100);
+
+/// How soon a renewal that failed fast (a refused connection) is retried:
+/// often enough that a server back just before SIGTERM is due is heard in
+/// time. One that timed out is retried at once.
+const RETRY_SPACING: Duration = Duration::from_millis(50);
 
 /// Margin between SIGKILL and the proven end of the lease: the guardian's
 /// wake-up under load and the signal's delivery (5 ms, plus 1% of the ttl).
@@ -261,7 +297,7 @@ impl<'a> Watch<'a> {
             renewal,
             stopped,
             shared,
-            next: renewal.confirmed_at + renewal.lease.ttl() / 3,
+            next: renewal.confirmed_at + renewal.lease.period(renewal.grace),
             failing: None,
         }
     }
@@ -330,7 +366,7 @@ impl<'a> Watch<'a> {
                 Next::Lost(Lost::NotOurs(name))
             }
             Err(err) => {
-                self.failed(err, term);
+                self.failed(err, sent, term);
                 Next::Again
             }
         }
@@ -354,7 +390,7 @@ impl<'a> Watch<'a> {
             self.shared.signal_group(libc::SIGKILL);
             return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
-        self.next = sent + renewal.lease.ttl() / 3;
+        self.next = sent + renewal.lease.period(renewal.grace);
         if self.failing.take().is_some() {
             report::error(&format!("{}: renewal confirmed again", renewal.display));
         }
@@ -368,8 +404,10 @@ impl<'a> Watch<'a> {
         Next::Again
     }
 
-    /// A renewal failed (`err`): retried soon, until SIGTERM at `term`.
-    fn failed(&mut self, err: String, term: Stamp) {
+    /// A renewal sent at `sent` failed (`err`): retried soon, until SIGTERM
+    /// at `term`. One that waited out its reply bound is retried at once, so
+    /// that some request is out whenever the server may come back.
+    fn failed(&mut self, err: String, sent: Stamp, term: Stamp) {
         // Said with -v only: if the lease is lost, the run's one line says
         // why; if a retry gets through, nothing was.
         if self.failing.is_none() {
@@ -382,10 +420,12 @@ impl<'a> Watch<'a> {
                 )
             });
         }
-        self.failing = Some(err);
-        let retry = (self.renewal.lease.ttl() / 10)
-            .clamp(Duration::from_millis(10), Duration::from_millis(500));
-        self.next = Stamp::now() + retry;
+        // The first failure names the outage; later ones are its echoes
+        // (shorter and shorter reply bounds).
+        self.failing.get_or_insert(err);
+        let period = self.renewal.lease.period(self.renewal.grace);
+        // Not in the past: a wake-up planned earlier than now reads as late.
+        self.next = (sent + RETRY_SPACING.min(period / 2)).max(Stamp::now());
     }
 
     /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
@@ -467,6 +507,38 @@ mod tests {
         assert_eq!(kill, at + Duration::from_millis(973));
         assert_eq!(term, at + Duration::from_millis(673));
         assert_eq!(lease.max_grace(), Duration::from_secs(1) / 3);
+    }
+
+    #[test]
+    fn the_worst_moment_rides_out_nine_tenths_of_the_best() {
+        let secs = Duration::from_secs;
+        // The defaults: 30 s ttl, 10 s --kill-after.
+        let lease = Lease::Renewed(secs(30));
+        assert_eq!(lease.period(secs(10)), Duration::from_micros(1_939_300));
+        assert_eq!(lease.rides_out(secs(10)), Duration::from_micros(17_453_700));
+        for ttl in [3, 4, 10, 15, 20, 30, 60, 300, 3600] {
+            let lease = Lease::Renewed(secs(ttl));
+            for grace in [
+                None,
+                Some(Duration::ZERO),
+                Some(secs(1)),
+                Some(secs(ttl / 3)),
+            ] {
+                let grace = fit_grace(grace, lease, "x");
+                let best = lease.stretch(grace);
+                let worst = lease.rides_out(grace);
+                assert!(
+                    worst.as_secs_f64() >= 0.9 * best.as_secs_f64() - 1e-9,
+                    "ttl {ttl}s grace {grace:?}: {worst:?} of {best:?}"
+                );
+                assert!(lease.period(grace) <= lease.ttl() / 3);
+            }
+        }
+        // Short ttls keep at least 100 ms between renewals.
+        assert_eq!(
+            Lease::Renewed(Duration::from_secs(1)).period(Duration::from_millis(333)),
+            Duration::from_millis(100)
+        );
     }
 
     #[test]

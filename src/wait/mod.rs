@@ -39,9 +39,9 @@ use outage::Outage;
 /// Shortest block: keeps a just-expiring holder from turning into a busy loop.
 const MIN_BLOCK: Duration = Duration::from_millis(5);
 
-/// Renews `holds` (taken by the request sent at `round`) when less than two
-/// thirds of their lease is still provable, so that COMMAND never starts on a
-/// lease that is nearly gone. Returns when the lease is now counted from, or
+/// Renews `holds` (taken by the request sent at `round`) when the acquisition
+/// took longer than the caller's renewal period, so that COMMAND never starts
+/// on a lease older than a renewed one could be. Returns when the lease is now counted from, or
 /// None when a hold lapsed meanwhile (the caller queues again).
 fn refresh(
     session: &mut dyn Session,
@@ -49,7 +49,7 @@ fn refresh(
     holds: &[Hold],
     round: Stamp,
 ) -> Result<Option<Stamp>> {
-    if Stamp::now().since(round) < wanted.ttl / 3 {
+    if Stamp::now().since(round) < wanted.refresh_after {
         return Ok(Some(round));
     }
     let sent = Stamp::now();
@@ -139,24 +139,25 @@ fn acquire_on(
     loop {
         waiter.check_interrupt()?;
         let turn = waiter.turn();
-        match waiter.try_all(&turn)? {
-            Round::Retry => {}
-            Round::Held(holds) => {
-                if let Some(done) = waiter.finish(holds, turn.round)? {
-                    waiter.log_acquired();
-                    return Ok(done);
-                }
-            }
+        let done = match waiter.try_all(&turn)? {
+            Round::Retry => None,
+            Round::Held(holds) => waiter.finish(holds, turn.round)?,
             Round::Taken(taken) => {
                 waiter.stand_in_line(&turn, &taken)?;
-                if let Some(done) = waiter.block(&turn, &taken)? {
-                    waiter.log_acquired();
-                    return Ok(done);
-                }
+                waiter.block(&turn, &taken)?
             }
+        };
+        if let Some((holds, at)) = done {
+            waiter.in_time(&holds)?;
+            waiter.log_acquired();
+            return Ok((holds, at));
         }
     }
 }
+
+/// How long after the `--wait` deadline a grant may still be used: COMMAND
+/// starts within 100 ms of the deadline, spawning included.
+const GRANT_GRACE: Duration = Duration::from_millis(50);
 
 /// `--min-replicas N`: the holds count only once N replicas have them (WAIT
 /// covers every write of this session). Fewer within the timeout means the

@@ -64,20 +64,22 @@ impl Outage {
         let err = err.in_lock(lock);
         let now = Instant::now();
         let since = *self.since.get_or_insert(now);
+        // None: `--unreachable-wait forever`.
         let give_up = match self.patience.wait_ends {
-            Some(end) => end,
-            None => since + self.patience.bound,
+            Some(end) => Some(end),
+            None => since.checked_add(self.patience.bound),
         };
-        if now >= give_up {
+        if give_up.is_some_and(|at| now >= at) {
             return Err(self.gave_up(err, now - since));
         }
         // Said when the outage starts and when its cause changes (refused,
         // then loading), not at every try.
         let said = err.to_string();
         if self.said.as_deref() != Some(said.as_str()) {
-            let until = match self.patience.wait_ends {
-                Some(_) => "for the rest of --wait".to_owned(),
-                None => format!(
+            let until = match (self.patience.wait_ends, give_up) {
+                (Some(_), _) => "for the rest of --wait".to_owned(),
+                (None, None) => "as long as it takes (--unreachable-wait forever)".to_owned(),
+                (None, Some(_)) => format!(
                     "up to {} (--unreachable-wait)",
                     humantime::format_duration(self.patience.bound)
                 ),
@@ -85,7 +87,7 @@ impl Outage {
             report::error(&format!("{said}; waiting for it {until}"));
             self.said = Some(said);
         }
-        let pause = self.pause.min(give_up - now);
+        let pause = give_up.map_or(self.pause, |at| self.pause.min(at - now));
         self.pause = (self.pause * 2).min(MAX_PAUSE);
         let end = now + pause;
         while Instant::now() < end {

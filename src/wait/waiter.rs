@@ -104,6 +104,32 @@ impl<'a, 'w> Waiter<'a, 'w> {
         }
     }
 
+    /// Holds read after the `--wait` deadline (a server that stalled across
+    /// it, a grant that came late) are given back: COMMAND never starts
+    /// after the wait it was given, whatever the server does. `--no-wait`
+    /// has no deadline to miss: its one try is answered when it is.
+    pub(super) fn in_time(&mut self, holds: &[Hold]) -> Result<()> {
+        let Some(deadline) = self.deadline else {
+            return Ok(());
+        };
+        let late = Instant::now().saturating_duration_since(deadline);
+        if self.wanted.wait == Some(Duration::ZERO) || late <= super::GRANT_GRACE {
+            return Ok(());
+        }
+        release_all(self.session, self.wanted, holds);
+        let wait = self.wanted.wait.unwrap_or_default();
+        let err = Error::from(Cause::NotAcquired {
+            cause: format!(
+                "the server granted it {:.1}s after --wait {} ran out; given back",
+                late.as_secs_f64(),
+                humantime::format_duration(wait)
+            ),
+            code: self.wanted.conflict_code,
+        })
+        .in_lock(&self.wanted.locks[self.waiting_on].name);
+        Err(self.fail(err))
+    }
+
     /// `err`, after leaving every queue this caller joined.
     fn fail(&mut self, err: Error) -> Error {
         self.registered

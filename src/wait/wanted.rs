@@ -44,6 +44,10 @@ pub struct Wanted<'a> {
     pub patience: Patience,
     /// Off a terminal: how often a waiting run says so (zero: never).
     pub progress_interval: Duration,
+    /// An acquisition that took longer than this is renewed before it
+    /// counts: how often the caller renews (a third of the lease unless it
+    /// says otherwise), so the lease it starts on is never older.
+    pub refresh_after: Duration,
     /// The history's cap and the `acquired` event to record (the time waited
     /// is filled in at each attempt); None: not recorded here.
     pub record: Option<(u32, Event)>,
@@ -81,6 +85,7 @@ impl<'a> Wanted<'a> {
                 bound: spec.unreachable_wait,
             },
             progress_interval: spec.progress_interval,
+            refresh_after: ttl / 3,
             record: None,
         }
     }

@@ -18,6 +18,8 @@ mod kinds;
 mod lease;
 /// run --max-hold (exit 124, the group killed, the lock free at once)
 mod max_hold;
+/// server outages ridden out whenever they start; deadlines kept
+mod ride_out;
 /// exit statuses, exclusion, waiting, renewal, re-entrancy, fencing
 mod run;
 /// acquire / renew / release, release --force

@@ -154,6 +154,7 @@ impl StandaloneSession {
     /// The connection, opened within `limit` if needed, with replies bounded by `limit`.
     pub(super) fn con(&mut self, limit: Duration) -> redis::RedisResult<&mut Connection> {
         let limit = limit.max(Duration::from_millis(1));
+        let start = Instant::now();
         if self.con.is_none() {
             let opened = match (&*self.source, &self.node) {
                 (Source::Cluster(spec), Some(node)) => {
@@ -185,6 +186,10 @@ impl StandaloneSession {
             };
             self.con = Some(opened);
         }
+        // Connecting and the reply share the limit: a call never takes longer.
+        let limit = limit
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(1));
         let con = self.con.as_mut().expect("connection is open");
         let set = con
             .set_read_timeout(Some(limit))

@@ -1,0 +1,161 @@
+//! Riding out the routine: a server outage that leaves the lease provable
+//! never stops COMMAND, whenever it starts; one that does not always does.
+
+use std::time::{Duration, Instant};
+
+use crate::support::expect_within;
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, rlock, sh, show, spawn};
+use crate::support::scratch::Scratch;
+
+/// Waits for a renewal of `name`'s hold (its key's PTTL jumps back up) and
+/// returns when it was seen.
+fn next_renewal(redis: &RedisServer, name: &str) -> Instant {
+    let key = format!("rlock:{{{name}}}:leases");
+    let mut last: i64 = redis.cmd(&["PTTL", &key]);
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let pttl: i64 = redis.cmd(&["PTTL", &key]);
+        if pttl > last + 50 {
+            return Instant::now();
+        }
+        last = pttl;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    panic!("no renewal of {name} seen within 10 s");
+}
+
+/// With `--ttl 6s --kill-after 1s` a failing renewal has 4.87 s before
+/// SIGTERM: renewing every ttl/3 (2 s), an outage starting just before a
+/// renewal was ridden out only up to 2.9 s. Renewing every tenth of that
+/// stretch, a 3.8 s outage is ridden out whenever it starts.
+#[test]
+fn an_outage_starting_just_before_a_renewal_is_ridden_out() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "-v",
+                "run",
+                "--ttl",
+                "6s",
+                "--kill-after",
+                "1s",
+                "blip",
+                "--",
+            ])
+            .args(sh(&format!(
+                "while [ ! -e {go} ]; do sleep 0.01; done; echo done"
+            ))),
+    );
+    let renewed = next_renewal(&redis, "blip");
+    // Just before the renewal that renewing every ttl/3 would send next.
+    std::thread::sleep(
+        (renewed + Duration::from_millis(1800)).saturating_duration_since(Instant::now()),
+    );
+    redis.freeze();
+    std::thread::sleep(Duration::from_millis(3800));
+    redis.thaw();
+    // Renewals are confirmed again, well before the lease could end.
+    next_renewal(&redis, "blip");
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("blip: renewed every 0.4s; rides out server outages up to 4.3s"),
+        "{err}"
+    );
+    assert!(err.contains("blip: renewal confirmed again"), "{err}");
+}
+
+/// With the defaults, the figure `-v` gives is the contract's.
+#[test]
+fn the_defaults_ride_out_seventeen_seconds() {
+    let redis = RedisServer::start();
+    let out = rlock::output(rlock(&redis.url()).args(["-v", "run", "d", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("d: renewed every 1.9s; rides out server outages up to 17.4s"),
+        "{err}"
+    );
+}
+
+/// An outage longer than the lease can prove still stops COMMAND (exit 70)
+/// before the lease can end, and no other run gets in before that.
+#[test]
+fn an_outage_past_the_ride_out_still_stops_command() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let started = Instant::now();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "-v",
+                "run",
+                "--ttl",
+                "3s",
+                "--kill-after",
+                "500ms",
+                "long",
+                "--",
+            ])
+            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    redis.freeze();
+    let frozen = Instant::now();
+    let out = holder.output_within(rlock::LIMIT);
+    let ended = frozen.elapsed();
+    redis.thaw();
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    // The loss is said first, then what could not be done after it.
+    let lost = err
+        .find("long: lock lost: lease could not be renewed")
+        .unwrap_or_else(|| panic!("{err}"));
+    let unreleased = err
+        .find("could not release")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(lost < unreleased, "{err}");
+    // 3 s lease: SIGTERM by 2.4 s after the last renewal; rlock exits within
+    // --kill-after + 3 s of SIGTERM even though the server does not answer.
+    assert!(
+        ended < Duration::from_secs(6),
+        "exited {ended:?} after the stall began ({:?} after start)",
+        started.elapsed()
+    );
+}
+
+/// A grant read after the `--wait` deadline (the holder's lease lapsed while
+/// the server stalled across the deadline) is given back: exit 75, COMMAND
+/// never started, and the lock is free again.
+#[test]
+fn a_grant_read_after_the_wait_deadline_is_given_back() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = rlock::output(rlock(&redis.url()).args(["acquire", "--ttl", "1500ms", "late"]));
+    assert_eq!(code(&holder), 0, "{}", show(&holder));
+    let started = dir.file("started");
+    let waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "1s", "late", "--", "touch", &started]));
+    std::thread::sleep(Duration::from_millis(300));
+    redis.freeze();
+    // Past the waiter's deadline and the holder's lease.
+    std::thread::sleep(Duration::from_millis(2200));
+    redis.thaw();
+    let out = waiter.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 75);
+    assert!(err.contains("after --wait 1s ran out; given back"), "{err}");
+    assert!(
+        !std::path::Path::new(&started).exists(),
+        "COMMAND started late"
+    );
+    let next = rlock::output(rlock(&redis.url()).args(["run", "-n", "late", "--", "true"]));
+    assert_eq!(code(&next), 0, "{}", show(&next));
+}
