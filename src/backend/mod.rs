@@ -229,6 +229,24 @@ pub trait Session: Send {
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool>;
+    /// [`renew`](Self::renew), setting the lease to exactly `ttl` even when
+    /// that shortens it: after the server's clock stepped back, which made
+    /// every lease on it longer. A backend whose leases do not run on a
+    /// server's clock just renews.
+    fn renew_exactly(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        self.renew(lock, token, ttl, limit)
+    }
+    /// The server's clock (ms since the epoch) as the last renewal read it,
+    /// for telling a step of that clock; None where no renewal reads one.
+    fn server_time(&self) -> Option<u64> {
+        None
+    }
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>>;

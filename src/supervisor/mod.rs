@@ -513,7 +513,7 @@ impl Finished<'_> {
         // hold the server disowned counts whenever it was seen.
         let lost = match (watched, held_in_time) {
             _ if !emptied => Some(Lost::Unkillable),
-            (Some(lost @ Lost::NotOurs(_)), _) => Some(lost),
+            (Some(lost @ (Lost::NotOurs(_) | Lost::ClockJumped { .. })), _) => Some(lost),
             (_, true) => None,
             (Some(lost), false) => Some(lost),
             (None, false) => Some(why_lapsed(run.lease, None, run.shared.late())),
@@ -525,9 +525,9 @@ impl Finished<'_> {
         // keeps the lock until it expires.
         let to_release: Vec<(LockId, Token)> = match &lost {
             Some(Lost::Unkillable) => Vec::new(),
-            Some(Lost::NotOurs(gone)) => held
+            Some(lost @ (Lost::NotOurs(_) | Lost::ClockJumped { .. })) => held
                 .iter()
-                .filter(|(k, _)| &k.name != gone)
+                .filter(|(k, _)| Some(k.name.as_str()) != lost.gone())
                 .cloned()
                 .collect(),
             _ => held.clone(),
@@ -564,7 +564,7 @@ impl Finished<'_> {
             say_lost(&run, known, &held, session.as_mut(), acquired_at);
             // The renewals' session may be stuck on a stalled server; a
             // refusal came from one that answers (and knows what it evicted).
-            if !matches!(known, Lost::NotOurs(_)) {
+            if !matches!(known, Lost::NotOurs(_) | Lost::ClockJumped { .. }) {
                 session = None;
             }
             if let Ok(hurried) = run
@@ -625,7 +625,8 @@ fn say_lost(
     acquired_at: Stamp,
 ) {
     let which = lost.gone().unwrap_or(&run.display).to_owned();
-    let why = lost.gone().and_then(|name| {
+    let named = !matches!(lost, Lost::ClockJumped { .. });
+    let why = lost.gone().filter(|_| named).and_then(|name| {
         let (lock, _) = held.iter().find(|(lock, _)| lock.name == name)?;
         let held_for = Stamp::now().since(acquired_at);
         session?.why_gone(lock, Some(held_for))

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::backend::Session;
-use crate::lock::clock::{Stamp, drift};
+use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::report;
@@ -100,6 +100,9 @@ pub enum Lost {
     LeaseEnded(Duration),
     /// The release found the hold gone: it ended before COMMAND did.
     GoneAtRelease(String),
+    /// A renewal found the hold gone after the server's clock jumped
+    /// forward (`how`, "jumped forward 60s"): the jump ended the lease.
+    ClockJumped { name: String, how: String },
     /// A member of COMMAND's group outlived SIGKILL (stuck in the kernel, or
     /// not rlock's to signal): the lock is left to expire, not released.
     Unkillable,
@@ -125,6 +128,9 @@ impl Lost {
                 "lease of {} ended; COMMAND was stopped",
                 humantime::format_duration(*lease)
             ),
+            Lost::ClockJumped { how, .. } => format!(
+                "lock lost: the server's clock {how}, which ended the lease under COMMAND; COMMAND was stopped"
+            ),
             Lost::Unkillable => "COMMAND's process group could not be emptied (a member outlived SIGKILL); the lock is left to expire instead of being released".into(),
             Lost::GoneAtRelease(_) => format!(
                 "lock lost: it was no longer ours at release ({why}), so COMMAND may have run beside another holder"
@@ -135,7 +141,9 @@ impl Lost {
     /// The lock a hold was found gone on, for asking the server why.
     pub fn gone(&self) -> Option<&str> {
         match self {
-            Lost::NotOurs(name) | Lost::GoneAtRelease(name) => Some(name),
+            Lost::NotOurs(name) | Lost::GoneAtRelease(name) | Lost::ClockJumped { name, .. } => {
+                Some(name)
+            }
             _ => None,
         }
     }
@@ -283,6 +291,17 @@ struct Watch<'a> {
     next: Stamp,
     /// The cause of the renewals failing since the last confirmed one.
     failing: Option<String>,
+    /// The server's clock as the last answered renewal read it.
+    clock: Option<ServerRead>,
+}
+
+/// How a renewal sets the lease.
+#[derive(Clone, Copy)]
+enum Extend {
+    /// To the ttl from now, unless it lasts longer already.
+    AtLeast,
+    /// To exactly the ttl from now: the server's clock stepped back.
+    Exactly,
 }
 
 impl<'a> Watch<'a> {
@@ -299,6 +318,7 @@ impl<'a> Watch<'a> {
             shared,
             next: renewal.confirmed_at + renewal.lease.period(renewal.grace),
             failing: None,
+            clock: None,
         }
     }
 
@@ -350,12 +370,46 @@ impl<'a> Watch<'a> {
         let renewal = self.renewal;
         let sent = Stamp::now();
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
-        let renewed = renew_all(self.session.as_mut(), renewal, renewal.lease.ttl(), limit);
+        let ttl = renewal.lease.ttl();
+        let renewed = renew_all(self.session.as_mut(), renewal, ttl, limit, Extend::AtLeast);
         // A renewal that overran its limit by far was held up by rlock's own
         // stop, not by the server.
         self.shared.note_wake(sent + limit);
+        let step = match renewed {
+            Ok(_) => self.read_clock(sent),
+            Err(_) => None,
+        };
         match renewed {
-            Ok(None) => self.confirmed(sent),
+            Ok(None) => {
+                match step {
+                    Some(step @ ClockStep::Forward(_)) => report::error(&format!(
+                        "{}: the server's clock {}; the hold was still there, and its lease now runs on the new clock",
+                        renewal.display,
+                        step.describe()
+                    )),
+                    // Every lease on the server got longer: set ours back to
+                    // the ttl, so a dead rlock's hold does not outlive it.
+                    Some(step @ ClockStep::Back(_)) => {
+                        let left = limit.saturating_sub(Stamp::now().since(sent));
+                        let set =
+                            renew_all(self.session.as_mut(), renewal, ttl, left, Extend::Exactly);
+                        report::error(&format!(
+                            "{}: the server's clock {}; {}",
+                            renewal.display,
+                            step.describe(),
+                            match set {
+                                Ok(None) => format!(
+                                    "the lease is set back to {}",
+                                    humantime::format_duration(ttl)
+                                ),
+                                _ => "the lease could not be set back yet".to_owned(),
+                            }
+                        ));
+                    }
+                    None => {}
+                }
+                self.confirmed(sent)
+            }
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
             Ok(Some(name)) => {
@@ -363,13 +417,31 @@ impl<'a> Watch<'a> {
                     self.shared.signal_group(libc::SIGTERM);
                     self.shared.signal_group(libc::SIGCONT);
                 }
-                Next::Lost(Lost::NotOurs(name))
+                Next::Lost(match step {
+                    Some(step @ ClockStep::Forward(_)) => Lost::ClockJumped {
+                        name,
+                        how: step.describe(),
+                    },
+                    _ => Lost::NotOurs(name),
+                })
             }
             Err(err) => {
                 self.failed(err, sent, term);
                 Next::Again
             }
         }
+    }
+
+    /// The step of the server's clock since the last answered renewal, as
+    /// the one sent at `sent` (just answered) read it.
+    fn read_clock(&mut self, sent: Stamp) -> Option<ClockStep> {
+        let read = ServerRead {
+            sent,
+            replied: Stamp::now(),
+            server_ms: self.session.server_time()?,
+        };
+        let before = self.clock.replace(read)?;
+        clock::step(before, read, drift(self.renewal.lease.ttl()))
     }
 
     /// A renewal sent at `sent` was confirmed: the guardian's deadlines move
@@ -445,6 +517,7 @@ fn renew_all(
     renewal: &Renewal,
     ttl: Duration,
     limit: Duration,
+    extend: Extend,
 ) -> Result<Option<String>, String> {
     let round = Stamp::now();
     for (keys, token) in &renewal.holds {
@@ -452,7 +525,11 @@ fn renew_all(
         if left.is_zero() {
             return Err("no time left to renew".into());
         }
-        match session.renew(keys, token, ttl, left) {
+        let renewed = match extend {
+            Extend::AtLeast => session.renew(keys, token, ttl, left),
+            Extend::Exactly => session.renew_exactly(keys, token, ttl, left),
+        };
+        match renewed {
             Ok(true) => {}
             Ok(false) => return Ok(Some(keys.name.clone())),
             Err(err) => return Err(err.to_string()),

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::clock::SteppedServer;
 use crate::support::expect_within;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};
@@ -158,4 +159,76 @@ fn a_grant_read_after_the_wait_deadline_is_given_back() {
     );
     let next = rlock::output(rlock(&redis.url()).args(["run", "-n", "late", "--", "true"]));
     assert_eq!(code(&next), 0, "{}", show(&next));
+}
+
+/// The server's clock stepped forward 60 s under a 6 s lease ended it at
+/// once (another run got the lock): the holder's next renewal ends the run
+/// with 70, naming the clock.
+#[test]
+fn a_forward_clock_step_that_ended_the_lease_is_a_loss_naming_the_clock() {
+    let server = SteppedServer::start();
+    let redis = &server.redis;
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "6s", "jump", "--"])
+            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    // Two renewals: the second has the first's reading of the clock.
+    next_renewal(redis, "jump");
+    next_renewal(redis, "jump");
+    server.step_to(60_000);
+    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "jump", "--", "true"]));
+    assert_eq!(
+        code(&other),
+        0,
+        "the step ended the lease: {}",
+        show(&other)
+    );
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(
+        err.contains(
+            "jump: lock lost: the server's clock jumped forward 60s, which ended the lease"
+        ),
+        "{err}"
+    );
+}
+
+/// Stepped back 60 s, the server would keep a 6 s lease for 66 s (a dead
+/// holder's lock with it): the next renewal sets it back to the ttl.
+#[test]
+fn a_backward_clock_step_does_not_leave_a_lease_longer_than_the_ttl() {
+    let server = SteppedServer::start();
+    let redis = &server.redis;
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "6s", "back", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
+    );
+    next_renewal(redis, "back");
+    next_renewal(redis, "back");
+    server.step_to(-60_000);
+    let key = "rlock:{back}:leases";
+    expect_within(
+        Duration::from_secs(3),
+        "the lease set back to the ttl",
+        || {
+            let pttl: i64 = redis.cmd(&["PTTL", key]);
+            (0..=6_000).contains(&pttl)
+        },
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("back: the server's clock jumped back 60s; the lease is set back to 6s"),
+        "{err}"
+    );
 }

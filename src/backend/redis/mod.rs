@@ -107,6 +107,7 @@ impl Standalone {
             master: None,
             master_checked: None,
             evicted_before: None,
+            server_time: None,
             lost: None,
             next_up: std::collections::HashMap::new(),
         };
@@ -145,6 +146,8 @@ struct StandaloneSession {
     /// The server's `evicted_keys` after this session's first confirmed
     /// renewal: a hold found gone later was evicted if the count grew.
     evicted_before: Option<u64>,
+    /// The server's clock (ms) as the last renewal read it.
+    server_time: Option<u64>,
     /// `check`: why the server stopped answering a probe (no reply in time,
     /// connection lost); later probes are not sent, so a stalled server costs
     /// one timeout, not one per probe.
@@ -160,6 +163,15 @@ impl StandaloneSession {
     fn timeout(&self) -> Duration {
         self.spec.timeout
     }
+}
+
+/// How a renewal sets the lease.
+#[derive(Clone, Copy)]
+enum Extend {
+    /// To the ttl from now, unless it lasts longer already (a nested holder's).
+    AtLeast,
+    /// To exactly the ttl from now (the server's clock stepped back).
+    Exactly,
 }
 
 /// A script invocation with every key of `keys` (see `src/backend/lua/prelude/1-layout.lua`),
@@ -204,6 +216,47 @@ impl StandaloneSession {
             self.next_up.remove(&stored.lock);
         }
         Ok(u64::try_from(left).ok())
+    }
+    /// renew.lua for `token`'s hold, within `limit`.
+    fn renew_script(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+        extend: Extend,
+    ) -> Result<bool> {
+        let limit = limit.min(self.timeout());
+        let start = Instant::now();
+        self.follow_master(limit);
+        let deadline = limit;
+        let limit = limit.saturating_sub(start.elapsed());
+        let stored = Keys::of(lock);
+        let others = self.others(&stored);
+        let reply: Value = self.call_within(lock, limit, limit, true, |con| {
+            let mut invocation = with_keys(&script::RENEW, &stored, token, &others);
+            invocation.arg(token.digest().as_str()).arg(millis(ttl));
+            if let Extend::Exactly = extend {
+                invocation.arg("exact");
+            }
+            invocation.invoke(con)
+        })?;
+        // Any delivery within what is left of the renewal's bound.
+        let left = deadline.saturating_sub(start.elapsed());
+        let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
+        let (held, now): (i64, u64) = decode(reply, &lock.name, "renew")?;
+        self.server_time = Some(now);
+        if held == 1 {
+            self.next_up.insert(stored.lock.clone(), next);
+        } else {
+            self.next_up.remove(&stored.lock);
+        }
+        if held == 1 && self.evicted_before.is_none() {
+            self.evicted_before = self
+                .info(lock, "stats")
+                .and_then(|i| loss::parse(&i).evicted);
+        }
+        Ok(held == 1)
     }
 }
 
@@ -380,34 +433,21 @@ impl Session for StandaloneSession {
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool> {
-        let limit = limit.min(self.timeout());
-        let start = Instant::now();
-        self.follow_master(limit);
-        let deadline = limit;
-        let limit = limit.saturating_sub(start.elapsed());
-        let stored = Keys::of(lock);
-        let others = self.others(&stored);
-        let reply: Value = self.call_within(lock, limit, limit, true, |con| {
-            with_keys(&script::RENEW, &stored, token, &others)
-                .arg(token.digest().as_str())
-                .arg(millis(ttl))
-                .invoke(con)
-        })?;
-        // Any delivery within what is left of the renewal's bound.
-        let left = deadline.saturating_sub(start.elapsed());
-        let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
-        let held: i64 = decode(reply, &lock.name, "renew")?;
-        if held == 1 {
-            self.next_up.insert(stored.lock.clone(), next);
-        } else {
-            self.next_up.remove(&stored.lock);
-        }
-        if held == 1 && self.evicted_before.is_none() {
-            self.evicted_before = self
-                .info(lock, "stats")
-                .and_then(|i| loss::parse(&i).evicted);
-        }
-        Ok(held == 1)
+        self.renew_script(lock, token, ttl, limit, Extend::AtLeast)
+    }
+
+    fn renew_exactly(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        self.renew_script(lock, token, ttl, limit, Extend::Exactly)
+    }
+
+    fn server_time(&self) -> Option<u64> {
+        self.server_time
     }
 
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {

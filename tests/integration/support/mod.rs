@@ -2,6 +2,7 @@
 //! (Sentinel, Cluster, a Redlock quorum, TLS), the real `rlock` binary, and
 //! waiting for conditions with deadlines.
 
+pub mod clock;
 pub mod cluster;
 pub mod holder;
 pub mod lua;

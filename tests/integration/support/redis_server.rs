@@ -17,6 +17,7 @@ pub struct RedisServer {
     dir: Scratch,
     password: Option<String>,
     extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 /// The server binary every test spawns: `$RLOCK_TEST_SERVER`, else `redis-server`.
@@ -86,6 +87,16 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--requirepass x`).
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// [`start_with`](Self::start_with), with variables added to the
+    /// server's environment (`LD_PRELOAD`, say).
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let password = extra
             .iter()
@@ -95,13 +106,14 @@ impl RedisServer {
         for _ in 0..10 {
             let dir = Scratch::new();
             let port = free_port();
-            let proc = spawn(port, &dir, &extra);
+            let proc = spawn(port, &dir, &extra, &env);
             let mut server = RedisServer {
                 port,
                 proc,
                 dir,
                 password: password.clone(),
                 extra: extra.clone(),
+                env: env.clone(),
             };
             if server.wait_ready() {
                 return server;
@@ -132,7 +144,7 @@ impl RedisServer {
     pub fn restart(&mut self) {
         self.proc.kill();
         for _ in 0..50 {
-            self.proc = spawn(self.port, &self.dir, &self.extra);
+            self.proc = spawn(self.port, &self.dir, &self.extra, &self.env);
             if self.wait_ready() {
                 return;
             }
@@ -150,7 +162,7 @@ impl RedisServer {
     /// Starts a stopped server again on the same port and directory, without
     /// waiting for it to listen or finish loading its data.
     pub fn respawn(&mut self) {
-        self.proc = spawn(self.port, &self.dir, &self.extra);
+        self.proc = spawn(self.port, &self.dir, &self.extra, &self.env);
     }
 
     fn wait_ready(&mut self) -> bool {
@@ -256,8 +268,9 @@ fn for_this_server(extra: &[String]) -> Vec<String> {
     kept
 }
 
-fn spawn(port: u16, dir: &Scratch, extra: &[String]) -> Proc {
+fn spawn(port: u16, dir: &Scratch, extra: &[String], env: &[(String, String)]) -> Proc {
     let child = Command::new(server_bin())
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .args([
             "--port",
             &port.to_string(),
