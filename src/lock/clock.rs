@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(forward.unwrap().describe(), "jumped forward 60s");
         assert_eq!(
             step(before, read(12_000, 1, 942_000), margin),
-            Some(ClockStep::Back(Duration::from_millis(61_999)))
+            Some(ClockStep::Back(Duration::from_millis(59_999)))
         );
     }
 }
