@@ -51,6 +51,10 @@ pub static FORCE: Script = script!(prelude "lua/force.lua");
 /// Deliver the wake-ups and handoffs another script returned in its outbox
 /// (they were for lists it was not given).
 pub static WAKE: Script = script!(prelude "lua/wake.lua");
+/// Renew a hold from the holds' key alone (a Cluster slot being migrated).
+pub static RENEW_ALONE: Script = script!(plain "lua/renew_alone.lua");
+/// Say who holds a lock from the holds' key alone (a Cluster slot being migrated).
+pub static BUSY_ALONE: Script = script!(plain "lua/busy_alone.lua");
 /// Add one event to a lock's history, known only after the script that made it.
 pub static RECORD: Script = script!(plain "lua/record.lua");
 
@@ -74,9 +78,11 @@ pub static CHECK_SCRIPT: Script = script!(plain "lua/check_script.lua");
 pub static CHECK_ATOMIC: Script = script!(plain "lua/check_atomic.lua");
 
 /// The lock scripts, for naming the line a server refused.
-static LOCK_SCRIPTS: [&Script; 13] = [
+static LOCK_SCRIPTS: [&Script; 15] = [
     &ACQUIRE,
     &RENEW,
+    &RENEW_ALONE,
+    &BUSY_ALONE,
     &RELEASE,
     &LEAVE,
     &STATUS,
@@ -147,6 +153,24 @@ impl Invocation<'_> {
             .arg(&*self.keys)
             .arg(&*self.args);
         eval
+    }
+
+    /// EVAL right after ASKING, in one pipeline: a node importing the slot
+    /// serves the command that follows ASKING, and an EVALSHA answered
+    /// NOSCRIPT would spend it. (ASKING is harmless on the node that owns
+    /// the slot.)
+    pub fn invoke_asking<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+        let mut eval = redis::cmd("EVAL");
+        eval.arg(self.script.code)
+            .arg(self.keys.len())
+            .arg(&*self.keys)
+            .arg(&*self.args);
+        let (reply,): (T,) = redis::pipe()
+            .cmd("ASKING")
+            .ignore()
+            .add_command(eval)
+            .query(con)?;
+        Ok(reply)
     }
 
     /// EVALSHA; on NOSCRIPT (a server that has not seen the script, or

@@ -252,3 +252,88 @@ fn check_reports_the_cluster_and_checks_a_node() {
         );
     }
 }
+
+/// A migration slower than the lease: while the slot is MIGRATING/IMPORTING
+/// every script that declares all the lock's keys gets TRYAGAIN (before and
+/// after the keys move). The holder renews from the holds' key alone, on
+/// whichever node has it; a `--no-wait` probe answers 75 (held), not 69; once
+/// the slot has moved, the release wakes a waiter through the new owner.
+#[test]
+fn a_migration_longer_than_the_lease_keeps_the_hold() {
+    let cluster = Cluster::start();
+    let nodes = &cluster.nodes;
+    let url = cluster.url();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "2s", "slow", "--"])
+            .args(sh(&format!(
+                "touch {}; while [ ! -e {go} ]; do sleep 0.01; done; {}",
+                dir.file("held"),
+                timed_job(&dir, "holder", "0")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{slow}:leases"]);
+    let from = cluster.owner(slot);
+    let to = (from + 1) % 3;
+    let id = |n: usize| nodes[n].cmd::<String>(&["CLUSTER", "MYID"]);
+    let (from_id, to_id, slot) = (id(from), id(to), slot.to_string());
+    nodes[to].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+    nodes[from].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    let probe =
+        || rlock::output(bare().args(["--url", &url, "run", "--no-wait", "slow", "--", "true"]));
+    // Migrating, no key moved yet: longer than the 2 s lease.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
+    let out = probe();
+    assert_eq!(code(&out), 75, "a probe while migrating: {}", show(&out));
+    std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+    let keys: Vec<String> = nodes[from].cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+    let port = nodes[to].port.to_string();
+    let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+    migrate.extend(keys.iter().map(String::as_str));
+    nodes[from].cmd::<String>(&migrate);
+    // Every key moved, the slot still importing: again longer than the lease.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(2500);
+    let out = probe();
+    assert_eq!(code(&out), 75, "a probe while importing: {}", show(&out));
+    std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+    for node in nodes {
+        node.cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    }
+    let waiter = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "30s", "slow", "--"])
+            .args(sh(&timed_job(&dir, "waiter", "0"))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to queue on the new owner", || {
+        nodes[to].cmd::<i64>(&["ZCARD", "rlock:{slow}:waiters"]) == 1
+    });
+    std::fs::write(&go, "").unwrap();
+    let holder = holder.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&holder),
+        0,
+        "the hold survived the migration: {}",
+        show(&holder)
+    );
+    let waiter = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&waiter), 0, "{}", show(&waiter));
+    let (h, w) = (
+        span(&dir, "holder").expect("holder"),
+        span(&dir, "waiter").expect("waiter"),
+    );
+    assert!(
+        h.1 <= w.0,
+        "the waiter ran while the holder held: {h:?} {w:?}"
+    );
+    // Woken by the release, not by the 30 s lease running out.
+    assert!(
+        w.0 - h.1 < 2000,
+        "the waiter started {} ms after the release",
+        w.0 - h.1
+    );
+}

@@ -98,17 +98,18 @@ fn a_failover_is_followed_by_the_holder_and_the_waiter() {
 
 #[test]
 fn a_lock_the_new_master_never_got_is_reported_lost() {
-    let (_primary, replica, sentinels) = topology();
+    let (primary, replica, sentinels) = topology();
     let dir = Scratch::new();
     let ticks = dir.file("ticks");
     let holder = spawn(
         bare()
             .args([
+                "-v",
                 "--url",
                 &sentinels.url(),
                 "run",
                 "--ttl",
-                "1500ms",
+                "6s",
                 "lost",
                 "--",
             ])
@@ -120,16 +121,24 @@ fn a_lock_the_new_master_never_got_is_reported_lost() {
         replica.cmd::<i64>(&["EXISTS", "rlock:{lost}:leases"]) == 1
     });
     // The replica loses the lock, as if the write had not reached it before
-    // the failover.
+    // the failover: the primary, stalled, sends it no renewal meanwhile.
+    primary.freeze();
     replica.cmd::<String>(&["CONFIG", "SET", "replica-read-only", "no"]);
     replica.cmd::<i64>(&["DEL", "rlock:{lost}:leases"]);
     expect_within(rlock::LIMIT, "the failover to start", || {
         sentinels.failover().is_some()
     });
+    expect_within(rlock::LIMIT, "the replica to be the master", || {
+        sentinels.master_port() == Some(replica.port)
+    });
     let out = holder.output_within(rlock::LIMIT);
+    primary.thaw();
     assert_eq!(code(&out), 70, "{}", show(&out));
+    // The cause names the failover.
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no longer ours"),
+        err.contains("no longer ours (the master changed from 127.0.0.1:")
+            && err.contains("the new master does not have the hold"),
         "{}",
         show(&out)
     );
@@ -243,5 +252,74 @@ fn check_asks_the_master_the_sentinels_name() {
     assert!(
         text.lines().any(|l| l.starts_with("warn    persistence")),
         "{text}"
+    );
+}
+
+/// An unplanned failover (the master killed) of a hold that was replicated
+/// (`--min-replicas 1`), with a ttl that rides the switch out: COMMAND runs on
+/// to its end (exit 0) while the renewals follow the new master, and a
+/// `--no-wait` probe through the sentinels meanwhile finds the lock taken
+/// (75), never free.
+#[test]
+fn a_replicated_hold_rides_out_an_unplanned_failover() {
+    let (mut primary, replica, sentinels) = topology();
+    let dir = Scratch::new();
+    let url = sentinels.url();
+    let go = dir.file("go");
+    let holder = spawn(
+        bare()
+            .args([
+                "-v",
+                "--url",
+                &url,
+                "run",
+                "--ttl",
+                "10s",
+                "--kill-after",
+                "1s",
+            ])
+            .args(["--min-replicas", "1", "kept", "--"])
+            .args(sh(&format!(
+                "touch {}; while [ ! -e {go} ]; do sleep 0.01; done",
+                dir.file("held")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    primary.stop();
+    expect_within(
+        Duration::from_secs(20),
+        "the replica to be the master",
+        || sentinels.master_port() == Some(replica.port),
+    );
+    let probe = output(bare().args(["--url", &url, "run", "--no-wait", "kept", "--", "true"]));
+    assert_eq!(
+        code(&probe),
+        75,
+        "the hold is on the new master: {}",
+        show(&probe)
+    );
+    // A renewal confirmed on the new master.
+    let key = "rlock:{kept}:leases";
+    let pttl = || replica.cmd::<i64>(&["PTTL", key]);
+    let before = pttl();
+    expect_within(
+        Duration::from_secs(5),
+        "a renewal on the new master",
+        || pttl() > before,
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&out),
+        0,
+        "COMMAND ran through the failover: {}",
+        show(&out)
+    );
+    assert!(
+        rlock::stderr(&out).contains("the sentinels name a new master"),
+        "{}",
+        show(&out)
     );
 }

@@ -139,6 +139,15 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     if matches!(err.kind(), ErrorKind::Parse) {
         return "did not answer as a Redis server (wrong port?)".into();
     }
+    // A failover demoted it (or the FAILOVER command, or a managed endpoint's
+    // name now points at another node): each try connects afresh, resolving
+    // the host name again.
+    if err.code() == Some("READONLY") {
+        return "the server became a replica (READONLY: a failover, or the FAILOVER command); \
+                the lock lives on its master: use a redis+sentinel:// URL, or a name that \
+                follows the master"
+            .into();
+    }
     if err.is_timeout() {
         return if no_reply_in_time(err, contact) {
             format!("no reply within {within}")

@@ -106,6 +106,7 @@ impl Standalone {
             answered: false,
             master: None,
             master_checked: None,
+            failed_over: None,
             evicted_before: None,
             server_time: None,
             lost: None,
@@ -143,6 +144,8 @@ struct StandaloneSession {
     /// and when the sentinels last named it.
     master: Option<String>,
     master_checked: Option<Instant>,
+    /// Sentinel: the last change of master this session followed (from, to).
+    failed_over: Option<(String, String)>,
     /// The server's `evicted_keys` after this session's first confirmed
     /// renewal: a hold found gone later was evicted if the count grew.
     evicted_before: Option<u64>,
@@ -239,7 +242,15 @@ impl StandaloneSession {
             if let Extend::Exactly = extend {
                 invocation.arg("exact");
             }
-            invocation.invoke(con)
+            match invocation.invoke(con) {
+                // The slot is being migrated: renew from the holds' key alone.
+                Err(err) if err.code() == Some("TRYAGAIN") => script::RENEW_ALONE
+                    .key(&stored.lock)
+                    .arg(token.digest().as_str())
+                    .arg(millis(ttl))
+                    .invoke_asking(con),
+                other => other,
+            }
         })?;
         // Any delivery within what is left of the renewal's bound.
         let left = deadline.saturating_sub(start.elapsed());
@@ -277,7 +288,7 @@ impl Session for StandaloneSession {
         // Idempotent: a repeated acquire by the token that already holds the
         // lock changes nothing (acquire.lua).
         let others = self.others(&stored);
-        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+        let acquire_script = |con: &mut Connection| -> redis::RedisResult<Value> {
             let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token, &others);
             invocation
                 .arg(digest.as_str())
@@ -299,6 +310,23 @@ impl Session for StandaloneSession {
                 }
             }
             invocation.invoke(con)
+        };
+        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+            let tried = acquire_script(con);
+            match tried {
+                // The slot is being migrated: a lock another owner holds is
+                // said to be taken from the holds' key alone (else TRYAGAIN,
+                // and the call tries again).
+                Err(err) if err.code() == Some("TRYAGAIN") => {
+                    let mut busy = script::BUSY_ALONE.key(&stored.lock);
+                    busy.arg(kind.to_string()).arg(digest.as_str());
+                    for d in &inherited {
+                        busy.arg(d.as_str());
+                    }
+                    busy.invoke_asking(con)
+                }
+                other => other,
+            }
         })?;
         let (reply, next) =
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
@@ -624,6 +652,11 @@ impl Session for StandaloneSession {
     }
 
     fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
+        if let Some((from, to)) = &self.failed_over {
+            return Some(format!(
+                "the master changed from {from} to {to}; the new master does not have the hold"
+            ));
+        }
         let info = self.info(lock, "default")?;
         Some(loss::cause(
             &loss::parse(&info),

@@ -178,6 +178,14 @@ impl StandaloneSession {
                 (Source::Sentinel(spec), _) => {
                     let address = master_address(spec, limit)?;
                     let con = node_client(spec, &address)?.get_connection_with_timeout(limit)?;
+                    if let Some(was) = self.master.as_ref().filter(|was| **was != address) {
+                        crate::report::verbose(|| {
+                            format!(
+                                "the sentinels name a new master, {address} (was {was}): following it"
+                            )
+                        });
+                        self.failed_over = Some((was.clone(), address.clone()));
+                    }
                     self.master = Some(address);
                     self.master_checked = Some(Instant::now());
                     con
@@ -220,10 +228,8 @@ impl StandaloneSession {
             return;
         }
         match master_address(spec, limit.min(self.spec.timeout)) {
+            // The connection is reopened there (`con`, which says so).
             Ok(address) if Some(&address) != self.master.as_ref() => {
-                crate::report::verbose(|| {
-                    format!("the sentinels name a new master, {address}: following it")
-                });
                 self.con = None;
                 self.sub = None;
             }
