@@ -86,7 +86,8 @@ impl<'a, 'w> Waiter<'a, 'w> {
             shared,
             outage,
             start,
-            deadline: wanted.wait.and_then(|w| start.checked_add(w)),
+            // From when the caller asked (connecting took part of the wait).
+            deadline: wanted.patience.wait_ends,
             registered: Registrations::default(),
             announced: false,
             line: None,

@@ -232,3 +232,59 @@ fn a_backward_clock_step_does_not_leave_a_lease_longer_than_the_ttl() {
         "{err}"
     );
 }
+
+/// `CLIENT PAUSE` (as a planned maintenance does it) for longer than
+/// renewing every ttl/3 rode out, within what the lease rides out now.
+#[test]
+fn a_client_pause_within_the_ride_out_keeps_command_running() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "6s", "--kill-after", "1s", "paused", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
+    );
+    next_renewal(&redis, "paused");
+    redis.cmd::<String>(&["CLIENT", "PAUSE", "3800", "ALL"]);
+    std::thread::sleep(Duration::from_millis(3800));
+    next_renewal(&redis, "paused");
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
+/// After the `FAILOVER` command a plain URL names a replica: the holder's
+/// renewals get READONLY, and the run ends (70) saying the server became a
+/// replica, before its lease could end.
+#[test]
+fn a_server_demoted_by_the_failover_command_is_named() {
+    let (primary, replica) = RedisServer::with_replica();
+    // (FAILOVER is Redis 6.2's: every server of the matrix has it.)
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&primary.url())
+            .args([
+                "run",
+                "--ttl",
+                "3s",
+                "--kill-after",
+                "500ms",
+                "demoted",
+                "--",
+            ])
+            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    let _: String = primary.cmd(&["FAILOVER", "TO", "127.0.0.1", &replica.port.to_string()]);
+    expect_within(rlock::LIMIT, "the primary to be a replica", || {
+        primary
+            .cmd::<String>(&["INFO", "replication"])
+            .contains("role:slave")
+    });
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert!(err.contains("the server became a replica"), "{err}");
+}
