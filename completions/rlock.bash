@@ -233,12 +233,20 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__check)
-            opts="-u -v -q -h -V --json --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --ttl --kill-after --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

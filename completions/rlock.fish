@@ -52,7 +52,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l note -d 'What this h
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited), and one when the lock is acquired; 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l ttl -d 'Lease length (at least 100ms); `run` renews it while COMMAND runs, every tenth of what a failing renewal has before SIGTERM (1.9s by default: -v says)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l history -d 'Keep the lock\'s last N events for `rlock history` (acquired, released, busy, lost, ...); 0 records nothing. A failed write is a -v note' -r
@@ -82,7 +82,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l note -d 'What th
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l progress-interval -d 'Off a terminal: print a timestamped line when waiting starts and then this often (who holds the lock, how long we have waited), and one when the lock is acquired; 0: never' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l unreachable-wait -d 'Without --wait: how long to wait for a server that cannot be reached (down, restarting, loading, failing over) before giving up with exit 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s E -l conflict-exit-code -d 'Exit status when the lock was not acquired' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs' -r
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l ttl -d 'Lease length (at least 100ms); `run` renews it while COMMAND runs, every tenth of what a failing renewal has before SIGTERM (1.9s by default: -v says)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l limit -d 'Semaphore: at most N holders at once, each with its own lease' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l min-replicas -d 'The lock counts only once N replicas have it (WAIT, within --connect-timeout); otherwise it is given back and rlock exits 69' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l history -d 'Keep the lock\'s last N events for `rlock history` (acquired, released, busy, lost, ...); 0 records nothing. A failed write is a -v note' -r
@@ -159,6 +159,8 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Lo
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s V -l version -d 'Print version'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l ttl -d 'The --ttl your runs use: the `failover` line says whether their lease rides out the server\'s failover' -r
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l kill-after -d 'The --kill-after your runs use [default: 10s, at most a third of the lease]: a longer one leaves the lease less of an outage to ride out' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F

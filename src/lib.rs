@@ -120,7 +120,11 @@ fn run_command(cli: Cli) -> Result<Exit> {
             redisson,
         } => commands::history::history(&config(None)?, name, *limit, *json, *redisson),
         Command::Metrics { patterns } => commands::metrics::metrics(&config(None)?, patterns),
-        Command::Check { json } => commands::check::check(&config(None)?, *json),
+        Command::Check {
+            json,
+            ttl,
+            kill_after,
+        } => commands::check::check(&config(None)?, *json, *ttl, *kill_after),
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());

@@ -112,6 +112,16 @@ pub struct WaiterStatus {
     pub waiting_ms: Option<u64>,
 }
 
+/// The server's clock as a renewal read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTime {
+    /// The node that answered (`host:port`): a failover changes it, and
+    /// another node's clock is no step of this one's.
+    pub node: String,
+    /// Its clock, in ms since the epoch.
+    pub ms: u64,
+}
+
 /// One acquisition attempt.
 pub struct AcquireRequest<'a> {
     /// The lock.
@@ -242,9 +252,9 @@ pub trait Session: Send {
     ) -> Result<bool> {
         self.renew(lock, token, ttl, limit)
     }
-    /// The server's clock (ms since the epoch) as the last renewal read it,
-    /// for telling a step of that clock; None where no renewal reads one.
-    fn server_time(&self) -> Option<u64> {
+    /// The server's clock as the last renewal read it, for telling a step
+    /// of that clock; None where no renewal reads one.
+    fn server_time(&self) -> Option<ServerTime> {
         None
     }
     /// Drops one hold of `token`. Returns the hold count left, or None when

@@ -204,9 +204,12 @@ pub enum Command {
     /// TIME, and run atomically; sub-second BLPOP; no eviction of held locks
     /// (maxmemory with an evicting maxmemory-policy warns: use noeviction);
     /// persistence (without appendonly a restart loses every hold); replicas;
-    /// the user's rights on the prefix, command by command; the topology.
-    /// Each line reads ok, warn, fail or unknown (the server would not say:
-    /// CONFIG or an INFO section refused), what was checked and the fix.
+    /// the user's rights on the prefix, command by command; the topology;
+    /// the server's clock against this host's (more than 1s apart warns); a
+    /// Sentinel's or Cluster's failover timing against what --ttl rides out
+    /// (a failover likely to outlast it warns). Each line reads ok, warn,
+    /// fail or unknown (the server would not say: CONFIG or an INFO section
+    /// refused), what was checked and the fix.
     ///
     /// Exits 0 when nothing warns or fails, 1 when a check warns, 69 when rlock
     /// cannot work there (a check failed or the server is unreachable; with
@@ -217,6 +220,16 @@ pub enum Command {
         /// "result", "detail"}]}.
         #[arg(long)]
         json: bool,
+        /// The --ttl your runs use: the `failover` line says whether their
+        /// lease rides out the server's failover.
+        #[arg(long, value_name = "DUR", default_value = DEFAULT_TTL_TEXT, value_parser = lease_duration,
+              env = "RLOCK_TTL")]
+        ttl: Duration,
+        /// The --kill-after your runs use [default: 10s, at most a third of
+        /// the lease]: a longer one leaves the lease less of an outage to
+        /// ride out.
+        #[arg(long, value_name = "DUR", value_parser = grace_duration, env = "RLOCK_KILL_AFTER")]
+        kill_after: Option<Duration>,
     },
     /// Show the lock's last events, newest first: acquired, released, lost,
     /// busy, forced, max-hold, interrupted, with host, pid, command, fence and
@@ -265,6 +278,7 @@ const CHECK_EXAMPLES: &str = "\
 Examples:
   rlock --url redis://redis.internal:6379 check
   RLOCK_URL=redis://a:6379,redis://b:6379,redis://c:6379 rlock check --json
+  rlock --url redis+sentinel://s1,s2,s3/mymaster check --ttl 60s   # rides out a failover?
 
 Probe keys live under PREFIX:{check ...}, expire within 10 s and are deleted.
 With file:DIR, check tests the directory only.";
@@ -516,7 +530,8 @@ pub struct LockOptions {
           env = "RLOCK_CONFLICT_EXIT_CODE", help_heading = WAITING)]
     pub conflict_exit_code: u8,
 
-    /// Lease length (at least 100ms); `run` renews it every ttl/3 while COMMAND runs.
+    /// Lease length (at least 100ms); `run` renews it while COMMAND runs, every
+    /// tenth of what a failing renewal has before SIGTERM (1.9s by default: -v says).
     ///
     /// A bare number of 1000 or more is refused ("did you mean 30000ms?"):
     /// write a unit.

@@ -10,17 +10,31 @@
 //! line on stderr.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use crate::backend::fitness::{Finding, Verdict};
 use crate::backend::{Standalone, check_dir};
 use crate::config::{Config, Target};
 use crate::error::Result;
 use crate::exit::Exit;
+use crate::lock::lease::{Lease, fit_grace};
 use crate::lock::name::Dialect;
 use crate::report;
 
-/// `rlock check [--json]`.
-pub fn check(config: &Config, json: bool) -> Result<Exit> {
+/// `rlock check [--json] [--ttl DUR] [--kill-after DUR]`: the `failover`
+/// line judges the server's failover timing by a lease of `ttl` with
+/// `kill_after` (None: the default), as `run` would hold it.
+pub fn check(
+    config: &Config,
+    json: bool,
+    ttl: Duration,
+    kill_after: Option<Duration>,
+) -> Result<Exit> {
+    if !matches!(config.target, Target::Local(_)) {
+        // As `run` does: a --kill-after beyond a third of the ttl is cut,
+        // with a note (the `failover` line then says the grace it judged by).
+        fit_grace(kill_after, Lease::Renewed(ttl), "check");
+    }
     let (server, findings, exit, summary) = match &config.target {
         Target::Local(dir) => {
             let findings = check_dir(dir);
@@ -28,8 +42,11 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
             (findings[0].server.clone(), findings, exit, summary)
         }
         Target::Single(spec) => {
-            let findings =
-                Standalone::new(spec.as_ref().clone(), Dialect::Rlock)?.check(&config.prefix);
+            let findings = Standalone::new(spec.as_ref().clone(), Dialect::Rlock)?.check(
+                &config.prefix,
+                ttl,
+                kill_after,
+            );
             let (exit, summary) = verdict_of(&findings);
             (spec.display.clone(), findings, exit, summary)
         }
@@ -37,7 +54,11 @@ pub fn check(config: &Config, json: bool) -> Result<Exit> {
             let mut findings = Vec::new();
             let mut fit = 0;
             for spec in specs {
-                let found = Standalone::new(spec.clone(), Dialect::Rlock)?.check(&config.prefix);
+                let found = Standalone::new(spec.clone(), Dialect::Rlock)?.check(
+                    &config.prefix,
+                    ttl,
+                    kill_after,
+                );
                 if found.iter().all(|f| f.verdict != Verdict::Fail) {
                     fit += 1;
                 }

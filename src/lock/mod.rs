@@ -6,6 +6,7 @@
 pub(crate) mod clock;
 pub(crate) mod event;
 pub(crate) mod kind;
+pub(crate) mod lease;
 pub(crate) mod name;
 pub(crate) mod redact;
 pub(crate) mod token;

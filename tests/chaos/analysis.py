@@ -278,7 +278,7 @@ def print_report(h, res, meta):
     lb = res["lease_broken_not_70"]
     row("lease broken under it, not exit 70",
         "  ".join(f"{k}: {v}" for k, v in sorted(lb.items())) or "0")
-    row("COMMAND started over 100 ms after --wait",
+    row("COMMAND late after --wait (>100 ms)",
         f"{res['started_after_wait']} (worst {res['started_after_wait_worst_ms']:.0f} ms late)"
         if res["started_after_wait"] else "0", res["started_after_wait"] > 0)
     print(line)

@@ -2,21 +2,26 @@
 //! contract's passing server (AOF on, noeviction, a user allowed everything)
 //! exits 0; eviction, no AOF and missing rights are named; a server that
 //! refuses to say is `unknown`, never a crash; each server of a quorum is
-//! checked.
+//! checked; a clock apart from this host's warns; a Sentinel's or Cluster's
+//! failover timing is judged by `--ttl`.
 
 use std::process::Output;
 
 use crate::acl::RULES;
+use crate::support::clock::SteppedServer;
+use crate::support::cluster::Cluster;
 use crate::support::quorum;
 use crate::support::redis_server::{RedisServer, refusing_port};
 use crate::support::rlock::{assert_fails, bare, code, output, rlock, show, stdout};
 use crate::support::scratch::Scratch;
+use crate::support::sentinel::topology;
 
 /// Every check a reachable Redis server gets, in order.
 const CHECKS: &[&str] = &[
     "reachable",
     "user",
     "topology",
+    "failover",
     "scripts",
     "script-time",
     "atomic-scripts",
@@ -26,6 +31,7 @@ const CHECKS: &[&str] = &[
     "eviction",
     "persistence",
     "replicas",
+    "clock",
 ];
 
 /// A server fit for locks: the contract's example.
@@ -262,10 +268,12 @@ fn json_has_the_server_and_its_checks() {
     let json = stdout(&out);
     assert_eq!(json.lines().count(), 1, "{json}");
     assert!(json.contains(&format!("\"server\":\"127.0.0.1:{}\"", redis.port)));
-    assert!(
-        json.contains("\"name\":\"persistence\",\"server\""),
-        "{json}"
-    );
+    for name in ["persistence", "failover", "clock"] {
+        assert!(
+            json.contains(&format!("\"name\":\"{name}\",\"server\"")),
+            "{name}: {json}"
+        );
+    }
     assert!(json.contains("\"result\":\"warn\""), "{json}");
     assert_json_shape(&json, 1);
 }
@@ -394,4 +402,205 @@ fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
             assert_eq!(result, "ok", "{name}: {detail}");
         }
     }
+}
+
+#[test]
+fn one_server_has_no_failover_to_ride_out_and_a_clock_in_step_with_this_host() {
+    let redis = RedisServer::start_with(FIT);
+    let out = check(&redis.url(), &[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "ok", "{detail}");
+    assert!(
+        detail.contains("no automatic failover")
+            && detail.contains("rides out server outages up to 17.4s")
+            && detail.contains("--ttl 30s, --kill-after 10s"),
+        "{detail}"
+    );
+    let (result, _, detail) = line(&all, "clock");
+    assert_eq!(result, "ok", "{detail}");
+    assert!(
+        detail.starts_with("server clock 0.0") && detail.contains("this host (±"),
+        "{detail}"
+    );
+    // A short ttl is no warning on one server: there is no failover to outlast.
+    let out = check(&redis.url(), &["--ttl", "3s"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let all = lines(&out);
+    let detail = &line(&all, "failover").2;
+    assert!(
+        detail.contains("up to 1.7s") && detail.contains("--ttl 3s, --kill-after 1s"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn a_server_clock_seconds_apart_from_this_hosts_warns_naming_ntp() {
+    let server = SteppedServer::start();
+    server.step_to(5_000);
+    let out = check(&server.redis.url(), &[]);
+    let err = assert_fails(&out, 1);
+    assert!(err.contains("clock"), "{err}");
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "clock");
+    assert_eq!(result, "warn", "{}", show(&out));
+    assert!(
+        (4.5..5.5).contains(&seconds_apart(detail)) && detail.contains("ahead of this host"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("NTP") && detail.contains("by the server's clock alone"),
+        "{detail}"
+    );
+    server.step_to(-5_000);
+    let out = check(&server.redis.url(), &[]);
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "clock");
+    assert_eq!(result, "warn", "{}", show(&out));
+    assert!(
+        (4.5..5.5).contains(&seconds_apart(detail)) && detail.contains("behind this host"),
+        "{detail}"
+    );
+}
+
+/// The seconds in a clock line: `server clock 5.002s ahead of ...`.
+fn seconds_apart(detail: &str) -> f64 {
+    detail
+        .strip_prefix("server clock ")
+        .and_then(|rest| rest.split_once('s'))
+        .and_then(|(secs, _)| secs.parse().ok())
+        .unwrap_or_else(|| panic!("no seconds in {detail:?}"))
+}
+
+#[test]
+fn a_sentinel_failover_is_judged_by_the_ttl_and_a_short_one_warns_with_the_fix() {
+    let (_primary, _replica, sentinels) = topology();
+    let url = sentinels.url();
+    // The fixtures run without AOF: persistence warns whatever the failover.
+    let out = check(&url, &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "ok", "{}", show(&out));
+    // support/sentinel.rs: down-after 1000 ms, failover-timeout 5000 ms.
+    assert!(
+        detail.contains("down-after-milliseconds 1000")
+            && detail.contains("failover-timeout 5000")
+            && detail.contains("about 4.0s")
+            && detail.contains("within the 17.4s"),
+        "{detail}"
+    );
+    assert_eq!(line(&all, "clock").0, "ok", "{}", show(&out));
+
+    let out = check(&url, &["--ttl", "3s"]);
+    let err = assert_fails(&out, 1);
+    assert!(err.contains("failover"), "{err}");
+    let (result, _, detail) = line(&lines(&out), "failover").clone();
+    assert_eq!(result, "warn", "{}", show(&out));
+    assert!(
+        detail.contains("longer than the 1.7s")
+            && detail.contains("use --ttl 7s or more")
+            && detail.contains("a shorter down-after-milliseconds"),
+        "{detail}"
+    );
+
+    // RLOCK_TTL is read as run reads it.
+    let out = output(rlock(&url).arg("check").env("RLOCK_TTL", "3s"));
+    assert_eq!(line(&lines(&out), "failover").0, "warn", "{}", show(&out));
+}
+
+#[test]
+fn sentinels_that_refuse_sentinel_master_leave_the_failover_unknown() {
+    let (_primary, _replica, sentinels) = topology();
+    for port in &sentinels.ports {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: String = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg("default")
+            .arg("-sentinel|master")
+            .query(&mut con)
+            .unwrap();
+    }
+    let out = check(&sentinels.url(), &["--ttl", "3s"]);
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "unknown", "{}", show(&out));
+    assert!(
+        detail.contains("SENTINEL MASTER refused") && detail.contains("NOPERM"),
+        "{detail}"
+    );
+    // The master is still found: only the timing could not be read.
+    assert_eq!(line(&all, "topology").0, "ok", "{}", show(&out));
+}
+
+#[test]
+fn a_cluster_failover_is_judged_by_its_node_timeout_against_the_ttl() {
+    let cluster = Cluster::start();
+    let url = cluster.url();
+    // Redis's default cluster-node-timeout, 15 s: about 18 s, longer than
+    // the 17.4 s the default lease rides out.
+    let out = check(&url, &[]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "warn", "{}", show(&out));
+    assert!(
+        detail.contains("cluster-node-timeout 15000")
+            && detail.contains("about 18.0s")
+            && detail.contains("use --ttl 31s or more")
+            && detail.contains("a shorter cluster-node-timeout"),
+        "{detail}"
+    );
+
+    for node in &cluster.nodes {
+        node.cmd::<String>(&["CONFIG", "SET", "cluster-node-timeout", "2000"]);
+    }
+    let out = check(&url, &[]);
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "ok", "{}", show(&out));
+    assert!(
+        detail.contains("cluster-node-timeout 2000") && detail.contains("about 5.0s"),
+        "{detail}"
+    );
+    // The clock of every master is read.
+    for node in &cluster.nodes {
+        let here = format!("127.0.0.1:{}: ", node.port);
+        assert!(
+            all.iter()
+                .any(|(r, n, d)| r == "ok" && n == "clock" && d.starts_with(&here)),
+            "clock of {here}: {}",
+            show(&out)
+        );
+    }
+
+    let out = check(&url, &["--ttl", "3s"]);
+    let all = lines(&out);
+    let (result, _, detail) = line(&all, "failover");
+    assert_eq!(result, "warn", "{}", show(&out));
+    assert!(
+        detail.starts_with("Cluster: cluster-node-timeout 2000")
+            && detail.contains("longer than the 1.7s")
+            && detail.contains("use --ttl 9s or more"),
+        "{detail}"
+    );
+
+    // A user who may not run CONFIG cannot read the node timeout.
+    for node in &cluster.nodes {
+        node.cmd::<String>(&[
+            "ACL", "SETUSER", "shy", "on", ">shy-pw", "~*", "&*", "+@all", "-config",
+        ]);
+    }
+    let seeds = url.replace("redis+cluster://", "redis+cluster://shy:shy-pw@");
+    let out = check(&seeds, &[]);
+    let (result, _, detail) = line(&lines(&out), "failover").clone();
+    assert_eq!(result, "unknown", "{}", show(&out));
+    assert!(
+        detail.contains("CONFIG GET cluster-node-timeout refused"),
+        "{detail}"
+    );
 }

@@ -337,3 +337,80 @@ fn a_migration_longer_than_the_lease_keeps_the_hold() {
         w.0 - h.1
     );
 }
+
+/// A Cluster failover of the lock's master, with a hold replicated
+/// (`--min-replicas 1`) and a ttl that rides the switch out: COMMAND runs to
+/// its end (exit 0) while the renewals follow the slot to the promoted
+/// replica, and a `--no-wait` probe meanwhile finds the lock taken (75).
+fn a_replicated_hold_rides_out(fail_over: impl FnOnce(&mut Cluster, usize, usize)) {
+    let mut cluster = Cluster::start_with_replicas();
+    let url = cluster.url();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        bare()
+            .args(["--url", &url, "run", "--ttl", "10s", "--kill-after", "1s"])
+            .args(["--min-replicas", "1", "kept", "--"])
+            .args(sh(&format!(
+                "touch {}; while [ ! -e {go} ]; do sleep 0.01; done",
+                dir.file("held")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    let slot: i64 = cluster.nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{kept}:leases"]);
+    let master = cluster.owner(slot);
+    let replica = cluster.replica_of(master);
+    fail_over(&mut cluster, master, replica);
+    expect_within(
+        std::time::Duration::from_secs(20),
+        "the replica to be a master",
+        || {
+            cluster.nodes[replica]
+                .cmd::<String>(&["INFO", "replication"])
+                .contains("role:master")
+        },
+    );
+    // (CLUSTERDOWN, 69, until the nodes agree a master serves every slot.)
+    expect_within(rlock::LIMIT, "the cluster to be ok again", || {
+        (0..cluster.nodes.len()).filter(|n| *n != master).all(|n| {
+            let info: String = cluster.nodes[n].cmd(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok")
+        })
+    });
+    let probe = output(bare().args(["--url", &url, "run", "--no-wait", "kept", "--", "true"]));
+    assert_eq!(
+        code(&probe),
+        75,
+        "the hold is on the new master: {}",
+        show(&probe)
+    );
+    let pttl = || cluster.nodes[replica].cmd::<i64>(&["PTTL", "rlock:{kept}:leases"]);
+    let before = pttl();
+    expect_within(
+        std::time::Duration::from_secs(5),
+        "a renewal on the new master",
+        || pttl() > before,
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(
+        code(&out),
+        0,
+        "COMMAND ran through the failover: {}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_forced_cluster_failover_keeps_the_hold() {
+    a_replicated_hold_rides_out(|cluster, _, replica| {
+        cluster.nodes[replica].cmd::<String>(&["CLUSTER", "FAILOVER"]);
+    });
+}
+
+#[test]
+fn a_killed_cluster_master_keeps_a_replicated_hold() {
+    a_replicated_hold_rides_out(|cluster, master, _| cluster.nodes[master].stop());
+}

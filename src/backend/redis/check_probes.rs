@@ -4,11 +4,12 @@
 //! Probe keys live under the prefix in a hash tag no lock name can have (it
 //! holds a space), expire within seconds, and are deleted at the end.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::{Connection, ErrorKind, RedisError, RedisResult};
+use redis::{Client, Connection, ErrorKind, RedisError, RedisResult};
 
 use super::StandaloneSession;
 use super::diagnose::server_said;
@@ -196,23 +197,70 @@ impl StandaloneSession {
         if self.lost.is_some() {
             return Err(from_info);
         }
+        self.config_get(setting.config)
+            .map_err(|why| format!("{from_info}; {why}"))
+    }
+
+    /// `CONFIG GET name`: the value, or why it could not be read (for an
+    /// `unknown`).
+    pub(super) fn config_get(&mut self, name: &str) -> Result<String, String> {
         let reply = self.ask(|con| {
             redis::cmd("CONFIG")
                 .arg("GET")
-                .arg(setting.config)
+                .arg(name)
                 .query::<Vec<String>>(con)
         });
         match reply {
             Ok(pair) if pair.len() == 2 => Ok(pair[1].clone()),
-            Ok(_) => Err(format!(
-                "{from_info}; CONFIG GET {} names nothing",
-                setting.config
-            )),
-            Err(err) => Err(format!(
-                "{from_info}; {}",
-                refused(&format!("CONFIG GET {}", setting.config), &err)
-            )),
+            Ok(_) => Err(format!("CONFIG GET {name} names nothing")),
+            Err(err) => Err(refused(&format!("CONFIG GET {name}"), &err)),
         }
+    }
+
+    /// Sentinel: the master's settings as the first sentinel that answers
+    /// holds them (`SENTINEL MASTER`, field by field), or why none said (for
+    /// an `unknown`). The sentinels are asked as rlock asks them where the
+    /// master is: without the master's credentials.
+    pub(super) fn sentinel_master(&self) -> Result<HashMap<String, String>, String> {
+        let Source::Sentinel(spec) = &*self.source else {
+            return Err("not reached through sentinels".into());
+        };
+        let sentinel = spec
+            .sentinel
+            .as_ref()
+            .expect("a Sentinel source has sentinels");
+        let scheme = if sentinel.tls { "rediss" } else { "redis" };
+        let limit = self.timeout();
+        let mut why = "no sentinel listed".to_owned();
+        for address in &sentinel.sentinels {
+            let asked = redis::IntoConnectionInfo::into_connection_info(
+                format!("{scheme}://{address}").as_str(),
+            )
+            .and_then(|info| match &spec.tls {
+                Some(certs) => Client::build_with_tls(info, certs.clone()),
+                None => Client::open(info),
+            })
+            .and_then(|client| client.get_connection_with_timeout(limit))
+            .and_then(|mut con| {
+                con.set_read_timeout(Some(limit))?;
+                redis::cmd("SENTINEL")
+                    .arg("MASTER")
+                    .arg(&sentinel.master)
+                    .query::<HashMap<String, String>>(&mut con)
+            });
+            // Another sentinel may answer where this one did not.
+            why = match asked {
+                Ok(fields) => return Ok(fields),
+                Err(err) if is_refusal(&err) => {
+                    format!("sentinel {address}: {}", refused("SENTINEL MASTER", &err))
+                }
+                Err(err) => format!(
+                    "sentinel {address}: SENTINEL MASTER: no answer ({})",
+                    server_said(&err)
+                ),
+            };
+        }
+        Err(why)
     }
 
     /// Where locks live: one server, the sentinels' master, or a cluster.

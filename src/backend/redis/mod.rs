@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, Backend, LockStatus, Session, Wake};
+use super::{AcquireRequest, Attempt, Backend, LockStatus, ServerTime, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
@@ -149,8 +149,8 @@ struct StandaloneSession {
     /// The server's `evicted_keys` after this session's first confirmed
     /// renewal: a hold found gone later was evicted if the count grew.
     evicted_before: Option<u64>,
-    /// The server's clock (ms) as the last renewal read it.
-    server_time: Option<u64>,
+    /// The server's clock as the last renewal read it.
+    server_time: Option<ServerTime>,
     /// `check`: why the server stopped answering a probe (no reply in time,
     /// connection lost); later probes are not sent, so a stalled server costs
     /// one timeout, not one per probe.
@@ -256,7 +256,12 @@ impl StandaloneSession {
         let left = deadline.saturating_sub(start.elapsed());
         let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
         let (held, now): (i64, u64) = decode(reply, &lock.name, "renew")?;
-        self.server_time = Some(now);
+        let node = match (&self.master, &self.node) {
+            (Some(master), _) => master.clone(),
+            (None, Some(node)) => node.clone(),
+            (None, None) => self.spec.display.clone(),
+        };
+        self.server_time = Some(ServerTime { node, ms: now });
         if held == 1 {
             self.next_up.insert(stored.lock.clone(), next);
         } else {
@@ -474,8 +479,8 @@ impl Session for StandaloneSession {
         self.renew_script(lock, token, ttl, limit, Extend::Exactly)
     }
 
-    fn server_time(&self) -> Option<u64> {
-        self.server_time
+    fn server_time(&self) -> Option<ServerTime> {
+        self.server_time.clone()
     }
 
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {

@@ -28,12 +28,22 @@ impl Cluster {
         Self::start_with(Some(tls))
     }
 
+    /// Three masters, each with a replica (six nodes; the replicas are
+    /// `nodes[3..]`), a node timeout of one second: failovers in seconds.
+    pub fn start_with_replicas() -> Self {
+        Self::create(None, 6)
+    }
+
     fn start_with(tls: Option<&Tls>) -> Self {
+        Self::create(tls, 3)
+    }
+
+    fn create(tls: Option<&Tls>, count: usize) -> Self {
         let tls_ports: Vec<u16> = match tls {
-            Some(_) => (0..3).map(|_| free_port()).collect(),
+            Some(_) => (0..count).map(|_| free_port()).collect(),
             None => Vec::new(),
         };
-        let nodes: Vec<RedisServer> = (0..3)
+        let nodes: Vec<RedisServer> = (0..count)
             .map(|i| {
                 let mut args = Vec::new();
                 if let Some(tls) = tls {
@@ -49,6 +59,9 @@ impl Cluster {
                     ]
                     .map(String::from),
                 );
+                if count > 3 {
+                    args.extend(["--cluster-node-timeout", "1000"].map(String::from));
+                }
                 RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
             })
             .collect();
@@ -69,7 +82,11 @@ impl Cluster {
             }
         }
         let out = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args([
+                "--cluster-replicas",
+                if count > 3 { "1" } else { "0" },
+                "--cluster-yes",
+            ])
             .output()
             .expect("redis-cli must be installed");
         assert!(out.status.success(), "cluster create: {out:?}");
@@ -79,6 +96,14 @@ impl Cluster {
                 info.contains("cluster_state:ok")
             })
         });
+        if count > 3 {
+            expect_within(LIMIT, "every master's replica to be in sync", || {
+                nodes.iter().all(|n| {
+                    let info: String = n.cmd(&["INFO", "replication"]);
+                    info.contains("role:slave") || info.contains("state=online")
+                })
+            });
+        }
         Cluster { nodes, tls_ports }
     }
 
@@ -88,6 +113,15 @@ impl Cluster {
             "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
             self.nodes[0].port, self.nodes[1].port
         )
+    }
+
+    /// The index of the replica of the node at `master`.
+    pub fn replica_of(&self, master: usize) -> usize {
+        let port = format!("master_port:{}", self.nodes[master].port);
+        self.nodes
+            .iter()
+            .position(|n| n.cmd::<String>(&["INFO", "replication"]).contains(&port))
+            .expect("every master has a replica")
     }
 
     /// The index of the node serving `slot` (the one holding keys in it).
