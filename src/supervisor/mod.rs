@@ -564,7 +564,10 @@ impl Finished<'_> {
             say_lost(&run, known, &held, session.as_mut(), acquired_at);
             // The renewals' session may be stuck on a stalled server; a
             // refusal came from one that answers (and knows what it evicted).
-            if !matches!(known, Lost::NotOurs(_) | Lost::ClockJumped { .. }) {
+            // (A file: lock lives in its session's open files: never swapped.)
+            if !matches!(known, Lost::NotOurs(_) | Lost::ClockJumped { .. })
+                && !run.config.is_local()
+            {
                 session = None;
             }
             if let Ok(hurried) = run

@@ -288,3 +288,44 @@ fn a_server_demoted_by_the_failover_command_is_named() {
     let err = rlock::assert_fails(&out, 70);
     assert!(err.contains("the server became a replica"), "{err}");
 }
+
+/// `forever` and `infinity` wherever a wait is given: `--wait`,
+/// `--unreachable-wait` and their variables. A standby told to wait out the
+/// server forever is still waiting long after `--unreachable-wait 1s` gave up.
+#[test]
+fn waits_may_be_forever() {
+    let redis = RedisServer::start();
+    for (args, env) in [
+        (vec!["run", "--wait", "forever"], None),
+        (vec!["run", "--unreachable-wait", "infinity"], None),
+        (vec!["run"], Some(("RLOCK_WAIT", "infinity"))),
+        (vec!["run"], Some(("RLOCK_UNREACHABLE_WAIT", "forever"))),
+    ] {
+        let mut cmd = rlock(&redis.url());
+        cmd.args(&args).args(["f", "--", "true"]);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = rlock::output(&mut cmd);
+        assert_eq!(code(&out), 0, "{args:?} {env:?}: {}", show(&out));
+    }
+    let (_refusing, port) = crate::support::redis_server::refusing_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let gave_up =
+        rlock::output(rlock(&url).args(["run", "--unreachable-wait", "1s", "f", "--", "true"]));
+    assert_eq!(code(&gave_up), 69, "{}", show(&gave_up));
+    let mut standby =
+        spawn(rlock(&url).args(["run", "--unreachable-wait", "forever", "f", "--", "true"]));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        standby.try_status().is_none(),
+        "a standby waiting forever gave up"
+    );
+    standby.signal(libc::SIGTERM);
+    let out = standby.output_within(rlock::LIMIT);
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("waiting for it as long as it takes (--unreachable-wait forever)"),
+        "{err}"
+    );
+}
