@@ -329,3 +329,30 @@ fn waits_may_be_forever() {
         "{err}"
     );
 }
+
+/// A server back a moment before SIGTERM is due is heard in time: some
+/// renewal is always out while it is stalled (one that timed out is sent
+/// again at once), so its answer comes as the server resumes. (With retries
+/// 500 ms apart, a server back between two of them was not.)
+#[test]
+fn a_server_back_just_before_sigterm_is_heard_in_time() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let go = dir.file("go");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "6s", "--kill-after", "1s", "late", "--"])
+            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
+    );
+    let renewed = next_renewal(&redis, "late");
+    redis.freeze();
+    // SIGTERM is due 4.87 s after the last confirmed renewal was sent.
+    std::thread::sleep(
+        (renewed + Duration::from_millis(4650)).saturating_duration_since(Instant::now()),
+    );
+    redis.thaw();
+    next_renewal(&redis, "late");
+    std::fs::write(&go, "").unwrap();
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
