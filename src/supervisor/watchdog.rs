@@ -426,7 +426,7 @@ impl<'a> Watch<'a> {
     /// A renewal sent at `sent` failed (`err`): retried soon, until SIGTERM
     /// at `term`. One that waited out its reply bound is retried at once, so
     /// that some request is out whenever the server may come back.
-    fn failed(&mut self, err: String, sent: Stamp, term: Stamp) {
+    fn failed(&mut self, err: Failure, sent: Stamp, term: Stamp) {
         // Said with -v only: if the lease is lost, the run's one line says
         // why; if a retry gets through, nothing was.
         if self.failing.is_none() {
@@ -434,14 +434,17 @@ impl<'a> Watch<'a> {
                 format!(
                     "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
                     self.renewal.display,
-                    err,
+                    err.cause,
                     humantime::format_duration(round_ms(term.remaining()))
                 )
             });
         }
-        // The first failure names the outage; later ones are its echoes
-        // (shorter and shorter reply bounds).
-        self.failing.get_or_insert(err);
+        // What the server said names the outage best (it became a replica,
+        // it is loading); a renewal left unanswered only echoes the first
+        // cause, with a shorter bound.
+        if self.failing.is_none() || !err.unanswered {
+            self.failing = Some(err.cause);
+        }
         let period = self.renewal.lease.period(self.renewal.grace);
         // Not in the past: a wake-up planned earlier than now reads as late.
         self.next = (sent + RETRY_SPACING.min(period / 2)).max(Stamp::now());
@@ -457,20 +460,31 @@ impl<'a> Watch<'a> {
     }
 }
 
+/// Why a round of renewals failed.
+struct Failure {
+    cause: String,
+    /// No answer within the bound (a stalled server, or one out of reach),
+    /// rather than an answer that said what is wrong.
+    unanswered: bool,
+}
+
 /// Renews every hold; a round is confirmed only when each renewal is. Returns
-/// the name of a lock that is no longer ours, or the first failure's cause.
+/// the name of a lock that is no longer ours, or the first failure.
 fn renew_all(
     session: &mut dyn Session,
     renewal: &Renewal,
     ttl: Duration,
     limit: Duration,
     extend: Extend,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Failure> {
     let round = Stamp::now();
     for (keys, token) in &renewal.holds {
         let left = limit.saturating_sub(Stamp::now().since(round));
         if left.is_zero() {
-            return Err("no time left to renew".into());
+            return Err(Failure {
+                cause: "no time left to renew".into(),
+                unanswered: true,
+            });
         }
         let renewed = match extend {
             Extend::AtLeast => session.renew(keys, token, ttl, left),
@@ -479,7 +493,12 @@ fn renew_all(
         match renewed {
             Ok(true) => {}
             Ok(false) => return Ok(Some(keys.name.clone())),
-            Err(err) => return Err(err.to_string()),
+            Err(err) => {
+                return Err(Failure {
+                    unanswered: err.reply_timed_out(),
+                    cause: err.to_string(),
+                });
+            }
         }
     }
     Ok(None)

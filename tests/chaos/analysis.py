@@ -5,6 +5,21 @@ import os
 
 # Faults after which a holder whose section spans them must exit 70.
 LEASE_BREAKING = ("force-release", "redis-restart-lose", "holder-stop")
+# Failovers (--topology sentinel or cluster): the new master lacks a hold the
+# replica had not received yet. Such a hold is lost on the server like one a
+# restart without data lost, and the same applies: an overlap after it counts
+# as reported only when a run of the pair exited 70. "master-switch" is a
+# switch the harness saw (planned or not), the others the faults that asked
+# for one (counted when the switch came).
+FAILOVERS = ("master-switch", "sentinel-failover", "cluster-failover")
+
+
+def concerns(f, lock):
+    """Whether fault F can touch LOCK: it names that lock, lists it among the
+    locks of the master it hit (a cluster failover), or names none."""
+    if "locks" in f:
+        return lock in f["locks"]
+    return f.get("lock") in (None, lock)
 
 
 def status_name(code):
@@ -66,7 +81,7 @@ def analyse(h, keys_left):
         for f in h.faults:
             if f.get("skipped") or f.get("error"):
                 continue
-            if f.get("lock") not in (None, lock):
+            if not concerns(f, lock):
                 continue
             if f["t_ns"] <= hi and f["end_ns"] >= lo:
                 out.append(f)
@@ -78,7 +93,9 @@ def analyse(h, keys_left):
                 if not f.get("skipped") and not f.get("error")
                 and (f["kind"] == "redis-restart-lose"
                      or (f["kind"] == "force-release" and f.get("lock") == lock
-                         and f.get("status") == 0))
+                         and f.get("status") == 0)
+                     or (f["kind"] in FAILOVERS and f.get("switched", True)
+                         and concerns(f, lock)))
                 and f["t_ns"] <= hi and f["end_ns"] >= lo]
 
     by_lock = {}
@@ -173,7 +190,11 @@ def analyse(h, keys_left):
         statuses[k] = statuses.get(k, 0) + 1
     faults = {}
     skipped = 0
+    seen = {}
     for f in h.faults:
+        if f.get("observed"):
+            seen[f["kind"]] = seen.get(f["kind"], 0) + 1
+            continue
         if f.get("skipped") or f.get("error"):
             skipped += 1
             continue
@@ -211,6 +232,17 @@ def analyse(h, keys_left):
         "started_after_wait": len(overruns),
         "started_after_wait_worst_ms": round(worst_over[0], 1) if worst_over else None,
     }
+    if h.topo.kind != "single":
+        res["topology"] = h.topo.kind
+        res["master_switches_seen"] = seen.get("master-switch", 0)
+        res["failovers_asked"] = sum(
+            1 for f in h.faults if f["kind"] in ("sentinel-failover", "cluster-failover")
+            and not f.get("skipped") and not f.get("error"))
+        res["failovers_asked_switched"] = sum(
+            1 for f in h.faults if f["kind"] in ("sentinel-failover", "cluster-failover")
+            and f.get("switched"))
+        res["slot_migrations_troubled"] = sum(
+            1 for f in h.faults if f["kind"] == "slot-migration" and f.get("trouble"))
     res["pass"] = (res["unreported_overlaps"] == 0 and res["fence_regressions"] == 0
                    and res["orphans"] == 0 and res["hung"] == 0
                    and res["started_after_wait"] == 0)
@@ -250,6 +282,12 @@ def print_report(h, res, meta):
     row("faults", "  ".join(f"{k} {v}" for k, v in sorted(res["faults"].items())) or "none")
     if res["faults_skipped_or_failed"]:
         row("faults skipped or failed", res["faults_skipped_or_failed"])
+    if "topology" in res:
+        row("master switches seen", f"{res['master_switches_seen']} (failovers asked for: "
+            f"{res['failovers_asked']}, {res['failovers_asked_switched']} switched)")
+        if res["slot_migrations_troubled"]:
+            row("slot migrations that failed midway", f"{res['slot_migrations_troubled']} "
+                "(finished by the harness; chaos.json: trouble)")
     def split(d):
         return (f"  (hold lost on the server: {d['hold lost on the server']},"
                 f" other: {d['other']})")
@@ -257,6 +295,12 @@ def print_report(h, res, meta):
         + split(res["unreported_overlaps_split"]), res["unreported_overlaps"] > 0)
     row("reported overlaps (an exit 70)", f"{res['reported_overlaps']}"
         + split(res["reported_overlaps_split"]))
+    if "topology" in res:
+        for what in ("unreported", "reported"):
+            near = res[f"{what}_overlaps_by_fault_near"]
+            if near:
+                row(f"  {what}: faults near", "  ".join(
+                    f"{k} {v}" for k, v in sorted(near.items())))
     row("fence regressions", res["fence_regressions"], res["fence_regressions"] > 0)
     if res["fences_missing"]:
         row("sections without a numeric fence", res["fences_missing"])

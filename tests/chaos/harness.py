@@ -25,8 +25,8 @@ import time
 import traceback
 
 from analysis import analyse, print_report, status_name
-from resp import RedisError, free_port, redis_call
-from server import Server
+from resp import RedisError, redis_call
+from topology import TOPOLOGIES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -43,6 +43,13 @@ FAULT_KINDS = [
     "holder-stop",         # SIGSTOP of a holding rlock for 1.5-3 ttl, then SIGCONT
     "force-release",       # rlock release --force LOCK
 ]
+# Faults of one topology only (topology.py carries them out).
+TOPOLOGY_FAULTS = {
+    "sentinel-failover": "sentinel",   # SENTINEL FAILOVER mymaster on a sentinel
+    "slot-migration": "cluster",       # a held lock's slot moved to another master
+    "cluster-failover": "cluster",     # CLUSTER FAILOVER on a random master's replica
+}
+ALL_KINDS = FAULT_KINDS + list(TOPOLOGY_FAULTS)
 
 ORPHAN_GRACE_MS = 250   # a probe still alive this long after its rlock exited is an orphan
 SETTLE_MARGIN_S = 2.0   # waited on top of the ttl before looking for keys left
@@ -68,16 +75,21 @@ def parse_range(text):
     return float(m.group(1)), float(m.group(2))
 
 
+def topology_kinds(topology):
+    """Every fault kind TOPOLOGY can take ('all'), and its default list."""
+    cls = TOPOLOGIES[topology]
+    every = [k for k in ALL_KINDS if TOPOLOGY_FAULTS.get(k, topology) == topology]
+    return every, [k for k in every if k not in cls.default_excluded]
+
+
 def parse_kinds(text):
-    if text == "all":
-        return list(FAULT_KINDS)
-    if text == "none":
-        return []
+    if text in ("all", "none"):
+        return text
     kinds = [k.strip() for k in text.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in FAULT_KINDS]
+    bad = [k for k in kinds if k not in ALL_KINDS]
     if bad:
         raise argparse.ArgumentTypeError(
-            f"unknown fault kind(s) {', '.join(bad)}; known: {', '.join(FAULT_KINDS)}")
+            f"unknown fault kind(s) {', '.join(bad)}; known: {', '.join(ALL_KINDS)}")
     return kinds
 
 
@@ -128,9 +140,12 @@ class Harness:
         self.out = out
         self.ttl_ms = args.ttl
         self.ka_ms = args.kill_after
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.server = Server(args.server, work, self.port, os.path.join(out, "redis.log"))
+        self.topo = TOPOLOGIES[args.topology](args.server, work, out)
+        self.server = self.topo.server  # the one server (single), else the first node
+        self.port = self.topo.port
+        self.url = self.topo.url
+        self.monitor_stop = threading.Event()
+        self.monitor_thread = None
         self.locks = [f"chaos-{i}" for i in range(args.locks)]
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -365,6 +380,17 @@ class Harness:
         self.say(f"fault {kind} {json.dumps(detail)}")
         return rec
 
+    def log_fault_end(self, rec):
+        """A fault whose end came later (a failover, a slot migration): its
+        faults.jsonl line again, with "phase": "end" and its end."""
+        detail = {k: v for k, v in rec.items() if k not in ("kind", "t_ns", "end_ns")}
+        with self.lock:
+            out = {"kind": rec["kind"], "phase": "end", "at_ms": self.rel(rec["t_ns"]),
+                   "end_ms": self.rel(rec["end_ns"]), "wall": time.time(), **detail}
+            self.faults_file.write(json.dumps(out) + "\n")
+            self.faults_file.flush()
+        self.say(f"fault {rec['kind']} ended {json.dumps(detail)}")
+
     def holders(self):
         with self.lock:
             return [r for r in self.active.values() if r.holding()]
@@ -376,46 +402,65 @@ class Harness:
 
     def inject(self, kind, rng):
         now = mono()
+        topo = self.topo
         if kind == "redis-stop":
+            node = topo.fault_node(rng)  # the server; the master now; a random master
             d = rng.uniform(0.2, 2.0)
-            gen = self.server.gen
-            self.server.signal(signal.SIGSTOP, gen)
-            rec = self.add_fault(kind, now, now + int(d * 1e9), stop_ms=round(d * 1000))
+            gen = node.gen
+            node.signal(signal.SIGSTOP, gen)
+            rec = self.add_fault(kind, now, now + int(d * 1e9), stop_ms=round(d * 1000),
+                                 **topo.node_detail(node))
 
             def cont():
-                self.server.signal(signal.SIGCONT, gen)
+                node.signal(signal.SIGCONT, gen)
                 rec["end_ns"] = mono()
             self.undo.append((now + int(d * 1e9), cont))
         elif kind in ("redis-restart-aof", "redis-restart-lose"):
-            with self.server.lock:
-                self.server.kill()
-                t_kill = mono()
-                self.server.start(wipe=kind == "redis-restart-lose")
+            blocked = topo.restart_blocked and topo.restart_blocked()
+            if blocked:
+                self.add_fault(kind, now, now, skipped=blocked)
+                return
+            node = topo.fault_node(rng)
+            with node.lock:
+                t_kill = topo.restart(node, wipe=kind == "redis-restart-lose")
             t_up = mono()
-            self.add_fault(kind, t_kill, t_up, down_ms=round((t_up - t_kill) / 1e6, 1))
+            self.add_fault(kind, t_kill, t_up, down_ms=round((t_up - t_kill) / 1e6, 1),
+                           **topo.node_detail(node))
         elif kind == "client-pause":
+            node = topo.fault_node(rng)
             ms = rng.randint(200, 2000)
-            rec = self.add_fault(kind, now, now + ms * 1_000_000, pause_ms=ms)
+            rec = self.add_fault(kind, now, now + ms * 1_000_000, pause_ms=ms,
+                                 **topo.node_detail(node))
 
             def pause():
                 try:
-                    redis_call(self.port, "CLIENT", "PAUSE", ms, "ALL", timeout=10)
+                    redis_call(node.port, "CLIENT", "PAUSE", ms, "ALL", timeout=10)
                 except RedisError:  # before Redis 6.2: no ALL/WRITE argument
-                    redis_call(self.port, "CLIENT", "PAUSE", ms, timeout=10)
+                    redis_call(node.port, "CLIENT", "PAUSE", ms, timeout=10)
                 except (OSError, ConnectionError) as e:
                     rec["error"] = repr(e)
             self.background(pause)
         elif kind == "debug-sleep":
+            node = topo.fault_node(rng)
             s = rng.uniform(0.2, 2.0)
-            rec = self.add_fault(kind, now, now + int(s * 1e9), sleep_ms=round(s * 1000))
+            rec = self.add_fault(kind, now, now + int(s * 1e9), sleep_ms=round(s * 1000),
+                                 **topo.node_detail(node))
 
             def sleep():
                 try:
-                    redis_call(self.port, "DEBUG", "SLEEP", f"{s:.3f}", timeout=s + 10)
+                    redis_call(node.port, "DEBUG", "SLEEP", f"{s:.3f}", timeout=s + 10)
                 except (OSError, ConnectionError, RedisError) as e:
                     rec["error"] = repr(e)
                 rec["end_ns"] = mono()
             self.background(sleep)
+        elif kind == "sentinel-failover":
+            topo.sentinel_failover(self, rng)
+        elif kind == "slot-migration":
+            cands = self.holders()
+            lock = rng.choice(cands).lock if cands else rng.choice(self.locks)
+            topo.slot_migration(self, rng, lock)
+        elif kind == "cluster-failover":
+            topo.cluster_failover(self, rng)
         elif kind == "holder-kill":
             cands = self.holders()
             if not cands:
@@ -511,22 +556,28 @@ class Harness:
         return found
 
     def keys_left(self):
-        keys, cursor = [], b"0"
-        while True:
-            cursor, batch = redis_call(self.port, "SCAN", cursor, "MATCH", "rlock:*",
-                                       "COUNT", 1000)
-            keys += batch
-            if cursor in (b"0", "0"):
-                break
+        """Keys left on the server (on the master now; on every master)."""
         left = []
-        for k in sorted(set(keys)):
-            # The fence outlives every hold, and the history (`rlock history`)
-            # its last release by 30 days, by design.
-            if re.fullmatch(rb"rlock:\{[^{}]*\}:(fence|history)", k):
-                continue
-            left.append({"key": k.decode(errors="replace"),
-                         "type": redis_call(self.port, "TYPE", k),
-                         "pttl_ms": redis_call(self.port, "PTTL", k)})
+        nodes = self.topo.sweep_nodes()
+        for node in nodes:
+            keys, cursor = [], b"0"
+            while True:
+                cursor, batch = redis_call(node.port, "SCAN", cursor, "MATCH", "rlock:*",
+                                           "COUNT", 1000)
+                keys += batch
+                if cursor in (b"0", "0"):
+                    break
+            for k in sorted(set(keys)):
+                # The fence outlives every hold, and the history (`rlock history`)
+                # its last release by 30 days, by design.
+                if re.fullmatch(rb"rlock:\{[^{}]*\}:(fence|history)", k):
+                    continue
+                item = {"key": k.decode(errors="replace"),
+                        "type": redis_call(node.port, "TYPE", k),
+                        "pttl_ms": redis_call(node.port, "PTTL", k)}
+                if self.topo.kind != "single":
+                    item["node"] = node.port
+                left.append(item)
         return [x for x in left if x["type"] != "none"]
 
     def kill_everything(self):
@@ -539,11 +590,10 @@ class Harness:
             self.sweep(record=False)
         except Exception as e:
             print(f"chaos: final sweep: {e!r}", file=sys.stderr)
-        self.server.kill()
-        try:
-            os.unlink(self.server.pidfile)
-        except OSError:
-            pass
+        self.monitor_stop.set()
+        if self.monitor_thread is not None:
+            self.monitor_thread.join(timeout=5)
+        self.topo.kill_all()
 
 
 def build_rlock():
@@ -578,7 +628,12 @@ def main():
                    help="rlock binary (default: $RLOCK_BIN, else cargo build --release)")
     p.add_argument("--server", default=os.environ.get("RLOCK_TEST_SERVER") or "redis-server",
                    help="server binary, e.g. valkey-server (default: $RLOCK_TEST_SERVER, "
-                        "else redis-server)")
+                        "else redis-server); the sentinels too")
+    p.add_argument("--topology", choices=list(TOPOLOGIES), default="single",
+                   help="single: one server (redis://; the default); sentinel: a primary, a "
+                        "replica and 3 sentinels (redis+sentinel://), fault sentinel-failover; "
+                        "cluster: 3 masters with a replica each (redis+cluster://), faults "
+                        "slot-migration and cluster-failover")
     p.add_argument("--duration", type=float, default=None, help="seconds of load (default 60)")
     p.add_argument("--workers", type=int, default=8, help="workers per lock (default 8)")
     p.add_argument("--locks", type=int, default=2, help="number of locks (default 2)")
@@ -590,9 +645,11 @@ def main():
                    "(default: a new /tmp/rlock-chaos.* directory)")
     p.add_argument("--fault-interval", type=parse_range, default=(1.0, 2.0), metavar="MIN-MAX",
                    help="seconds between faults, uniform (default 1-2)")
-    p.add_argument("--faults", type=parse_kinds, default=list(FAULT_KINDS),
-                   help="comma-separated fault kinds, 'all' or 'none' (default all: "
-                   + ", ".join(FAULT_KINDS) + ")")
+    p.add_argument("--faults", type=parse_kinds, default=None,
+                   help="comma-separated fault kinds, 'all' (every kind the topology takes) or "
+                        "'none'; default: all but redis-restart-lose with sentinel or cluster. "
+                        "Kinds: " + ", ".join(ALL_KINDS) + " (sentinel-failover: sentinel "
+                        "only; slot-migration, cluster-failover: cluster only)")
     p.add_argument("--hung-margin", type=float, default=15.0,
                    help="seconds beyond wait+hold+ttl+kill-after after which an rlock is hung "
                         "(default 15)")
@@ -608,6 +665,18 @@ def main():
         args.duration = 48.0 if args.short else 60.0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 31)
+    every, default = topology_kinds(args.topology)
+    if args.faults is None:
+        args.faults = default
+    elif args.faults == "all":
+        args.faults = every
+    elif args.faults == "none":
+        args.faults = []
+    else:
+        wrong = [k for k in args.faults if k not in every]
+        if wrong:
+            p.error(f"--faults: {', '.join(wrong)} not with --topology {args.topology} "
+                    f"(it takes {', '.join(every)})")
     if args.workers < 1 or args.locks < 1 or args.duration <= 0:
         p.error("--workers, --locks and --duration must be positive")
     if args.ttl < 100:
@@ -627,7 +696,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     for name in os.listdir(out):  # logs of an earlier run would be read as ours
         if re.fullmatch(r"(probe-.*\.log|rlock-.*\.stderr|runs\.jsonl|faults\.jsonl|"
-                        r"chaos\.json|redis\.log)", name):
+                        r"chaos\.json|redis\.log|(node|sentinel)-\d+\.log)", name):
             os.unlink(os.path.join(out, name))
 
     h = Harness(args, rlock, work, out)
@@ -651,10 +720,18 @@ def main():
                 "binary": (f"built from {repo_head()}" if built else f"binary {rlock}"),
                 "redis": h.server.name + " " + ".".join(map(str, h.server.version)),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-        h.server.start(wipe=True)
+        if h.topo.kind != "single":
+            meta["redis"] += ", " + h.topo.describe()
+        h.topo.start()
+        where = (f"on 127.0.0.1:{h.port}" if h.topo.kind == "single"
+                 else f"{args.topology} ({h.url})")
         print(f"chaos: {args.locks} locks x {args.workers} workers for {args.duration:g} s, "
-              f"{h.server.name} on 127.0.0.1:{h.port}, seed {args.seed}, logs in {out}", flush=True)
+              f"{h.server.name} {where}, seed {args.seed}, logs in {out}", flush=True)
         h.t0 = mono()
+        if h.topo.kind != "single":
+            h.monitor_thread = threading.Thread(target=h.topo.monitor,
+                                                args=(h, h.monitor_stop), daemon=True)
+            h.monitor_thread.start()
         for lock in h.locks:
             for i in range(args.workers):
                 t = threading.Thread(target=h.worker, args=(lock, i), daemon=True)
@@ -674,13 +751,8 @@ def main():
         h.stopping.set()
         inj.join()
         for t in h.fault_threads:
-            t.join(timeout=15)
-        if not h.server.alive():
-            h.server.start(wipe=False)
-        try:
-            redis_call(h.port, "CLIENT", "UNPAUSE", timeout=5)
-        except (OSError, ConnectionError, RedisError):
-            pass
+            t.join(timeout=15 if h.topo.kind == "single" else 30)
+        h.topo.recover()  # every server up and unpaused (and the topology settled)
         print(f"  {(mono() - h.t0) / 1e9:4.0f} s: load stopped; waiting for the last runs",
               flush=True)
         for t in threads:
@@ -688,13 +760,18 @@ def main():
                 t.join(timeout=0.2)
         time.sleep(h.ttl_ms / 1000 + SETTLE_MARGIN_S)
         h.sweep()
+        h.monitor_stop.set()
+        if h.monitor_thread is not None:
+            h.monitor_thread.join(timeout=5)
         left = h.keys_left_found = h.keys_left()
         res, detail = analyse(h, left)
         report = {"meta": meta, "config": {
             "duration_s": args.duration, "workers": args.workers, "locks": args.locks,
             "ttl_ms": h.ttl_ms, "kill_after_ms": h.ka_ms, "seed": args.seed,
             "fault_interval_s": list(args.fault_interval), "faults": args.faults,
-            "hung_margin_s": args.hung_margin, "rlock_args": args.rlock_arg},
+            "hung_margin_s": args.hung_margin, "rlock_args": args.rlock_arg,
+            **({} if args.topology == "single" else {"topology": args.topology,
+                                                     "url": h.url})},
             "result": res, "detail": detail,
             "faults": [{"kind": f["kind"], "at_ms": h.rel(f["t_ns"]), "end_ms": h.rel(f["end_ns"]),
                         **{k: v for k, v in f.items() if k not in ("kind", "t_ns", "end_ns")}}

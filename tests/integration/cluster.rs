@@ -349,7 +349,16 @@ fn a_replicated_hold_rides_out(fail_over: impl FnOnce(&mut Cluster, usize, usize
     let go = dir.file("go");
     let holder = spawn(
         bare()
-            .args(["--url", &url, "run", "--ttl", "10s", "--kill-after", "1s"])
+            .args([
+                "-v",
+                "--url",
+                &url,
+                "run",
+                "--ttl",
+                "20s",
+                "--kill-after",
+                "1s",
+            ])
             .args(["--min-replicas", "1", "kept", "--"])
             .args(sh(&format!(
                 "touch {}; while [ ! -e {go} ]; do sleep 0.01; done",
@@ -388,13 +397,10 @@ fn a_replicated_hold_rides_out(fail_over: impl FnOnce(&mut Cluster, usize, usize
     );
     let pttl = || cluster.nodes[replica].cmd::<i64>(&["PTTL", "rlock:{kept}:leases"]);
     let before = pttl();
-    expect_within(
-        std::time::Duration::from_secs(5),
-        "a renewal on the new master",
-        || pttl() > before,
-    );
+    let renewed = crate::support::wait_until(std::time::Duration::from_secs(5), || pttl() > before);
     std::fs::write(&go, "").unwrap();
     let out = holder.output_within(rlock::LIMIT);
+    assert!(renewed, "no renewal on the new master: {}", show(&out));
     assert_eq!(
         code(&out),
         0,

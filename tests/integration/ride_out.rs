@@ -264,15 +264,7 @@ fn a_server_demoted_by_the_failover_command_is_named() {
     let dir = Scratch::new();
     let holder = spawn(
         rlock(&primary.url())
-            .args([
-                "run",
-                "--ttl",
-                "3s",
-                "--kill-after",
-                "500ms",
-                "demoted",
-                "--",
-            ])
+            .args(["run", "--ttl", "6s", "--kill-after", "1s", "demoted", "--"])
             .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
     );
     expect_within(rlock::LIMIT, "COMMAND to start", || {

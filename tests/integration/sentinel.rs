@@ -274,7 +274,7 @@ fn a_replicated_hold_rides_out_an_unplanned_failover() {
                 &url,
                 "run",
                 "--ttl",
-                "10s",
+                "20s",
                 "--kill-after",
                 "1s",
             ])
