@@ -194,6 +194,7 @@ fn watch(
         match watch.turn() {
             Next::Again => {}
             Next::Stopped => return (watch.session, None),
+            Next::Ended(lost) => return (watch.session, Some(lost)),
             Next::Lost(lost) => break lost,
         }
     };
@@ -207,6 +208,9 @@ enum Next {
     Again,
     /// Told to stop: COMMAND has ended.
     Stopped,
+    /// Told to stop after SIGTERM went out: COMMAND's group is gone, and
+    /// the lease may have lapsed under it (the run judges that by the clock).
+    Ended(Lost),
     /// The hold is lost; COMMAND is being stopped.
     Lost(Lost),
 }
@@ -266,11 +270,12 @@ impl<'a> Watch<'a> {
             // SIGTERM went out: the lease is no longer proven (unless
             // COMMAND had ended before: run judges that by the clock).
             None if deadlines.fired() => {
-                if self.stopped.try_recv().is_ok() {
-                    return Next::Stopped;
-                }
                 let failing = self.failing.take();
-                return Next::Lost(why_lapsed(self.renewal.lease, failing, self.shared.late()));
+                let lost = why_lapsed(self.renewal.lease, failing, self.shared.late());
+                if self.stopped.try_recv().is_ok() {
+                    return Next::Ended(lost);
+                }
+                return Next::Lost(lost);
             }
             // COMMAND's group is gone and the deadlines are closed.
             None => {

@@ -96,9 +96,16 @@ const PASSING: [&str; 7] = [
     "BUSY",
 ];
 
+/// A write refused by a replica: the READONLY reply, or (Redis 6) a script's
+/// error that carries it.
+fn readonly(err: &RedisError) -> bool {
+    err.code() == Some("READONLY") || err.detail().is_some_and(|d| d.contains("-READONLY "))
+}
+
 /// Errors a failover or restart causes on a server rlock was talking to.
 pub fn failing_over(err: &RedisError) -> bool {
     err.code().is_some_and(|c| PASSING.contains(&c))
+        || readonly(err)
         || err.is_connection_refusal()
         || err.is_connection_dropped()
         || err.is_timeout()
@@ -142,7 +149,7 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     // A failover demoted it (or the FAILOVER command, or a managed endpoint's
     // name now points at another node): each try connects afresh, resolving
     // the host name again.
-    if err.code() == Some("READONLY") {
+    if readonly(err) {
         return "the server became a replica (READONLY: a failover, or the FAILOVER command); \
                 the lock lives on its master: use a redis+sentinel:// URL, or a name that \
                 follows the master"
