@@ -150,10 +150,15 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     // name now points at another node): each try connects afresh, resolving
     // the host name again.
     if readonly(err) {
-        return "the server became a replica (READONLY: a failover, or the FAILOVER command); \
-                the lock lives on its master: use a redis+sentinel:// URL, or a name that \
-                follows the master"
-            .into();
+        let what = "the server became a replica (READONLY: a failover, or the FAILOVER command)";
+        return if contact.fixed_tcp {
+            format!(
+                "{what}; the lock lives on its master: use a redis+sentinel:// URL, or a host \
+                 name that follows the master"
+            )
+        } else {
+            what.into()
+        };
     }
     if err.is_timeout() {
         return if no_reply_in_time(err, contact) {
