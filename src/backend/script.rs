@@ -155,22 +155,18 @@ impl Invocation<'_> {
         eval
     }
 
-    /// EVAL right after ASKING, in one pipeline: a node importing the slot
-    /// serves the command that follows ASKING, and an EVALSHA answered
-    /// NOSCRIPT would spend it. (ASKING is harmless on the node that owns
-    /// the slot.)
+    /// EVAL right after ASKING: a node importing the slot serves the command
+    /// that follows ASKING, and an EVALSHA answered NOSCRIPT would spend it.
+    /// (ASKING is harmless on the node that owns the slot. Not in a
+    /// pipeline: an error reply there loses the ASK redirection it carries.)
     pub fn invoke_asking<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+        redis::cmd("ASKING").query::<()>(con)?;
         let mut eval = redis::cmd("EVAL");
         eval.arg(self.script.code)
             .arg(self.keys.len())
             .arg(&*self.keys)
             .arg(&*self.args);
-        let (reply,): (T,) = redis::pipe()
-            .cmd("ASKING")
-            .ignore()
-            .add_command(eval)
-            .query(con)?;
-        Ok(reply)
+        eval.query(con)
     }
 
     /// EVALSHA; on NOSCRIPT (a server that has not seen the script, or

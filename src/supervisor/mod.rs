@@ -334,6 +334,7 @@ impl<'a> Held<'a> {
                 run.lease.ttl(),
                 true,
                 None,
+                None,
             );
             return Err(Error::internal(format!(
                 "{}: the guardian process is gone; COMMAND was not started",
@@ -390,6 +391,7 @@ impl<'a> Held<'a> {
                     &held,
                     run.lease.ttl(),
                     true,
+                    None,
                     None,
                 );
                 // Said of every lock of the run, not of the one it was met on.
@@ -505,7 +507,15 @@ impl Finished<'_> {
         let mut session = session;
         let ttl = run.lease.ttl();
         if watchdog_failed {
-            release::release(run.backend.as_ref(), &mut None, &held, ttl, true, None);
+            release::release(
+                run.backend.as_ref(),
+                &mut None,
+                &held,
+                ttl,
+                true,
+                None,
+                None,
+            );
             return Err(Error::internal("the watchdog could not be started"));
         }
         // Judged by the clock, whichever thread noticed first: the lease held
@@ -586,6 +596,7 @@ impl Finished<'_> {
             event
                 .as_ref()
                 .map(|e| (run.spec.lock.history, e, fences.as_slice())),
+            run.outcome.wind_up_by.get(),
         );
         crate::report::mark("released");
         if lost.is_some() {

@@ -22,7 +22,9 @@ pub(super) type EndEvent<'a> = (u32, &'a Event, &'a [(String, u64)]);
 /// still ours. With `quiet` (the run ends in a line of its own: lost, or
 /// failed), a failed release is said with -v only.
 /// The session used is left in `session` (for asking why a hold was gone).
-/// With `record`, each release also writes the lock's history event.
+/// With `record`, each release also writes the lock's history event. With
+/// `by` (after a loss), no request starts after that instant: what is left
+/// expires with its lease.
 pub(super) fn release(
     backend: &dyn Backend,
     session: &mut Option<Box<dyn Session>>,
@@ -30,7 +32,9 @@ pub(super) fn release(
     ttl: Duration,
     quiet: bool,
     record: Option<EndEvent<'_>>,
+    by: Option<Instant>,
 ) -> Option<String> {
+    let late = || by.is_some_and(|by| Instant::now() >= by);
     let start = Instant::now();
     let connected = match session.take() {
         Some(s) => Ok(s),
@@ -45,6 +49,16 @@ pub(super) fn release(
     };
     let mut gone = None;
     for (keys, token) in held.iter().rev() {
+        if late() {
+            report::verbose(|| {
+                format!(
+                    "{}: not released: no time left after the loss; it expires within {}",
+                    keys.name,
+                    humantime::format_duration(ttl)
+                )
+            });
+            continue;
+        }
         // The event, with this lock's fence, recorded by the releasing script.
         let event = record.map(|(cap, event, fences)| {
             let fence = fences
@@ -79,7 +93,7 @@ pub(super) fn release(
                 // hold is still ours. A renewal to 1 ms changes nothing (it
                 // only lengthens). Not after a timeout: the release may have
                 // been carried out without its reply reaching us.
-                if !err.reply_timed_out() {
+                if !err.reply_timed_out() && !late() {
                     let still_ours = backend
                         .connect()
                         .and_then(|mut s| s.renew(keys, token, Duration::from_millis(1), ttl / 3));

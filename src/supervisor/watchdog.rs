@@ -104,10 +104,13 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-/// How soon a renewal that failed fast (a refused connection) is retried:
-/// often enough that a server back just before SIGTERM is due is heard in
-/// time. One that timed out is retried at once.
+/// How soon a renewal that failed fast (a refused connection) is first
+/// retried; the spacing doubles up to [`MAX_RETRY_SPACING`], and is never more
+/// than a quarter of the time left before SIGTERM. One that timed out has
+/// waited already: it is retried at once.
 const RETRY_SPACING: Duration = Duration::from_millis(50);
+/// The widest spacing of retries.
+const MAX_RETRY_SPACING: Duration = Duration::from_millis(500);
 
 /// Why a lease ran out without a refusal: a long gap in rlock's own running
 /// tells a suspension from renewals that failed.
@@ -231,6 +234,8 @@ struct Watch<'a> {
     /// How the next renewal sets the lease: exactly to the ttl while a
     /// backward step of the server's clock has not been undone yet.
     extend: Extend,
+    /// How long after the next failure to retry.
+    spacing: Duration,
 }
 
 /// How a renewal sets the lease.
@@ -258,6 +263,7 @@ impl<'a> Watch<'a> {
             failing: None,
             clock: None,
             extend: Extend::AtLeast,
+            spacing: RETRY_SPACING,
         }
     }
 
@@ -316,8 +322,9 @@ impl<'a> Watch<'a> {
             self.extend = Extend::AtLeast;
         }
         // A renewal that overran its limit by far was held up by rlock's own
-        // stop, not by the server.
-        self.shared.note_wake(sent + limit);
+        // stop, not by the server (a call may take one and a half times its
+        // limit: see the session's connection).
+        self.shared.note_wake(sent + limit + limit / 2);
         let step = match renewed {
             Ok(_) => self.read_clock(sent),
             Err(_) => None,
@@ -336,8 +343,11 @@ impl<'a> Watch<'a> {
                         let left = limit.saturating_sub(Stamp::now().since(sent));
                         let set =
                             renew_all(self.session.as_mut(), renewal, ttl, left, Extend::Exactly);
+                        if let Ok(Some(name)) = set {
+                            return self.not_ours(name, None);
+                        }
                         // Not set back: the next renewals try again.
-                        if !matches!(set, Ok(None)) {
+                        if set.is_err() {
                             self.extend = Extend::Exactly;
                         }
                         report::error(&format!(
@@ -359,24 +369,29 @@ impl<'a> Watch<'a> {
             }
             // Each confirmed renewal proves the hold was never broken before it
             // was sent (nothing but our own acquire writes our token).
-            Ok(Some(name)) => {
-                if renewal.deadlines.stop_now(renewal.grace) {
-                    self.shared.signal_group(libc::SIGTERM);
-                    self.shared.signal_group(libc::SIGCONT);
-                }
-                Next::Lost(match step {
-                    Some(step @ ClockStep::Forward(_)) => Lost::ClockJumped {
-                        name,
-                        how: step.describe(),
-                    },
-                    _ => Lost::NotOurs(name),
-                })
-            }
+            Ok(Some(name)) => self.not_ours(name, step),
             Err(err) => {
                 self.failed(err, sent, term);
                 Next::Again
             }
         }
+    }
+
+    /// The server says the hold on `name` is gone: COMMAND is stopped at
+    /// once, and the loss names a forward `step` of its clock, if any.
+    fn not_ours(&mut self, name: String, step: Option<ClockStep>) -> Next {
+        let renewal = self.renewal;
+        if renewal.deadlines.stop_now(renewal.grace) {
+            self.shared.signal_group(libc::SIGTERM);
+            self.shared.signal_group(libc::SIGCONT);
+        }
+        Next::Lost(match step {
+            Some(step @ ClockStep::Forward(_)) => Lost::ClockJumped {
+                name,
+                how: step.describe(),
+            },
+            _ => Lost::NotOurs(name),
+        })
     }
 
     /// The step of the server's clock since the last answered renewal, as
@@ -415,6 +430,7 @@ impl<'a> Watch<'a> {
             return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
         self.next = sent + renewal.lease.period(renewal.grace);
+        self.spacing = RETRY_SPACING;
         if self.failing.take().is_some() {
             report::error(&format!("{}: renewal confirmed again", renewal.display));
         }
@@ -450,9 +466,16 @@ impl<'a> Watch<'a> {
         if self.failing.is_none() || !err.unanswered {
             self.failing = Some(err.cause);
         }
-        let period = self.renewal.lease.period(self.renewal.grace);
+        // Spaced out while SIGTERM is far (many holders retrying against a
+        // server that is down cost it little), denser as it nears, so a
+        // server back just before it is heard in time.
+        let spacing = self
+            .spacing
+            .min(term.remaining() / 4)
+            .max(Duration::from_millis(10));
+        self.spacing = (self.spacing * 2).min(MAX_RETRY_SPACING);
         // Not in the past: a wake-up planned earlier than now reads as late.
-        self.next = (sent + RETRY_SPACING.min(period / 2)).max(Stamp::now());
+        self.next = (sent + spacing).max(Stamp::now());
     }
 
     /// The guardian sends SIGKILL when it is due; should it be gone, so do we.

@@ -121,7 +121,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
         let wait = self.wanted.wait.unwrap_or_default();
         let err = Error::from(Cause::NotAcquired {
             cause: format!(
-                "the server granted it {:.1}s after --wait {} ran out; given back",
+                "acquired only {:.1}s after --wait {} ran out (the server answered late); given back",
                 late.as_secs_f64(),
                 humantime::format_duration(wait)
             ),

@@ -4,9 +4,10 @@ faults, then a check of what the locks' holders actually did. Started by
 tests/chaos/run (which explains every figure); it can also run on its own:
 
     python3 tests/chaos/harness.py [--rlock BIN] [--duration S] [--workers N] [--locks K] ...
+    python3 tests/chaos/harness.py --topology sentinel|cluster ...
 
 Python 3 standard library only; needs Linux (pidfds), redis-server (or another
-server binary: --server) and cc.
+server binary: --server), redis-cli for --topology cluster, and cc.
 """
 
 import argparse
@@ -623,7 +624,11 @@ def main():
     p = argparse.ArgumentParser(
         description="Stress rlock with workers, random holds and injected faults; "
                     "exit 0 when no overlap went unreported, no fence went back, "
-                    "no COMMAND was orphaned and no rlock hung.")
+                    "no COMMAND was orphaned and no rlock hung.",
+        epilog="The server faults (redis-stop, the restarts, client-pause, debug-sleep) "
+               "hit the one server (single), the master a sentinel names now (sentinel) "
+               "or a random master (cluster). tests/chaos/run's header explains every "
+               "fault, topology and figure of the report.")
     p.add_argument("--rlock", default=os.environ.get("RLOCK_BIN"),
                    help="rlock binary (default: $RLOCK_BIN, else cargo build --release)")
     p.add_argument("--server", default=os.environ.get("RLOCK_TEST_SERVER") or "redis-server",

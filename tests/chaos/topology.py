@@ -572,7 +572,10 @@ class Cluster(Replicated):
                     if m.id == final.id:
                         continue
                     if redis_call(m.port, "CLUSTER", "COUNTKEYSINSLOT", slot) > 0:
-                        for port, args in ((final.port, ("IMPORTING", m.id)),
+                        # The final node may see no owner of the slot (its old
+                        # owner failed over): RESTORE-ASKING would get CLUSTERDOWN.
+                        for port, args in ((final.port, ("NODE", m.id)),
+                                           (final.port, ("IMPORTING", m.id)),
                                            (m.port, ("MIGRATING", final.id))):
                             try:
                                 redis_call(port, "CLUSTER", "SETSLOT", slot, *args)

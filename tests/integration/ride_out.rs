@@ -152,7 +152,10 @@ fn a_grant_read_after_the_wait_deadline_is_given_back() {
     redis.thaw();
     let out = waiter.output_within(rlock::LIMIT);
     let err = rlock::assert_fails(&out, 75);
-    assert!(err.contains("after --wait 1s ran out; given back"), "{err}");
+    assert!(
+        err.contains("after --wait 1s ran out (the server answered late); given back"),
+        "{err}"
+    );
     assert!(
         !std::path::Path::new(&started).exists(),
         "COMMAND started late"

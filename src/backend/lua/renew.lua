@@ -4,7 +4,8 @@
 -- ARGV[2] lease in ms
 -- ARGV[3] "exact" (optional): the lease lasts exactly ARGV[2] ms from now, even
 --         when that shortens it (the caller saw the server's clock step back,
---         which made every lease on the server longer)
+--         which made every lease on the server longer), unless the hold was
+--         re-entered (a nested run may need the longer lease)
 --
 -- Returns (through done() in prelude/1-layout.lua: the outbox, and the waiters first in
 -- line when it holds) {1, now} when ARGV[1] still holds the lock (its lease now lasts at
@@ -22,7 +23,9 @@ if not h then
     return done({0, NOW})
 end
 local until_ms = NOW + tonumber(ARGV[2])
-if h.ends < until_ms or (ARGV[3] == 'exact' and h.ends ~= until_ms) then
+-- Exact only for a hold held once: a nested run renews the same hold, and
+-- its shorter lease must not cut the enclosing run's short.
+if h.ends < until_ms or (ARGV[3] == 'exact' and h.count == 1 and h.ends ~= until_ms) then
     h.ends = until_ms
     H.store(h)
 end

@@ -10,6 +10,7 @@
 --
 -- ARGV[1] owner digest
 -- ARGV[2] lease in ms
+-- ARGV[3] "exact" (optional): as renew.lua's
 --
 -- Returns renew.lua's reply: {{1, now}, {}, {}} when ARGV[1] still holds the
 -- lock (its lease now lasts at least ARGV[2] ms from now), {{0, now}, {}, {}}
@@ -26,10 +27,20 @@ local count, ends, rest = string.match(value, '^(%d+)|(%d+)|(.*)$')
 if not count or tonumber(ends) <= now then return reply(0) end
 local ms = tonumber(ARGV[2])
 local until_ms = now + ms
-if tonumber(ends) < until_ms then
+if tonumber(ends) < until_ms
+    or (ARGV[3] == 'exact' and tonumber(count) == 1 and tonumber(ends) ~= until_ms) then
     redis.call('HSET', KEYS[1], ARGV[1], count .. '|' .. string.format('%d', until_ms) .. '|' .. rest)
-    -- The key lives as long as the longest lease: only ever lengthened here.
-    if redis.call('PTTL', KEYS[1]) < ms then
+    -- The key lives as long as the longest lease: lengthened here, or
+    -- (exact) set to the longest of the holds' leases.
+    if ARGV[3] == 'exact' then
+        local last = until_ms
+        local flat = redis.call('HGETALL', KEYS[1])
+        for i = 2, #flat, 2 do
+            local e = tonumber(string.match(flat[i], '^%d+|(%d+)|'))
+            if e and e > last then last = e end
+        end
+        redis.call('PEXPIRE', KEYS[1], string.format('%d', last - now))
+    elseif redis.call('PTTL', KEYS[1]) < ms then
         redis.call('PEXPIRE', KEYS[1], ARGV[2])
     end
 end

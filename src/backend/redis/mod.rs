@@ -109,6 +109,7 @@ impl Standalone {
             failed_over: None,
             evicted_before: None,
             server_time: None,
+            connections: 0,
             lost: None,
             next_up: std::collections::HashMap::new(),
         };
@@ -151,6 +152,8 @@ struct StandaloneSession {
     evicted_before: Option<u64>,
     /// The server's clock as the last renewal read it.
     server_time: Option<ServerTime>,
+    /// Connections opened so far (each reading of the clock names its own).
+    connections: u64,
     /// `check`: why the server stopped answering a probe (no reply in time,
     /// connection lost); later probes are not sent, so a stalled server costs
     /// one timeout, not one per probe.
@@ -244,11 +247,14 @@ impl StandaloneSession {
             }
             match invocation.invoke(con) {
                 // The slot is being migrated: renew from the holds' key alone.
-                Err(err) if err.code() == Some("TRYAGAIN") => script::RENEW_ALONE
-                    .key(&stored.lock)
-                    .arg(token.digest().as_str())
-                    .arg(millis(ttl))
-                    .invoke_asking(con),
+                Err(err) if err.code() == Some("TRYAGAIN") => {
+                    let mut alone = script::RENEW_ALONE.key(&stored.lock);
+                    alone.arg(token.digest().as_str()).arg(millis(ttl));
+                    if let Extend::Exactly = extend {
+                        alone.arg("exact");
+                    }
+                    alone.invoke_asking(con)
+                }
                 other => other,
             }
         })?;
@@ -256,13 +262,14 @@ impl StandaloneSession {
         let left = deadline.saturating_sub(start.elapsed());
         let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
         let (held, now): (i64, u64) = decode(reply, &lock.name, "renew")?;
-        let node = match (&self.master, &self.node) {
-            (Some(master), _) => master.clone(),
-            (None, Some(node)) => node.clone(),
-            (None, None) => self.spec.display.clone(),
-        };
+        // Each connection is its own baseline: a reconnection may reach
+        // another machine (a failover, a name that now points elsewhere).
+        let node = format!("{}#{}", self.spec.display, self.connections);
         self.server_time = Some(ServerTime { node, ms: now });
         if held == 1 {
+            // The hold is on the master followed: a later loss is not the
+            // failover's.
+            self.failed_over = None;
             self.next_up.insert(stored.lock.clone(), next);
         } else {
             self.next_up.remove(&stored.lock);

@@ -193,11 +193,12 @@ impl StandaloneSession {
                 (source, _) => source.client(limit)?.get_connection_with_timeout(limit)?,
             };
             self.con = Some(opened);
+            self.connections += 1;
         }
-        // Connecting and the reply share the limit: a call never takes longer.
-        let limit = limit
-            .saturating_sub(start.elapsed())
-            .max(Duration::from_millis(1));
+        // Connecting and the reply share the limit, but the reply keeps half
+        // of it at least (asking the sentinels first, a dead seed tried
+        // first): a call takes at most one and a half times the limit.
+        let limit = limit.saturating_sub(start.elapsed()).max(limit / 2);
         let con = self.con.as_mut().expect("connection is open");
         let set = con
             .set_read_timeout(Some(limit))
