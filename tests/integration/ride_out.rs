@@ -248,7 +248,11 @@ fn a_client_pause_within_the_ride_out_keeps_command_running() {
             .args(["run", "--ttl", "6s", "--kill-after", "1s", "paused", "--"])
             .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
     );
-    next_renewal(&redis, "paused");
+    let renewed = next_renewal(&redis, "paused");
+    // Just before the renewal that renewing every ttl/3 would send next.
+    std::thread::sleep(
+        (renewed + Duration::from_millis(1800)).saturating_duration_since(Instant::now()),
+    );
     redis.cmd::<String>(&["CLIENT", "PAUSE", "3800", "ALL"]);
     std::thread::sleep(Duration::from_millis(3800));
     next_renewal(&redis, "paused");
