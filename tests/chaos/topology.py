@@ -115,7 +115,6 @@ class Single:
 
     kind = "single"
     default_excluded = ()
-    own_faults = ()
 
     def __init__(self, binary, work, out):
         self.port = free_port()
@@ -194,7 +193,6 @@ class Replicated(Single):
 
 class Sentinel(Replicated):
     kind = "sentinel"
-    own_faults = ("sentinel-failover",)
 
     def __init__(self, binary, work, out):
         ports = free_ports(5)
@@ -394,7 +392,6 @@ class ClusterNode:
 
 class Cluster(Replicated):
     kind = "cluster"
-    own_faults = ("slot-migration", "cluster-failover")
 
     def __init__(self, binary, work, out):
         self.binary = binary
