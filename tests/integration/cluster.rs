@@ -279,6 +279,14 @@ fn a_migration_longer_than_the_lease_keeps_the_hold() {
     });
     let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{slow}:leases"]);
     let from = cluster.owner(slot);
+    let waiter = spawn(
+        bare()
+            .args(["-v", "--url", &url, "run", "--ttl", "30s", "slow", "--"])
+            .args(sh(&timed_job(&dir, "waiter", "0"))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to queue", || {
+        nodes[from].cmd::<i64>(&["ZCARD", "rlock:{slow}:waiters"]) == 1
+    });
     let to = (from + 1) % 3;
     let id = |n: usize| nodes[n].cmd::<String>(&["CLUSTER", "MYID"]);
     let (from_id, to_id, slot) = (id(from), id(to), slot.to_string());
@@ -319,11 +327,7 @@ fn a_migration_longer_than_the_lease_keeps_the_hold() {
     for node in nodes {
         node.cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
     }
-    let waiter = spawn(
-        bare()
-            .args(["--url", &url, "run", "--ttl", "30s", "slow", "--"])
-            .args(sh(&timed_job(&dir, "waiter", "0"))),
-    );
+    // The waiter waited through the migration, and is in line on the new owner.
     expect_within(rlock::LIMIT, "the waiter to queue on the new owner", || {
         nodes[to].cmd::<i64>(&["ZCARD", "rlock:{slow}:waiters"]) == 1
     });
