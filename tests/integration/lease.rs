@@ -5,6 +5,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::holder::{go, until_go};
 use crate::support::process::{Proc, alive};
 use crate::support::quorum;
 use crate::support::redis_server::RedisServer;
@@ -45,11 +46,6 @@ fn holder_with(
     });
     let pid = dir.read("pid").trim().parse().unwrap();
     (proc, pid, started)
-}
-
-/// A COMMAND that runs until the test creates `go` in `dir`.
-fn until_go(dir: &Scratch) -> String {
-    format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go"))
 }
 
 /// When `pid` died (polled every millisecond), or None if it outlived `within`.
@@ -123,7 +119,7 @@ fn hold_gone_at_release(
     lose(redis);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", name, "--", "true"]));
     assert_eq!(code(&other), 0, "{}", show(&other));
-    std::fs::write(dir.file("go"), "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     let err = rlock::assert_fails(&out, 70);
     assert!(
@@ -310,7 +306,7 @@ fn a_release_stalled_past_its_timeout_is_not_called_lost() {
     expect_within(Duration::from_secs(5), "the server to sleep", || {
         redis::cmd("PING").query::<String>(&mut probe).is_err()
     });
-    std::fs::write(dir.file("go"), "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     sleeper.join().unwrap();
     assert_eq!(code(&out), 0, "{}", show(&out));
@@ -340,7 +336,7 @@ fn a_redlock_minority_without_the_hold_does_not_make_it_lost() {
     );
     servers[0].freeze();
     servers[1].freeze();
-    std::fs::write(dir.file("go"), "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     servers[0].thaw();
     servers[1].thaw();

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::clock::SteppedServer;
 use crate::support::expect_within;
+use crate::support::holder::{go, until_go};
+use crate::support::process::Proc;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn};
 use crate::support::scratch::Scratch;
@@ -26,6 +28,23 @@ fn next_renewal(redis: &RedisServer, name: &str) -> Instant {
     panic!("no renewal of {name} seen within 10 s");
 }
 
+/// `rlock run --ttl 6s --kill-after 1s NAME` (4.87 s from a renewal sent to
+/// SIGTERM, renewed every 0.49 s; every ttl/3 this was 2 s) of a COMMAND
+/// that runs until [`go`]`(dir)`.
+fn six_second_holder(redis: &RedisServer, dir: &Scratch, opts: &[&str], name: &str) -> Proc {
+    spawn(
+        rlock(&redis.url())
+            .args(opts)
+            .args(["run", "--ttl", "6s", "--kill-after", "1s", name, "--"])
+            .args(sh(&until_go(dir))),
+    )
+}
+
+/// Sleeps until `at` (a moment in a fault's timing, not a wait for a condition).
+fn sleep_until(at: Instant) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+}
+
 /// With `--ttl 6s --kill-after 1s` a failing renewal has 4.87 s before
 /// SIGTERM: renewing every ttl/3 (2 s), an outage starting just before a
 /// renewal was ridden out only up to 2.9 s. Renewing every tenth of that
@@ -34,34 +53,16 @@ fn next_renewal(redis: &RedisServer, name: &str) -> Instant {
 fn an_outage_starting_just_before_a_renewal_is_ridden_out() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let go = dir.file("go");
-    let holder = spawn(
-        rlock(&redis.url())
-            .args([
-                "-v",
-                "run",
-                "--ttl",
-                "6s",
-                "--kill-after",
-                "1s",
-                "blip",
-                "--",
-            ])
-            .args(sh(&format!(
-                "while [ ! -e {go} ]; do sleep 0.01; done; echo done"
-            ))),
-    );
+    let holder = six_second_holder(&redis, &dir, &["-v"], "blip");
     let renewed = next_renewal(&redis, "blip");
     // Just before the renewal that renewing every ttl/3 would send next.
-    std::thread::sleep(
-        (renewed + Duration::from_millis(1800)).saturating_duration_since(Instant::now()),
-    );
+    sleep_until(renewed + Duration::from_millis(1800));
     redis.freeze();
     std::thread::sleep(Duration::from_millis(3800));
     redis.thaw();
     // Renewals are confirmed again, well before the lease could end.
     next_renewal(&redis, "blip");
-    std::fs::write(&go, "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
     let err = rlock::stderr(&out);
@@ -208,11 +209,10 @@ fn a_backward_clock_step_does_not_leave_a_lease_longer_than_the_ttl() {
     let server = SteppedServer::start();
     let redis = &server.redis;
     let dir = Scratch::new();
-    let go = dir.file("go");
     let holder = spawn(
         rlock(&redis.url())
             .args(["run", "--ttl", "6s", "back", "--"])
-            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
+            .args(sh(&until_go(&dir))),
     );
     next_renewal(redis, "back");
     next_renewal(redis, "back");
@@ -226,7 +226,7 @@ fn a_backward_clock_step_does_not_leave_a_lease_longer_than_the_ttl() {
             (0..=6_000).contains(&pttl)
         },
     );
-    std::fs::write(&go, "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
     let err = rlock::stderr(&out);
@@ -242,21 +242,14 @@ fn a_backward_clock_step_does_not_leave_a_lease_longer_than_the_ttl() {
 fn a_client_pause_within_the_ride_out_keeps_command_running() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let go = dir.file("go");
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "6s", "--kill-after", "1s", "paused", "--"])
-            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
-    );
+    let holder = six_second_holder(&redis, &dir, &[], "paused");
     let renewed = next_renewal(&redis, "paused");
     // Just before the renewal that renewing every ttl/3 would send next.
-    std::thread::sleep(
-        (renewed + Duration::from_millis(1800)).saturating_duration_since(Instant::now()),
-    );
+    sleep_until(renewed + Duration::from_millis(1800));
     redis.cmd::<String>(&["CLIENT", "PAUSE", "3800", "ALL"]);
     std::thread::sleep(Duration::from_millis(3800));
     next_renewal(&redis, "paused");
-    std::fs::write(&go, "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
 }
@@ -337,21 +330,14 @@ fn waits_may_be_forever() {
 fn a_server_back_just_before_sigterm_is_heard_in_time() {
     let redis = RedisServer::start();
     let dir = Scratch::new();
-    let go = dir.file("go");
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "6s", "--kill-after", "1s", "late", "--"])
-            .args(sh(&format!("while [ ! -e {go} ]; do sleep 0.01; done"))),
-    );
+    let holder = six_second_holder(&redis, &dir, &[], "late");
     let renewed = next_renewal(&redis, "late");
     redis.freeze();
     // SIGTERM is due 4.87 s after the last confirmed renewal was sent.
-    std::thread::sleep(
-        (renewed + Duration::from_millis(4650)).saturating_duration_since(Instant::now()),
-    );
+    sleep_until(renewed + Duration::from_millis(4650));
     redis.thaw();
     next_renewal(&redis, "late");
-    std::fs::write(&go, "").unwrap();
+    go(&dir);
     let out = holder.output_within(rlock::LIMIT);
     assert_eq!(code(&out), 0, "{}", show(&out));
 }

@@ -69,3 +69,13 @@ pub fn span(dir: &Scratch, tag: &str) -> Option<(u128, u128)> {
     let f: Vec<&str> = line.split_whitespace().collect();
     Some((f[1].parse().ok()?, f[2].parse().ok()?))
 }
+
+/// A COMMAND (for `sh -c`) that runs until [`go`]`(dir)`.
+pub fn until_go(dir: &Scratch) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.01; done", dir.file("go"))
+}
+
+/// Lets a COMMAND of [`until_go`] finish.
+pub fn go(dir: &Scratch) {
+    std::fs::write(dir.file("go"), "").unwrap();
+}
