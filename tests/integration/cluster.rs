@@ -6,7 +6,7 @@
 
 use crate::support::cluster::Cluster;
 use crate::support::expect_within;
-use crate::support::holder::{span, timed_job};
+use crate::support::holder::{assert_rode_out, replicated_holder, span, timed_job};
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
 
@@ -365,28 +365,7 @@ fn a_replicated_hold_rides_out(fail_over: impl FnOnce(&mut Cluster, usize, usize
     let mut cluster = Cluster::start_with_replicas();
     let url = cluster.url();
     let dir = Scratch::new();
-    let go = dir.file("go");
-    let holder = spawn(
-        bare()
-            .args([
-                "-v",
-                "--url",
-                &url,
-                "run",
-                "--ttl",
-                "20s",
-                "--kill-after",
-                "1s",
-            ])
-            .args(["--min-replicas", "1", "kept", "--"])
-            .args(sh(&format!(
-                "touch {}; while [ ! -e {go} ]; do sleep 0.01; done",
-                dir.file("held")
-            ))),
-    );
-    expect_within(rlock::LIMIT, "the holder to hold", || {
-        std::path::Path::new(&dir.file("held")).exists()
-    });
+    let holder = replicated_holder(&url, &dir);
     let slot: i64 = cluster.nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{kept}:leases"]);
     let master = cluster.owner(slot);
     let replica = cluster.replica_of(master);
@@ -407,25 +386,7 @@ fn a_replicated_hold_rides_out(fail_over: impl FnOnce(&mut Cluster, usize, usize
             info.contains("cluster_state:ok")
         })
     });
-    let probe = output(bare().args(["--url", &url, "run", "--no-wait", "kept", "--", "true"]));
-    assert_eq!(
-        code(&probe),
-        75,
-        "the hold is on the new master: {}",
-        show(&probe)
-    );
-    let pttl = || cluster.nodes[replica].cmd::<i64>(&["PTTL", "rlock:{kept}:leases"]);
-    let before = pttl();
-    let renewed = crate::support::wait_until(std::time::Duration::from_secs(5), || pttl() > before);
-    std::fs::write(&go, "").unwrap();
-    let out = holder.output_within(rlock::LIMIT);
-    assert!(renewed, "no renewal on the new master: {}", show(&out));
-    assert_eq!(
-        code(&out),
-        0,
-        "COMMAND ran through the failover: {}",
-        show(&out)
-    );
+    assert_rode_out(holder, &url, &cluster.nodes[replica], &dir);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::support::expect_within;
-use crate::support::holder::{span, timed_job};
+use crate::support::holder::{assert_rode_out, replicated_holder, span, timed_job};
 use crate::support::rlock::{self, bare, code, output, sh, show, spawn};
 use crate::support::scratch::Scratch;
 use crate::support::sentinel::topology;
@@ -265,58 +265,14 @@ fn a_replicated_hold_rides_out_an_unplanned_failover() {
     let (mut primary, replica, sentinels) = topology();
     let dir = Scratch::new();
     let url = sentinels.url();
-    let go = dir.file("go");
-    let holder = spawn(
-        bare()
-            .args([
-                "-v",
-                "--url",
-                &url,
-                "run",
-                "--ttl",
-                "20s",
-                "--kill-after",
-                "1s",
-            ])
-            .args(["--min-replicas", "1", "kept", "--"])
-            .args(sh(&format!(
-                "touch {}; while [ ! -e {go} ]; do sleep 0.01; done",
-                dir.file("held")
-            ))),
-    );
-    expect_within(rlock::LIMIT, "the holder to hold", || {
-        std::path::Path::new(&dir.file("held")).exists()
-    });
+    let holder = replicated_holder(&url, &dir);
     primary.stop();
     expect_within(
         Duration::from_secs(20),
         "the replica to be the master",
         || sentinels.master_port() == Some(replica.port),
     );
-    let probe = output(bare().args(["--url", &url, "run", "--no-wait", "kept", "--", "true"]));
-    assert_eq!(
-        code(&probe),
-        75,
-        "the hold is on the new master: {}",
-        show(&probe)
-    );
-    // A renewal confirmed on the new master.
-    let key = "rlock:{kept}:leases";
-    let pttl = || replica.cmd::<i64>(&["PTTL", key]);
-    let before = pttl();
-    expect_within(
-        Duration::from_secs(5),
-        "a renewal on the new master",
-        || pttl() > before,
-    );
-    std::fs::write(&go, "").unwrap();
-    let out = holder.output_within(rlock::LIMIT);
-    assert_eq!(
-        code(&out),
-        0,
-        "COMMAND ran through the failover: {}",
-        show(&out)
-    );
+    let out = assert_rode_out(holder, &url, &replica, &dir);
     assert!(
         rlock::stderr(&out).contains("the sentinels name a new master"),
         "{}",

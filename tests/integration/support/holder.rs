@@ -79,3 +79,77 @@ pub fn until_go(dir: &Scratch) -> String {
 pub fn go(dir: &Scratch) {
     std::fs::write(dir.file("go"), "").unwrap();
 }
+
+/// `rlock run` through `url` of NAME `kept`, replicated (`--min-replicas 1`)
+/// with a lease that rides out a failover on a loaded machine (`--ttl 20s
+/// --kill-after 1s`: 16.9 s), of a COMMAND that runs until [`go`]. Returns
+/// once it holds.
+pub fn replicated_holder(url: &str, dir: &Scratch) -> Proc {
+    let holder = super::rlock::spawn(
+        super::rlock::bare()
+            .args([
+                "-v",
+                "--url",
+                url,
+                "run",
+                "--ttl",
+                "20s",
+                "--kill-after",
+                "1s",
+            ])
+            .args(["--min-replicas", "1", "kept", "--"])
+            .args(sh(&format!(
+                "touch {}; {}",
+                dir.file("held"),
+                until_go(dir)
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the holder to hold", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    holder
+}
+
+/// After a failover to `new_master`, the [`replicated_holder`] rode it out: a
+/// `--no-wait` probe through `url` finds the lock taken (75), a renewal
+/// reaches the new master, and COMMAND runs to its end (exit 0). Returns
+/// the holder's output.
+pub fn assert_rode_out(
+    holder: Proc,
+    url: &str,
+    new_master: &RedisServer,
+    dir: &Scratch,
+) -> std::process::Output {
+    let probe = rlock::output(super::rlock::bare().args([
+        "--url",
+        url,
+        "run",
+        "--no-wait",
+        "kept",
+        "--",
+        "true",
+    ]));
+    assert_eq!(
+        rlock::code(&probe),
+        75,
+        "the hold is on the new master: {}",
+        rlock::show(&probe)
+    );
+    let pttl = || new_master.cmd::<i64>(&["PTTL", "rlock:{kept}:leases"]);
+    let before = pttl();
+    let renewed = super::wait_until(std::time::Duration::from_secs(5), || pttl() > before);
+    go(dir);
+    let out = holder.output_within(rlock::LIMIT);
+    assert!(
+        renewed,
+        "no renewal on the new master: {}",
+        rlock::show(&out)
+    );
+    assert_eq!(
+        rlock::code(&out),
+        0,
+        "COMMAND ran through the failover: {}",
+        rlock::show(&out)
+    );
+    out
+}
