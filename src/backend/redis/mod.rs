@@ -171,6 +171,15 @@ impl StandaloneSession {
     }
 }
 
+/// The lock's slot is being migrated, and a script that declares all its
+/// keys cannot run here: TRYAGAIN (some of them are here, some not; Redis 7),
+/// or ASK (not all of them are here; Redis 6). The holds' key alone is asked
+/// for here first (after ASKING, harmless on the owner); where it has gone,
+/// that answers ASK, which the call follows.
+fn migrating(err: &RedisError) -> bool {
+    matches!(err.code(), Some("TRYAGAIN" | "ASK"))
+}
+
 /// How a renewal sets the lease.
 #[derive(Clone, Copy)]
 enum Extend {
@@ -247,7 +256,7 @@ impl StandaloneSession {
             }
             match invocation.invoke(con) {
                 // The slot is being migrated: renew from the holds' key alone.
-                Err(err) if err.code() == Some("TRYAGAIN") => {
+                Err(err) if migrating(&err) => {
                     let mut alone = script::RENEW_ALONE.key(&stored.lock);
                     alone.arg(token.digest().as_str()).arg(millis(ttl));
                     if let Extend::Exactly = extend {
@@ -329,7 +338,7 @@ impl Session for StandaloneSession {
                 // The slot is being migrated: a lock another owner holds is
                 // said to be taken from the holds' key alone (else TRYAGAIN,
                 // and the call tries again).
-                Err(err) if err.code() == Some("TRYAGAIN") => {
+                Err(err) if migrating(&err) => {
                     let mut busy = script::BUSY_ALONE.key(&stored.lock);
                     busy.arg(kind.to_string()).arg(digest.as_str());
                     for d in &inherited {

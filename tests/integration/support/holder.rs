@@ -120,15 +120,17 @@ pub fn assert_rode_out(
     new_master: &RedisServer,
     dir: &Scratch,
 ) -> std::process::Output {
-    let probe = rlock::output(super::rlock::bare().args([
-        "--url",
-        url,
-        "run",
-        "--no-wait",
-        "kept",
-        "--",
-        "true",
-    ]));
+    // 69 while no master answers yet (a Redis 6 master stays paused a
+    // moment after a forced failover); free (0), never.
+    let mut probe = None;
+    expect_within(rlock::LIMIT, "a probe to reach the new master", || {
+        let args = ["--url", url, "run", "--no-wait", "kept", "--", "true"];
+        let out = rlock::output(super::rlock::bare().args(args));
+        let answered = rlock::code(&out) != 69;
+        probe = Some(out);
+        answered
+    });
+    let probe = probe.expect("a probe ran");
     assert_eq!(
         rlock::code(&probe),
         75,
