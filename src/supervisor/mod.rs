@@ -523,7 +523,7 @@ impl Finished<'_> {
         // hold the server disowned counts whenever it was seen.
         let lost = match (watched, held_in_time) {
             _ if !emptied => Some(Lost::Unkillable),
-            (Some(lost @ (Lost::NotOurs(_) | Lost::ClockJumped { .. })), _) => Some(lost),
+            (Some(lost), _) if lost.refused() => Some(lost),
             (_, true) => None,
             (Some(lost), false) => Some(lost),
             (None, false) => Some(why_lapsed(run.lease, None, run.shared.late())),
@@ -535,12 +535,11 @@ impl Finished<'_> {
         // keeps the lock until it expires.
         let to_release: Vec<(LockId, Token)> = match &lost {
             Some(Lost::Unkillable) => Vec::new(),
-            Some(lost @ (Lost::NotOurs(_) | Lost::ClockJumped { .. })) => held
+            _ => held
                 .iter()
-                .filter(|(k, _)| Some(k.name.as_str()) != lost.gone())
+                .filter(|(k, _)| lost.as_ref().and_then(Lost::gone) != Some(k.name.as_str()))
                 .cloned()
                 .collect(),
-            _ => held.clone(),
         };
         // A normal end is recorded by the releasing script; a lost hold by
         // the caller, which knows the whole story.
@@ -564,29 +563,10 @@ impl Finished<'_> {
             }),
             _ => None,
         };
-        // A loss is said first, then what could not be done after it; the
-        // release and the history write that follow share a short budget.
-        let mut backend = Arc::clone(&run.backend);
-        if let Some(known) = &lost {
-            run.outcome
-                .wind_up_by
-                .set(Some(Instant::now() + AFTER_LOSS));
-            say_lost(&run, known, &held, session.as_mut(), acquired_at);
-            // The renewals' session may be stuck on a stalled server; a
-            // refusal came from one that answers (and knows what it evicted).
-            // (A file: lock lives in its session's open files: never swapped.)
-            if !matches!(known, Lost::NotOurs(_) | Lost::ClockJumped { .. })
-                && !run.config.is_local()
-            {
-                session = None;
-            }
-            if let Ok(hurried) = run
-                .config
-                .backend_within(run.spec.lock.dialect(), AFTER_LOSS_STEP)
-            {
-                backend = hurried;
-            }
-        }
+        let backend = match &lost {
+            Some(known) => wind_up(&run, known, &held, &mut session, acquired_at),
+            None => Arc::clone(&run.backend),
+        };
         let gone = release::release(
             backend.as_ref(),
             &mut session,
@@ -627,6 +607,31 @@ impl Finished<'_> {
             Err(err) => Err(err),
         }
     }
+}
+
+/// After a loss known before the release: the loss is said first, then what
+/// could not be done after it; the release and the history write that follow
+/// share a short budget. Returns the backend they use, bounded by it.
+fn wind_up(
+    run: &Run<'_>,
+    lost: &Lost,
+    held: &[(LockId, Token)],
+    session: &mut Option<Box<dyn Session>>,
+    acquired_at: Stamp,
+) -> Arc<dyn Backend> {
+    run.outcome
+        .wind_up_by
+        .set(Some(Instant::now() + AFTER_LOSS));
+    say_lost(run, lost, held, session.as_mut(), acquired_at);
+    // The renewals' session may be stuck on a stalled server; a refusal came
+    // from one that answers (and knows what it evicted). (A file: lock lives
+    // in its session's open files: never swapped.)
+    if !lost.refused() && !run.config.is_local() {
+        *session = None;
+    }
+    run.config
+        .backend_within(run.spec.lock.dialect(), AFTER_LOSS_STEP)
+        .unwrap_or_else(|_| Arc::clone(&run.backend))
 }
 
 /// The run's one line about a loss, with the cause the server gives of a

@@ -78,6 +78,12 @@ impl Lost {
         }
     }
 
+    /// The server itself said the hold is gone (at a renewal): it is so
+    /// whenever it was seen, and the server that said it answers.
+    pub fn refused(&self) -> bool {
+        matches!(self, Lost::NotOurs(_) | Lost::ClockJumped { .. })
+    }
+
     /// The lock a hold was found gone on, for asking the server why.
     pub fn gone(&self) -> Option<&str> {
         match self {
