@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicI8, Ordering};
 
+pub mod json;
+
 static VERBOSITY: AtomicI8 = AtomicI8::new(0);
 
 /// Sets the verbosity: -1 quiet, 0 normal, 1 verbose.
@@ -175,27 +177,6 @@ pub fn print_timeline() {
     let steps = TIMELINE.lock().map(|s| s.clone()).unwrap_or_default();
     let text: Vec<String> = steps.iter().map(|(s, t)| format!("{s}={t}")).collect();
     let _ = writeln!(std::io::stderr(), "rlock: timeline: {}", text.join(" "));
-}
-
-/// A JSON string literal: quotes, backslashes and control characters escaped.
-pub fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if needs_escape(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

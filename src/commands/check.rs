@@ -12,6 +12,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::backend::fitness::{Finding, Verdict};
 use crate::backend::{Standalone, check_dir};
 use crate::config::{Config, Target};
@@ -171,25 +173,33 @@ fn lines(findings: &[Finding], several: bool) -> String {
     out
 }
 
-/// `{"server": ..., "checks": [{"name", "server", "result", "detail"}]}` on one line.
+/// `check --json`: the server(s) asked and one entry per finding.
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    server: &'a str,
+    checks: Vec<FindingJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct FindingJson<'a> {
+    name: &'a str,
+    server: &'a str,
+    result: &'static str,
+    detail: &'a str,
+}
+
+/// The report as one line of JSON.
 fn to_json(server: &str, findings: &[Finding]) -> String {
-    let checks: Vec<String> = findings
+    let checks = findings
         .iter()
-        .map(|f| {
-            format!(
-                "{{\"name\":{},\"server\":{},\"result\":\"{}\",\"detail\":{}}}",
-                crate::report::json_string(f.name),
-                crate::report::json_string(&f.server),
-                f.verdict.word(),
-                crate::report::json_string(&f.detail)
-            )
+        .map(|f| FindingJson {
+            name: f.name,
+            server: &f.server,
+            result: f.verdict.word(),
+            detail: &f.detail,
         })
         .collect();
-    format!(
-        "{{\"server\":{},\"checks\":[{}]}}\n",
-        crate::report::json_string(server),
-        checks.join(",")
-    )
+    report::json::to_string(&CheckJson { server, checks }) + "\n"
 }
 
 #[cfg(test)]
@@ -225,5 +235,20 @@ mod tests {
             json,
             "{\"server\":\"h:1\",\"checks\":[{\"name\":\"eviction\",\"server\":\"h:1\",\"result\":\"warn\",\"detail\":\"seen\"}]}\n"
         );
+    }
+
+    #[test]
+    fn json_escapes_what_the_server_said() {
+        let seen = Finding::new(
+            "acl",
+            "[::1]:1",
+            Verdict::Fail,
+            "user \"ci\\x\"\n\u{1b}]0;é",
+        );
+        assert_eq!(
+            to_json("[::1]:1", &[seen]),
+            r#"{"server":"[::1]:1","checks":[{"name":"acl","server":"[::1]:1","result":"fail","detail":"user \"ci\\x\"\n\u001b]0;é"}]}"#.to_owned() + "\n"
+        );
+        assert_eq!(to_json("h:1", &[]), "{\"server\":\"h:1\",\"checks\":[]}\n");
     }
 }

@@ -22,8 +22,7 @@ pub fn history(
     let mut session = backend.connect().map_err(|e| e.in_lock(name))?;
     let events = session.history(&keys, limit).map_err(|e| e.in_lock(name))?;
     let out = if json {
-        let items: Vec<String> = events.iter().map(Event::to_json).collect();
-        format!("[{}]\n", items.join(","))
+        crate::report::json::to_string(&events) + "\n"
     } else if events.is_empty() {
         format!("no events recorded for {}\n", crate::report::sanitize(name))
     } else {

@@ -12,7 +12,9 @@ use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::kind::Kind;
 use crate::lock::name::{Dialect, LockName};
-use crate::report::{self, json_string};
+use serde::Serialize;
+
+use crate::report::{self, json};
 
 /// `rlock status [NAME...] [--json | --check]`. A lock it cannot see (the
 /// server unreachable, a lock directory it may not read) is an error (69),
@@ -44,7 +46,7 @@ pub fn status(
     if json {
         let server = config.server_json();
         for (name, state) in &states {
-            out.push_str(&to_json(name, state, &server));
+            out.push_str(&json::to_string(&LockJson::new(name, state, &server)));
             out.push('\n');
         }
     } else {
@@ -66,8 +68,11 @@ pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Resul
     let states = read_all(session.as_mut(), config, redisson, &names)?;
     let out = if json {
         let server = config.server_json();
-        let items: Vec<String> = states.iter().map(|(n, s)| to_json(n, s, &server)).collect();
-        format!("[{}]\n", items.join(","))
+        let locks: Vec<LockJson> = states
+            .iter()
+            .map(|(name, state)| LockJson::new(name, state, &server))
+            .collect();
+        json::to_string(&locks) + "\n"
     } else {
         table(&config.server_label(), &states)
     };
@@ -222,102 +227,113 @@ fn waiter(w: &WaiterStatus) -> String {
 
 /// One lock as the JSON object the README describes ("Who holds a lock?",
 /// `--json`), with the server(s) asked.
-pub fn to_json(name: &str, s: &LockStatus, server: &str) -> String {
-    let holders: Vec<String> = s
-        .holders
-        .iter()
-        .map(|h| {
-            // Holder data another host wrote badly: null rather than a guess.
-            let since = match h.since_ms {
-                0 => "null".to_owned(),
-                ms => json_string(
-                    &humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms))
-                        .to_string(),
-                ),
-            };
-            let pid = h
-                .pid
-                .parse::<u64>()
-                .map_or_else(|_| "null".to_owned(), |p| p.to_string());
-            let note = match h.note.as_str() {
-                "" => "null".to_owned(),
-                note => json_string(note),
-            };
-            format!(
-                "{{\"host\":{},\"pid\":{},\"command\":{},\"note\":{note},\"since\":{},\"ttl_ms\":{},\"earlier_version\":{}}}",
-                match h.host.as_str() {
-                    "" => "null".to_owned(),
-                    host => json_string(host),
-                },
-                pid,
-                json_string(&h.command),
-                since,
-                h.lease_ms
-                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string()),
-                h.earlier
-            )
-        })
-        .collect();
-    let kind = if s.holders.is_empty() && !s.redisson {
-        Kind::Exclusive.word()
-    } else {
-        kind_word(s)
-    };
-    // Redlock only: how the servers' views compare.
-    let servers = match &s.servers {
-        Some(a) => format!(
-            ",\"servers\":{{\"total\":{},\"answered\":{},\"agree\":{},\"disagreement\":{}}}",
-            a.total,
-            a.answered,
-            a.disagreement.is_none(),
-            a.disagreement
-                .as_deref()
-                .map_or_else(|| "null".to_owned(), json_string)
-        ),
-        None => String::new(),
-    };
-    let or_null = |text: &str| match text {
-        "" => "null".to_owned(),
-        text => json_string(text),
-    };
-    let waiters: Vec<String> = s
-        .waiters
-        .iter()
-        .map(|w| {
-            format!(
-                "{{\"host\":{},\"pid\":{},\"note\":{},\"waiting_ms\":{}}}",
-                or_null(&w.host),
-                w.pid
-                    .parse::<u64>()
-                    .map_or_else(|_| "null".to_owned(), |p| p.to_string()),
-                or_null(&w.note),
-                w.waiting_ms
-                    .map_or_else(|| "null".to_owned(), |ms| ms.to_string())
-            )
-        })
-        .collect();
-    format!(
-        "{{\"name\":{},\"server\":{},\"held\":{},\"kind\":\"{kind}\",\"limit\":{},\"holders\":[{}],\"waiting\":{},\"waiters\":[{}],\"fence\":{}{servers}}}",
-        json_string(name),
-        json_string(server),
-        !s.holders.is_empty(),
-        s.limit,
-        holders.join(","),
-        s.waiting,
-        waiters.join(","),
-        s.fence
-    )
+#[derive(Serialize)]
+struct LockJson<'a> {
+    name: &'a str,
+    server: &'a str,
+    held: bool,
+    kind: &'static str,
+    limit: u64,
+    holders: Vec<HolderJson<'a>>,
+    waiting: u64,
+    waiters: Vec<WaiterJson<'a>>,
+    fence: u64,
+    /// Redlock only: how the servers' views compare.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    servers: Option<ServersJson<'a>>,
+}
+
+/// Holder data another host wrote badly is null rather than a guess.
+#[derive(Serialize)]
+struct HolderJson<'a> {
+    host: Option<&'a str>,
+    pid: Option<u64>,
+    command: &'a str,
+    note: Option<&'a str>,
+    since: Option<String>,
+    ttl_ms: Option<u64>,
+    earlier_version: bool,
+}
+
+#[derive(Serialize)]
+struct WaiterJson<'a> {
+    host: Option<&'a str>,
+    pid: Option<u64>,
+    note: Option<&'a str>,
+    waiting_ms: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ServersJson<'a> {
+    total: usize,
+    answered: usize,
+    agree: bool,
+    disagreement: Option<&'a str>,
+}
+
+/// Empty text (not reported) as null.
+fn or_null(text: &str) -> Option<&str> {
+    Some(text).filter(|t| !t.is_empty())
+}
+
+impl<'a> LockJson<'a> {
+    fn new(name: &'a str, s: &'a LockStatus, server: &'a str) -> Self {
+        let holders = s
+            .holders
+            .iter()
+            .map(|h| HolderJson {
+                host: or_null(&h.host),
+                pid: h.pid.parse().ok(),
+                command: &h.command,
+                note: or_null(&h.note),
+                since: (h.since_ms != 0).then(|| {
+                    humantime::format_rfc3339_seconds(
+                        UNIX_EPOCH + Duration::from_millis(h.since_ms),
+                    )
+                    .to_string()
+                }),
+                ttl_ms: h.lease_ms,
+                earlier_version: h.earlier,
+            })
+            .collect();
+        let waiters = s
+            .waiters
+            .iter()
+            .map(|w| WaiterJson {
+                host: or_null(&w.host),
+                pid: w.pid.parse().ok(),
+                note: or_null(&w.note),
+                waiting_ms: w.waiting_ms,
+            })
+            .collect();
+        LockJson {
+            name,
+            server,
+            held: !s.holders.is_empty(),
+            kind: if s.holders.is_empty() && !s.redisson {
+                Kind::Exclusive.word()
+            } else {
+                kind_word(s)
+            },
+            limit: s.limit,
+            holders,
+            waiting: s.waiting,
+            waiters,
+            fence: s.fence,
+            servers: s.servers.as_ref().map(|a| ServersJson {
+                total: a.total,
+                answered: a.answered,
+                agree: a.disagreement.is_none(),
+                disagreement: a.disagreement.as_deref(),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::HolderStatus;
-
-    #[test]
-    fn json_strings_escape_everything_a_terminal_or_parser_could_trip_on() {
-        assert_eq!(json_string("a\"b\\c\n\u{1b}"), "\"a\\\"b\\\\c\\n\\u001b\"");
-    }
 
     #[test]
     fn status_json_has_the_contract_fields() {
@@ -345,8 +361,46 @@ mod tests {
             redisson: false,
         };
         assert_eq!(
-            to_json("deploy", &s, "127.0.0.1:6379"),
+            json::to_string(&LockJson::new("deploy", &s, "127.0.0.1:6379")),
             "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
+        );
+    }
+
+    /// Text other hosts wrote, and what they left out, as `--json` prints
+    /// them: escaped where JSON or a terminal needs it, otherwise as written;
+    /// missing fields null; a quorum's `servers` last.
+    #[test]
+    fn status_json_escapes_what_other_hosts_wrote() {
+        let s = LockStatus {
+            kind: Some(Kind::Semaphore(3)),
+            limit: 3,
+            fence: 18_446_744_073_709_551_615,
+            waiting: 1,
+            holders: vec![HolderStatus {
+                host: String::new(),
+                pid: "x".into(),
+                command: "echo \"ü\\n\"\t\u{1b}[2J\u{7f}\u{202e} 日本".into(),
+                note: "a\u{2028}b\u{8}".into(),
+                since_ms: 0,
+                lease_ms: None,
+                earlier: true,
+            }],
+            waiters: vec![WaiterStatus {
+                host: "h\\".into(),
+                pid: String::new(),
+                note: "\u{9b}".into(),
+                waiting_ms: None,
+            }],
+            servers: Some(crate::backend::Agreement {
+                total: 3,
+                answered: 2,
+                disagreement: Some("\"c:3\" did not answer".into()),
+            }),
+            redisson: false,
+        };
+        assert_eq!(
+            json::to_string(&LockJson::new("d\u{e9}ploy", &s, "quorum of 3: a, b, c")),
+            r#"{"name":"déploy","server":"quorum of 3: a, b, c","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
         );
     }
 }

@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::report::{self, json_string};
+use serde::{Serialize, Serializer};
+
+use crate::report;
 
 /// What happened.
 pub const KINDS: [&str; 7] = [
@@ -102,28 +104,6 @@ impl Event {
         e
     }
 
-    /// The event as the JSON object `history --json` prints.
-    pub fn to_json(&self) -> String {
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "null".to_owned());
-        format!(
-            "{{\"time\":{},\"event\":{},\"host\":{},\"pid\":{},\"note\":{},\"command\":{},\"fence\":{},\"waited_ms\":{},\"held_ms\":{},\"exit\":{}}}",
-            json_string(&rfc3339(self.time_ms)),
-            json_string(&self.event),
-            json_string(&self.host),
-            opt(self.pid.map(|v| v.to_string())),
-            if self.note.is_empty() {
-                "null".to_owned()
-            } else {
-                json_string(&self.note)
-            },
-            json_string(&self.command),
-            opt(self.fence.map(|v| v.to_string())),
-            opt(self.waited_ms.map(|v| v.to_string())),
-            opt(self.held_ms.map(|v| v.to_string())),
-            opt(self.exit.map(|v| v.to_string())),
-        )
-    }
-
     /// One line for a terminal, text other hosts wrote escaped.
     pub fn to_line(&self) -> String {
         let pid = self.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
@@ -147,6 +127,39 @@ impl Event {
             let _ = write!(line, ", exit {code}");
         }
         line
+    }
+}
+
+/// The event as the JSON object `history --json` prints: every field, in
+/// this order, absent ones (and an empty note) as null.
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            time: String,
+            event: &'a str,
+            host: &'a str,
+            pid: Option<u64>,
+            note: Option<&'a str>,
+            command: &'a str,
+            fence: Option<u64>,
+            waited_ms: Option<u64>,
+            held_ms: Option<u64>,
+            exit: Option<i64>,
+        }
+        Json {
+            time: rfc3339(self.time_ms),
+            event: &self.event,
+            host: &self.host,
+            pid: self.pid,
+            note: Some(self.note.as_str()).filter(|n| !n.is_empty()),
+            command: &self.command,
+            fence: self.fence,
+            waited_ms: self.waited_ms,
+            held_ms: self.held_ms,
+            exit: self.exit,
+        }
+        .serialize(serializer)
     }
 }
 
@@ -177,8 +190,37 @@ mod tests {
         let back = Event::from_fields(1_000, fields.iter().map(|(k, v)| (*k, v.as_str())));
         assert_eq!(back, e);
         assert_eq!(
-            e.to_json(),
+            report::json::to_string(&e),
             "{\"time\":\"1970-01-01T00:00:01Z\",\"event\":\"released\",\"host\":\"ci-3\",\"pid\":42,\"note\":\"n\\\"x\",\"command\":\"make deploy\",\"fence\":7,\"waited_ms\":null,\"held_ms\":1500,\"exit\":0}"
+        );
+    }
+
+    /// `history --json`: every field present, absent ones and an empty note
+    /// null, text other hosts wrote escaped where JSON or a terminal needs it.
+    #[test]
+    fn json_nulls_what_is_absent_and_escapes_what_hosts_wrote() {
+        let e = Event {
+            time_ms: 1_700_000_000_999,
+            event: "busy".into(),
+            host: "h\u{202e}ö".into(),
+            command: "sh -c 'printf \"\\a\\b\"'\r\u{7}".into(),
+            ..Event::default()
+        };
+        assert_eq!(
+            report::json::to_string(&e),
+            r#"{"time":"2023-11-14T22:13:20Z","event":"busy","host":"h\u202eö","pid":null,"note":null,"command":"sh -c 'printf \"\\a\\b\"'\r\u0007","fence":null,"waited_ms":null,"held_ms":null,"exit":null}"#
+        );
+        let later = Event {
+            exit: Some(-1),
+            ..e.clone()
+        };
+        assert_eq!(
+            report::json::to_string(&[&e, &later]),
+            format!(
+                "[{},{}]",
+                report::json::to_string(&e),
+                report::json::to_string(&later)
+            )
         );
     }
 }
