@@ -13,7 +13,11 @@ Measures, for every tool:
   e. the resident memory of rlock's own processes (rlock + guardian) while holding;
   f. the timeline of one run (RLOCK_TIMELINE=1): where each millisecond of
      `rlock run bench -- true` goes, from spawn to exit, Redis and file:;
-  g. `list` and `list --json` with LIST_LOCKS (10,000) locks held.
+  g. `list` and `list --json` with LIST_LOCKS (10,000) locks held;
+  h. the common spellings of a run (`--wait 10m`, `-w 5`, `--no-wait -E 0`,
+     `--ttl 30s`, RLOCK_URL set instead of --url) against the plain line, and
+     any other builds named in BUILDS="label=PATH label=PATH" (an earlier
+     commit, another allocator), in a, d and e, interleaved with the rest.
 Writes OUT/latest.json, OUT/latest.md (the README's tables) and, with gnuplot,
 OUT/handoff-gaps.png.
 """
@@ -62,6 +66,21 @@ LABELS = {
 }
 # Waiting runs print no progress lines: flock prints none either.
 ENV = dict(os.environ, ETCDCTL_API="3", RLOCK_PROGRESS_INTERVAL="0")
+URL = f"redis://127.0.0.1:{REDIS_PORT}"
+# h. Each row: the argv before COMMAND, and the environment it runs with.
+SPELLINGS = {
+    "--wait 10m": ([RLOCK, "--url", URL, "run", "--wait", "10m", "bench", "--"], ENV),
+    "-w 5": ([RLOCK, "--url", URL, "run", "-w", "5", "bench", "--"], ENV),
+    "--no-wait -E 0": ([RLOCK, "--url", URL, "run", "--no-wait", "-E", "0", "bench", "--"], ENV),
+    "--ttl 30s": ([RLOCK, "--url", URL, "run", "--ttl", "30s", "bench", "--"], ENV),
+    "RLOCK_URL set": ([RLOCK, "run", "bench", "--"], dict(ENV, RLOCK_URL=URL)),
+}
+BUILDS = {
+    f"build {label}": [path, "--url", URL, "run", "bench", "--"]
+    for label, path in (b.split("=", 1) for b in os.environ.get("BUILDS", "").split())
+}
+# a, d, e: the tools, then the other builds (not in the handoff, timeline or list).
+MEASURED = {**TOOLS, **BUILDS}
 JOB = 's=$(date +%s%N); sleep 0.02; echo "$s $(date +%s%N)" >> "$LOG"'
 
 
@@ -89,17 +108,18 @@ def round_trips():
 
 def overhead(res):
     """a. Each tool's `TOOL NAME -- true`, interleaved so drift hits all alike."""
-    prefixes = {"bare": [], **TOOLS}
-    times = {name: [] for name in prefixes}
-    for prefix in prefixes.values():
-        subprocess.run(prefix + ["true"], check=True, env=ENV)
+    rows = {"bare": ([], ENV), **{n: (p, ENV) for n, p in MEASURED.items()}, **SPELLINGS}
+    times = {name: [] for name in rows}
+    for prefix, env in rows.values():
+        subprocess.run(prefix + ["true"], check=True, env=env)
     for _ in range(RUNS):
-        for name, prefix in prefixes.items():
+        for name, (prefix, env) in rows.items():
             start = time.perf_counter()
-            subprocess.run(prefix + ["true"], check=True, env=ENV)
+            subprocess.run(prefix + ["true"], check=True, env=env)
             times[name].append((time.perf_counter() - start) * 1000)
     bare = statistics.median(times["bare"])
-    for name in TOOLS:
+    for name in [*MEASURED, *SPELLINGS]:
+        res.setdefault(name, {})
         xs = sorted(times[name])
         res[name]["overhead"] = {
             "runs": RUNS,
@@ -159,16 +179,16 @@ def handoff(res, procs, rounds):
 def throughput(res, repeats=3):
     """d. 8 processes x 20 acquisitions of `true`, acquisitions per second;
     the median of `repeats` runs, alternating between the tools."""
-    rates = {name: [] for name in TOOLS}
+    rates = {name: [] for name in MEASURED}
     loop = 'for i in $(seq 20); do "$@" true || exit 1; done'
     for _ in range(repeats):
-        for name, prefix in TOOLS.items():
+        for name, prefix in MEASURED.items():
             start = time.perf_counter()
             children = [subprocess.Popen(["sh", "-c", loop, "sh", *prefix], env=ENV) for _ in range(8)]
             if any(c.wait() != 0 for c in children):
                 sys.exit(f"bench: throughput run of {name} failed")
             rates[name].append(160 / (time.perf_counter() - start))
-    for name in TOOLS:
+    for name in MEASURED:
         res[name]["throughput_per_s"] = statistics.median(rates[name])
 
 
@@ -182,10 +202,10 @@ def rss_kib(pid):
 def memory(res):
     """e. The resident set of rlock's own processes (rlock and its guardian,
     summed; not COMMAND) while it holds a lock and COMMAND sleeps."""
-    for name in ("rlock", "rlock-glibc"):
-        if name not in TOOLS:
+    for name in ("rlock", "rlock-glibc", *BUILDS):
+        if name not in MEASURED:
             continue
-        holder = subprocess.Popen(TOOLS[name] + ["sleep", "2"])
+        holder = subprocess.Popen(MEASURED[name] + ["sleep", "2"])
         deadline = time.monotonic() + 5
         while redis("exists", "rlock:{bench}:leases").strip() != "1":
             if time.monotonic() > deadline:
@@ -202,6 +222,8 @@ def memory(res):
                             ours.append(int(child))
         samples = [rss_kib(pid) for pid in ours]
         holder.wait()
+        # The next holder's check above must not see this one's lease.
+        redis("del", "rlock:{bench}:leases")
         res[name]["processes"] = len(ours)
         res[name]["rss_kib"] = sum(s[0] for s in samples)
         res[name]["rss_peak_kib"] = sum(s[1] for s in samples)
@@ -313,6 +335,18 @@ def targets(res):
          r["throughput_per_s"] >= 0.75 * f["throughput_per_s"]),
         ("resident memory while holding (rlock + guardian)", "<= 3 MiB",
          f"{r['rss_kib'] / 1024:.2f} MiB", r["rss_kib"] <= 3072),
+        *[
+            (f"`{name}` overhead vs the plain line", "<= 1.10x",
+             f"{res[name]['overhead']['over_true_ms'] / r['overhead']['over_true_ms']:.2f}x",
+             res[name]["overhead"]["over_true_ms"] <= 1.10 * r["overhead"]["over_true_ms"])
+            for name in SPELLINGS
+        ],
+        *[
+            (f"overhead vs {name}", "<= 1.10x",
+             f"{r['overhead']['over_true_ms'] / res[name]['overhead']['over_true_ms']:.2f}x",
+             r["overhead"]["over_true_ms"] <= 1.10 * res[name]["overhead"]["over_true_ms"])
+            for name in BUILDS
+        ],
         (f"`list` / `list --json` of {r['list_locks']:,} held locks", "<= 1 s",
          f"{r['list_s']:.2f} / {r['list_json_s']:.2f} s", max(r["list_s"], r["list_json_s"]) <= 1),
     ]
@@ -360,10 +394,32 @@ def markdown(res):
             cells += [f"{at:,.0f}", f"{at - prev[name]:,.0f}"]
             prev[name] = at
         lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    lines += compared(res)
     lines += ["", "| target | goal | measured | met |", "|---|---|---|---|"]
     for what, goal, got, met in res["targets"]:
         lines.append(f"| {what} | {goal} | {got} | {'yes' if met else '**no**'} |")
     return "\n".join(lines) + "\n"
+
+
+def compared(res):
+    """h. The spellings and other builds beside the plain line, in the same rounds."""
+    plain = res["rlock"]["overhead"]["over_true_ms"]
+    lines = ["", "The plain line beside its common spellings and the other builds (BUILDS), "
+             "interleaved in the same rounds:", "",
+             "| run | overhead over `true` (median / p90 of total) | vs the plain line | "
+             "throughput | vs flock | resident memory while holding |",
+             "|---|---|---|---|---|---|"]
+    for name in ["rlock", *SPELLINGS, *BUILDS]:
+        r = res[name]
+        o = r["overhead"]
+        tput = (f"{r['throughput_per_s']:.0f}/s | "
+                f"{r['throughput_per_s'] / res['flock']['throughput_per_s']:.2f}"
+                if "throughput_per_s" in r else " | ")
+        rss = f"{r['rss_kib'] / 1024:.2f} MiB" if "rss_kib" in r else ""
+        label = LABELS.get(name, f"`{name}`" if name in SPELLINGS else name)
+        lines.append(f"| {label} | {o['over_true_ms']:.2f} ms ({o['median_ms']:.2f} / "
+                     f"{o['p90_ms']:.2f}) | {o['over_true_ms'] / plain:.2f} | {tput} | {rss} |")
+    return lines
 
 
 def plot(res):
@@ -430,10 +486,10 @@ def main():
     for n in (8, 32):
         print(f"rlock Redis commands per acquisition, {n} processes: "
               f"{res['rlock'][f'handoff_{n}']['redis_commands_per_acquisition']:.2f}")
-    for name in ("rlock", "rlock-glibc"):
+    for name in ("rlock", "rlock-glibc", *BUILDS):
         if "rss_kib" in res.get(name, {}):
             r = res[name]
-            print(f"{LABELS[name]} resident memory while holding: {r['rss_kib'] / 1024:.2f} MiB "
+            print(f"{LABELS.get(name, name)} resident memory while holding: {r['rss_kib'] / 1024:.2f} MiB "
                   f"in {r['processes']} processes (rlock alone {r['rss_main_kib'] / 1024:.2f} MiB; "
                   f"peak {r['rss_peak_kib'] / 1024:.2f} MiB)")
     print("mutual exclusion verified from the recorded intervals for every tool")

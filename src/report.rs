@@ -31,21 +31,25 @@ static STATUS_LINE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
 /// Erases the waiting line: it never wraps (see `waiting_line`), so one row.
 const ERASE: &str = "\r\x1b[2K";
 
+/// Writes `text` to stderr in one `write`: stderr is unbuffered, and a line
+/// written in pieces would mix with the lines of other processes sharing the
+/// same log or pipe (a pipe keeps a write of up to 4 KiB whole).
+fn write_whole(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Writes `rlock: <msg>` on its own line, after erasing the waiting line.
 fn line(msg: &str) {
     let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut err = std::io::stderr().lock();
-    if *shown {
-        let _ = write!(err, "{ERASE}");
-        *shown = false;
-    }
-    let _ = writeln!(err, "rlock: {msg}");
+    let erase = if *shown { ERASE } else { "" };
+    *shown = false;
+    write_whole(&format!("{erase}rlock: {msg}\n"));
 }
 
 /// Draws the terminal's waiting line (one row, no newline) over the last one.
 pub fn status_line(text: &str) {
     let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = write!(std::io::stderr().lock(), "{ERASE}{text}");
+    write_whole(&format!("{ERASE}{text}"));
     *shown = true;
 }
 
@@ -53,7 +57,7 @@ pub fn status_line(text: &str) {
 pub fn clear_status_line() {
     let mut shown = STATUS_LINE.lock().unwrap_or_else(|e| e.into_inner());
     if *shown {
-        let _ = write!(std::io::stderr().lock(), "{ERASE}");
+        write_whole(ERASE);
         *shown = false;
     }
 }
@@ -176,7 +180,7 @@ pub fn print_timeline() {
     }
     let steps = TIMELINE.lock().map(|s| s.clone()).unwrap_or_default();
     let text: Vec<String> = steps.iter().map(|(s, t)| format!("{s}={t}")).collect();
-    let _ = writeln!(std::io::stderr(), "rlock: timeline: {}", text.join(" "));
+    write_whole(&format!("rlock: timeline: {}\n", text.join(" ")));
 }
 
 #[cfg(test)]

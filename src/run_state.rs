@@ -7,13 +7,10 @@
 //!
 //! The caught signals are blocked in every thread and taken where rlock looks
 //! for them, each exactly once: by the main thread between requests
-//! ([`Shared::interrupted`]); by a handler while it blocks on one Redis
-//! server (without TLS) for a release, whose read the signal ends
-//! (`sys::signals::interruptible`); by its wait for a short COMMAND (a signalfd); and by a
-//! signal thread started only when rlock blocks for long in a way a signal
-//! cannot end (a Redlock, `file:`, `--redisson` or TLS wait, a COMMAND that
-//! outlives its first renewal). A run that waits on one server, or none, and
-//! whose COMMAND ends soon never starts that thread.
+//! ([`Shared::interrupted`]); by its wait for a short COMMAND (a signalfd);
+//! and by a signal thread started only when rlock blocks (a wait for a
+//! release, which the thread wakes) or COMMAND outlives its first renewal.
+//! A run that does not wait and whose COMMAND ends soon never starts it.
 //!
 //! COMMAND runs in its own process group, and on a terminal that group is the
 //! foreground one (tini's model), so keys typed at the terminal reach COMMAND
@@ -153,9 +150,6 @@ impl Shared {
     /// running COMMAND yet (they interrupt, as in [`Phase::Acquiring`]); the
     /// phase may be locked meanwhile.
     pub fn interrupted(&self) -> Option<Signal> {
-        if let Some(signal) = dispositions::take_handled() {
-            self.note_interrupt(signal);
-        }
         while let Some(signal) = dispositions::take_pending() {
             self.note_interrupt(signal);
         }

@@ -220,12 +220,6 @@ pub trait Session: Send {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt>;
     /// Blocks until a release wakes us, an interrupt arrives, or `timeout` passes.
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake>;
-    /// Whether `block` ends at once, as a spurious wake-up, when a caught
-    /// signal interrupts its system call (`sys::signals::interruptible`):
-    /// then no signal thread is needed to wake it.
-    fn block_ends_on_signal(&self) -> bool {
-        false
-    }
     /// Interrupts the `block` of the waiter `token` (from another thread's session).
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()>;
     /// Deregisters the waiter `token`, waking the waiters it held back.

@@ -4,14 +4,13 @@
 //!
 //! Caught signals are blocked and taken when rlock looks (sigtimedwait,
 //! sigwaitinfo, a signalfd): no handler interrupts a system call that must
-//! not end early. The one exception is [`interruptible`], a blocking read
-//! that a signal is meant to end: handlers run only during it.
+//! not end early.
 //!
 //! On `libc`: rustix offers no sigaction, sigprocmask or signal-set calls
 //! (they belong to the C runtime's signal handling).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The signals rlock forwards to COMMAND (README: "Signals and the terminal").
 pub const FORWARDED: [i32; 6] = [
@@ -27,10 +26,9 @@ pub const FORWARDED: [i32; 6] = [
 /// child before exec, so it is an atomic, not a lock.
 static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
 
-/// Signals whose dispositions rlock changes: the forwarded ones, SIGTTOU, and
-/// SIGALRM (see [`interruptible`]).
+/// Signals whose dispositions rlock changes: the forwarded ones and SIGTTOU.
 fn changed() -> impl Iterator<Item = i32> {
-    FORWARDED.into_iter().chain([libc::SIGTTOU, libc::SIGALRM])
+    FORWARDED.into_iter().chain([libc::SIGTTOU])
 }
 
 /// Whether `signal` was ignored when rlock started.
@@ -140,149 +138,6 @@ pub fn wait_caught() -> i32 {
         if signal > 0 {
             return signal;
         }
-    }
-}
-
-/// The first caught signal a handler took during [`interruptible`], 0 for none.
-static HANDLED: AtomicI32 = AtomicI32::new(0);
-
-/// The handler of a caught signal during [`interruptible`]: notes it, and
-/// asks for SIGALRM every millisecond until the call ends, so that a call
-/// the signal came just before (it had not blocked yet) is interrupted as
-/// well. Async-signal-safe: an atomic and setitimer.
-extern "C" fn on_caught(signal: libc::c_int) {
-    let _ = HANDLED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
-    let every = libc::timeval {
-        tv_sec: 0,
-        tv_usec: 1000,
-    };
-    let timer = libc::itimerval {
-        it_interval: every,
-        it_value: every,
-    };
-    // SAFETY: setitimer with a valid value and no old value.
-    unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
-}
-
-/// Whether a signal was sent by a process (kill, sigqueue, tkill), not by
-/// the kernel for rlock's own timer.
-fn sent_by_a_process(code: libc::c_int) -> bool {
-    code <= 0
-}
-
-/// SIGALRM's handler during [`interruptible`]: rlock's own timer's SIGALRM
-/// only interrupts the call. One another process sent does what it does
-/// outside the call, end rlock: the default action, raised again (blocked
-/// while this handler runs, it is delivered as the handler returns).
-/// Async-signal-safe: signal and raise.
-extern "C" fn on_alarm(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    if sent_by_a_process(unsafe { (*info).si_code }) {
-        // SAFETY: both are async-signal-safe.
-        unsafe {
-            libc::signal(libc::SIGALRM, libc::SIG_DFL);
-            libc::raise(libc::SIGALRM);
-        }
-    }
-}
-
-/// Whether [`interruptible`] can be used: SIGALRM was not ignored at start
-/// (it then stays ignored, for COMMAND too) and the caught signals' handlers
-/// are in place (installed once; the signals stay blocked outside the call).
-pub fn interruptible_available() -> bool {
-    static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if ignored_at_start(libc::SIGALRM) {
-        return false;
-    }
-    *INSTALLED.get_or_init(|| {
-        caught().all(|signal| {
-            // SAFETY: the action is initialised (every signal blocked while
-            // the handler runs, no SA_RESTART: the call must end with EINTR).
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_caught as extern "C" fn(libc::c_int) as usize;
-                libc::sigfillset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
-            }
-        })
-    })
-}
-
-/// The signal state [`interruptible`] sets up, undone when dropped (also if
-/// the call panics): the caught signals blocked again, the timer stopped,
-/// a SIGALRM of the timer's still pending taken, SIGALRM's default action
-/// back (and one another process sent meanwhile raised again).
-struct Window {
-    caught: libc::sigset_t,
-}
-
-impl Window {
-    fn open() -> Window {
-        let caught = caught_set();
-        // SAFETY: the action is initialised; pthread_sigmask only changes this
-        // thread's mask. SIGALRM is unblocked (its default) in rlock's threads.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_alarm
-                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-                as usize;
-            action.sa_flags = libc::SA_SIGINFO;
-            libc::sigfillset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &caught, std::ptr::null_mut());
-        }
-        Window { caught }
-    }
-}
-
-impl Drop for Window {
-    fn drop(&mut self) {
-        // SAFETY: sets initialised before use; every call only changes this
-        // process's signal state, in the order that leaves no SIGALRM of the
-        // timer behind.
-        unsafe {
-            let mut alarm: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut alarm);
-            libc::sigaddset(&mut alarm, libc::SIGALRM);
-            let mut both = self.caught;
-            libc::sigaddset(&mut both, libc::SIGALRM);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &both, std::ptr::null_mut());
-            let stop: libc::itimerval = std::mem::zeroed();
-            libc::setitimer(libc::ITIMER_REAL, &stop, std::ptr::null_mut());
-            let now = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            let mut sent = false;
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            while libc::sigtimedwait(&alarm, &mut info, &now) > 0 {
-                sent |= sent_by_a_process(info.si_code);
-            }
-            libc::signal(libc::SIGALRM, libc::SIG_DFL);
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
-            if sent {
-                libc::raise(libc::SIGALRM);
-            }
-        }
-    }
-}
-
-/// Runs `f`, a blocking call of this thread's, with the caught signals
-/// deliverable to it: one that comes ends a system call of `f` with EINTR
-/// (at once, or within a millisecond when it came just before the call),
-/// and [`take_handled`] returns it. Call only when [`interruptible_available`];
-/// `f` must treat EINTR as the end of its wait. Only one thread may be in it
-/// at a time (rlock's main thread).
-pub fn interruptible<T>(f: impl FnOnce() -> T) -> T {
-    let _window = Window::open();
-    f()
-}
-
-/// The caught signal a handler took during [`interruptible`], taken.
-pub fn take_handled() -> Option<i32> {
-    match HANDLED.swap(0, Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
     }
 }
 

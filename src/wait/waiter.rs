@@ -403,10 +403,8 @@ impl<'a, 'w> Waiter<'a, 'w> {
         if let Some(progress) = &self.progress {
             block = block.min(progress.until_due().max(MIN_BLOCK));
         }
-        // A wait a signal cannot end by itself needs a thread to wake it.
-        if !self.session.block_ends_on_signal()
-            && let Err(err) = self.shared.watch_signals()
-        {
+        // A signal ends the wait through a thread that wakes it.
+        if let Err(err) = self.shared.watch_signals() {
             return Err(self.fail(err));
         }
         {

@@ -69,3 +69,40 @@ fn status_and_list_that_cannot_write_exit_125() {
     ]));
     assert_eq!(rlock::stdout(&out).trim(), "0", "{}", show(&out));
 }
+
+/// Each `rlock:` line leaves in one write: many rlocks sharing one pipe (a
+/// CI pane, a log) never mix their lines.
+#[test]
+fn lines_of_concurrent_runs_sharing_a_pipe_stay_whole() {
+    use std::io::Read;
+    let dir = crate::support::scratch::Scratch::new();
+    let url = format!("file:{}", dir.path().display());
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let runs: Vec<_> = (0..24)
+        .map(|i| {
+            let mut cmd = rlock(&url);
+            cmd.args(["-v", "run", &format!("pipe-{i}"), "--", "true"])
+                .stdout(Stdio::null())
+                .stderr(writer.try_clone().unwrap());
+            Proc::new(cmd.spawn().unwrap())
+        })
+        .collect();
+    drop(writer);
+    let mut all = String::new();
+    let reading = std::thread::spawn(move || {
+        reader.read_to_string(&mut all).unwrap();
+        all
+    });
+    for mut run in runs {
+        assert_eq!(run.wait_within(rlock::LIMIT).code(), Some(0));
+    }
+    let all = reading.join().unwrap();
+    let lines: Vec<&str> = all.lines().collect();
+    assert!(lines.len() >= 24 * 2, "{all}");
+    for line in &lines {
+        assert!(
+            line.starts_with("rlock: ") && line.matches("rlock: ").count() == 1,
+            "a line mixed with another: {line:?}\n{all}"
+        );
+    }
+}

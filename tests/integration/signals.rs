@@ -227,8 +227,7 @@ fn interrupt_while_waiting(signal: i32, status: i32) {
 }
 
 /// A signal ends a wait for a release at once, whenever it comes: while
-/// rlock starts, asks, registers or blocks (a wait on one Redis server needs
-/// no signal thread: the signal ends its read). The waits block for 30 s
+/// rlock starts, asks, registers or blocks. The waits block for 30 s
 /// (--ttl 60s), so a signal that was lost would show as a wait that lasts.
 #[test]
 fn a_signal_at_any_moment_of_a_wait_ends_it_at_once() {
@@ -239,11 +238,6 @@ fn a_signal_at_any_moment_of_a_wait_ends_it_at_once() {
     expect_within(rlock::LIMIT, "the waiter to block", || {
         redis.cmd::<i64>(&["ZCARD", "rlock:{queue}:waiters"]) == 1
     });
-    assert!(
-        !threads(blocked.pid).iter().any(|t| t == "signals"),
-        "a wait on one server needs no signal thread: {:?}",
-        threads(blocked.pid)
-    );
     blocked.signal(libc::SIGTERM);
     assert_eq!(code(&blocked.output_within(rlock::LIMIT)), 143);
     for i in 0..30u64 {
@@ -298,8 +292,7 @@ fn ended_after(mut proc: Proc, signal: i32) -> (Duration, std::process::ExitStat
 }
 
 /// SIGALRM is not one rlock forwards: sent from outside (`timeout -s ALRM`),
-/// it ends a waiting rlock by its default action, as it always did, even
-/// while rlock's own use of SIGALRM ends its blocked read.
+/// it ends a waiting rlock by its default action.
 #[test]
 fn an_alarm_from_outside_still_ends_a_waiting_rlock() {
     let redis = RedisServer::start();
@@ -313,7 +306,7 @@ fn an_alarm_from_outside_still_ends_a_waiting_rlock() {
 }
 
 /// With SIGALRM ignored when rlock starts (it stays ignored, for COMMAND
-/// too), a wait a signal ends still ends at once: on the signal thread.
+/// too), a wait a signal ends still ends at once.
 #[test]
 fn with_alarm_ignored_at_start_a_signal_still_ends_a_wait_at_once() {
     let redis = RedisServer::start();

@@ -381,7 +381,6 @@ impl Session for StandaloneSession {
         let list = Keys::of(lock).wake_list(token);
         // BLPOP takes seconds; keep at least 1 ms so 0 never means "forever".
         let secs = format!("{:.3}", timeout.max(Duration::from_millis(1)).as_secs_f64());
-        let interruptible = self.block_ends_on_signal();
         let mut wait = || -> Result<Option<(String, String)>, RedisError> {
             self.con(limit).and_then(|con| {
                 // The reply may take the whole timeout: allow for it on this call.
@@ -389,14 +388,9 @@ impl Session for StandaloneSession {
                 redis::cmd("BLPOP").arg(&list).arg(&secs).query(con)
             })
         };
-        // A caught signal ends the BLPOP's read with EINTR (a spurious
-        // wake-up, below), where the waiter sees it; otherwise the signal
-        // thread wakes it.
-        let reply = if interruptible {
-            crate::sys::signals::interruptible(wait)
-        } else {
-            wait()
-        };
+        // A caught signal reaches the waiter through the signal thread,
+        // which wakes this BLPOP.
+        let reply = wait();
         match reply {
             Ok(None) => Ok(Wake::TimedOut),
             Ok(Some((_, value))) if value == "i" => Ok(Wake::Interrupted),
@@ -437,12 +431,6 @@ impl Session for StandaloneSession {
             }
             Err(err) => Err(self.fail(lock, err, limit)),
         }
-    }
-
-    fn block_ends_on_signal(&self) -> bool {
-        // Not over TLS: rustls reads again after EINTR, so the signal would
-        // wait for the BLPOP's reply.
-        !self.spec.is_tls() && crate::sys::signals::interruptible_available()
     }
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
