@@ -145,6 +145,16 @@ enum CommandEnd {
 }
 
 impl CommandEnd {
+    /// COMMAND's end from its exit `status`, and whether `--max-hold`
+    /// stopped it.
+    fn of(max_held: bool, status: Result<std::process::ExitStatus>) -> Result<CommandEnd> {
+        match (max_held, status) {
+            (true, _) => Ok(CommandEnd::MaxHold),
+            (false, Ok(status)) => Ok(CommandEnd::Exited(child::status_code(status))),
+            (false, Err(err)) => Err(err),
+        }
+    }
+
     fn ending(self) -> Ending {
         match self {
             CommandEnd::Exited(code) => Ending::Exited(code),
@@ -447,16 +457,11 @@ impl<'a> Running<'a> {
             Renewing::Failed => (None, Watched::Failed),
         };
         run.guardian.disarm();
-        let end = match (max_held, status) {
-            (true, _) => Ok(CommandEnd::MaxHold),
-            (false, Ok(status)) => Ok(CommandEnd::Exited(child::status_code(status))),
-            (false, Err(err)) => Err(err),
-        };
         let fate = match watched {
             Watched::Failed => Fate::Unwatched,
             Watched::Kept(seen) => match judge(&run, seen, held_in_time, emptied) {
                 Some(lost) => Fate::Lost(lost),
-                None => Fate::Kept(end),
+                None => Fate::Kept(CommandEnd::of(max_held, status)),
             },
         };
         Finished {
