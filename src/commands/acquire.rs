@@ -12,7 +12,7 @@ use crate::commands::while_pid::{self, Keeper, StartError, Watched};
 use crate::config::{Config, LockSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::lock::event::Event;
+use crate::lock::event::{Event, EventKind};
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::report;
@@ -96,7 +96,7 @@ impl<'a> Acquisition<'a> {
             false,
         );
         wanted.replica_timeout = self.config.connect_timeout;
-        let acquired = holder::event("acquired", &self.holder);
+        let acquired = holder::event(EventKind::Acquired, &self.holder);
         if self.spec.history > 0 {
             wanted.record = Some((self.spec.history, acquired.clone()));
         }
@@ -143,9 +143,9 @@ impl<'a> Acquisition<'a> {
     /// Records a wait that ended without the lock: `busy` (taken, or --wait
     /// elapsed) or `interrupted`; other failures leave no event.
     fn record_not_acquired(&self, err: &Error, waited: u64) {
-        let kind = match err.exit() {
-            Exit::NotAcquired(_) => "busy",
-            Exit::Signal(_) => "interrupted",
+        let kind = match err.cause() {
+            Cause::NotAcquired { .. } => EventKind::Busy,
+            Cause::Interrupted(_) => EventKind::Interrupted,
             _ => return,
         };
         let event = Event {

@@ -15,34 +15,9 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
-use crate::lock::event::Event;
+use crate::lock::event::{Event, EventKind};
 use crate::lock::name::{Dialect, LockId, LockName};
-use crate::supervisor::Outcome;
-
-/// How a run ended, as a `result` label and a history event.
-pub fn result_word(result: &Result<Exit>) -> &'static str {
-    match result {
-        Ok(Exit::Child(0)) => "success",
-        Ok(Exit::Child(_)) => "failure",
-        Ok(Exit::LockLost) => "lost",
-        Ok(Exit::TimedOut) => "max-hold",
-        Ok(_) => "error",
-        Err(err) => match err.exit() {
-            Exit::NotAcquired(_) => "busy",
-            Exit::Signal(_) => "interrupted",
-            Exit::LockLost => "lost",
-            _ => "error",
-        },
-    }
-}
-
-/// The exit status a run's result gives.
-fn exit_code(result: &Result<Exit>) -> u8 {
-    match result {
-        Ok(exit) => exit.code(),
-        Err(err) => err.exit().code(),
-    }
-}
+use crate::supervisor::Ended;
 
 const LAST_RUN: &str = "rlock_last_run_timestamp_seconds";
 const LAST_SUCCESS: &str = "rlock_last_success_timestamp_seconds";
@@ -50,8 +25,9 @@ const LAST_SUCCESS: &str = "rlock_last_success_timestamp_seconds";
 /// Writes the outcome of the run of `names` into `path` (`--metrics-file`),
 /// keeping every other lock's series. A failure is a `-v` note: metrics never
 /// change a run's exit.
-pub fn write_run_file(path: &Path, names: &[String], outcome: &Outcome, result: &Result<Exit>) {
-    if let Err(err) = rewrite(path, |existing| run_text(existing, names, outcome, result)) {
+pub fn write_run_file(path: &Path, names: &[LockName], ended: &Ended) {
+    let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
+    if let Err(err) = rewrite(path, |existing| run_text(existing, &names, ended)) {
         crate::report::verbose(|| {
             format!(
                 "{}: cannot write the metrics file {}: {err}",
@@ -62,16 +38,11 @@ pub fn write_run_file(path: &Path, names: &[String], outcome: &Outcome, result: 
     }
 }
 
-fn run_text(existing: &str, names: &[String], outcome: &Outcome, result: &Result<Exit>) -> String {
+fn run_text(existing: &str, names: &[String], ended: &Ended) -> String {
     let now = seconds(SystemTime::now());
-    let word = result_word(result);
-    let waited = outcome.waited.get().or_else(|| {
-        outcome
-            .waiting_since
-            .get()
-            .map(|since| Instant::now().duration_since(since))
-    });
-    let held = outcome.held.get().unwrap_or(Duration::ZERO);
+    let word = ended.ending.word();
+    let waited = ended.waited;
+    let held = ended.held.unwrap_or(Duration::ZERO);
     let mut last_run = Family::new(
         LAST_RUN,
         "gauge",
@@ -111,7 +82,7 @@ fn run_text(existing: &str, names: &[String], outcome: &Outcome, result: &Result
         }
         wait.push(lock(), waited.unwrap_or(Duration::ZERO).as_secs_f64());
         hold.push(lock(), held.as_secs_f64());
-        status.push(with_result(), f64::from(exit_code(result)));
+        status.push(with_result(), f64::from(ended.exit().code()));
     }
     prometheus::merge(
         existing,
@@ -273,14 +244,14 @@ fn history_families(histories: &[(String, Vec<Event>)]) -> Vec<Family> {
     for (name, events) in histories {
         let last = events
             .iter()
-            .find(|e| e.event == "released" && e.exit == Some(0));
+            .find(|e| e.event == EventKind::Released && e.exit == Some(0));
         if let Some(e) = last {
             success.push(vec![("lock", name.clone())], e.time_ms as f64 / 1000.0);
         }
-        for kind in crate::lock::event::KINDS {
+        for kind in EventKind::KNOWN {
             let n = events.iter().filter(|e| e.event == kind).count();
             counts.push(
-                vec![("lock", name.clone()), ("event", kind.to_owned())],
+                vec![("lock", name.clone()), ("event", kind.as_str().to_owned())],
                 n as f64,
             );
         }

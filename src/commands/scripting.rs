@@ -40,7 +40,7 @@ fn force(
     let single = victims.0.len() == 1;
     let events: Vec<crate::lock::event::Event> = if victims.0.is_empty() {
         vec![crate::lock::event::Event {
-            event: "forced".into(),
+            event: crate::lock::event::EventKind::Forced,
             note: by.clone(),
             ..crate::lock::event::Event::default()
         }]
@@ -49,7 +49,7 @@ fn force(
             .0
             .iter()
             .map(|h| crate::lock::event::Event {
-                event: "forced".into(),
+                event: crate::lock::event::EventKind::Forced,
                 host: h.host.clone(),
                 pid: h.pid.parse().ok(),
                 command: h.command.clone(),
@@ -149,7 +149,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     let caller_pid = crate::sys::process::parent_pid();
     let released = crate::lock::event::Event {
         pid: Some(u64::from(caller_pid)),
-        ..crate::supervisor::holder::event("released", &caller)
+        ..crate::supervisor::holder::event(crate::lock::event::EventKind::Released, &caller)
     };
     let record = (args.history > 0).then_some((args.history, &released));
     let Some(token) = token else {

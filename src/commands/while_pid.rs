@@ -249,7 +249,7 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     // The process the hold followed, for the `released` event.
     let argv = crate::sys::process::cmdline(args.pid);
     let mut released = crate::supervisor::holder::event(
-        "released",
+        crate::lock::event::EventKind::Released,
         &crate::supervisor::holder::described(&argv, &config.note),
     );
     released.pid = Some(u64::from(args.pid));

@@ -90,7 +90,7 @@ impl LockSpec {
 pub struct RunSpec {
     /// How the locks are taken.
     pub lock: LockSpec,
-    /// The names as given (duplicates included).
+    /// The names as given, each once (a name given twice is one lock).
     pub names: Vec<LockName>,
     /// COMMAND and its arguments (`-c STRING` is already `sh -c STRING`).
     pub command: Vec<OsString>,
@@ -109,7 +109,7 @@ impl RunSpec {
     pub fn resolve(config: &Config, args: &RunArgs) -> Result<RunSpec> {
         Ok(RunSpec {
             lock: LockSpec::resolve(config, &args.lock)?,
-            names: args.names.clone(),
+            names: first_of_each(&args.names),
             command: args.command.clone(),
             lease: args.lease,
             max_hold: args.max_hold,
@@ -117,6 +117,17 @@ impl RunSpec {
             metrics_file: args.metrics_file.clone(),
         })
     }
+}
+
+/// `names` in the order given, each once.
+fn first_of_each(names: &[LockName]) -> Vec<LockName> {
+    let mut once: Vec<LockName> = Vec::with_capacity(names.len());
+    for name in names {
+        if !once.contains(name) {
+            once.push(name.clone());
+        }
+    }
+    once
 }
 
 /// Options that cannot go together with each other or with the target.

@@ -12,16 +12,68 @@ use serde::{Serialize, Serializer};
 
 use crate::report;
 
-/// What happened.
-pub const KINDS: [&str; 7] = [
-    "acquired",
-    "released",
-    "lost",
-    "busy",
-    "forced",
-    "max-hold",
-    "interrupted",
-];
+/// What happened to a hold (or to a wait for one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// A new hold was made.
+    Acquired,
+    /// The holder gave it back.
+    Released,
+    /// The hold ended under its holder (its lease could have lapsed).
+    Lost,
+    /// The lock was taken, or `--wait` ran out: not acquired.
+    Busy,
+    /// `rlock release --force` ended someone else's hold.
+    Forced,
+    /// COMMAND ran past `--max-hold` and was stopped.
+    MaxHold,
+    /// A signal ended the wait.
+    Interrupted,
+    /// A kind this version does not know (another program's, or a newer
+    /// version's), kept as stored; empty when the stored event names none.
+    Unknown(String),
+}
+
+impl EventKind {
+    /// Every kind rlock writes, in the order `rlock metrics` lists them.
+    pub const KNOWN: [EventKind; 7] = [
+        EventKind::Acquired,
+        EventKind::Released,
+        EventKind::Lost,
+        EventKind::Busy,
+        EventKind::Forced,
+        EventKind::MaxHold,
+        EventKind::Interrupted,
+    ];
+
+    /// The word stored and printed for it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::Acquired => "acquired",
+            EventKind::Released => "released",
+            EventKind::Lost => "lost",
+            EventKind::Busy => "busy",
+            EventKind::Forced => "forced",
+            EventKind::MaxHold => "max-hold",
+            EventKind::Interrupted => "interrupted",
+            EventKind::Unknown(word) => word,
+        }
+    }
+
+    /// The kind a stored word names.
+    pub fn parse(word: &str) -> EventKind {
+        EventKind::KNOWN
+            .into_iter()
+            .find(|kind| kind.as_str() == word)
+            .unwrap_or_else(|| EventKind::Unknown(word.to_owned()))
+    }
+}
+
+impl Default for EventKind {
+    fn default() -> Self {
+        EventKind::Unknown(String::new())
+    }
+}
 
 /// Default number of events kept per lock (`--history`).
 pub const DEFAULT_CAP: u32 = 100;
@@ -35,8 +87,8 @@ pub const IDLE: Duration = Duration::from_secs(30 * 24 * 3600);
 pub struct Event {
     /// When it was stored, ms since the epoch.
     pub time_ms: u64,
-    /// One of [`KINDS`].
-    pub event: String,
+    /// What happened.
+    pub event: EventKind,
     /// Host of the process it concerns.
     pub host: String,
     /// Its pid.
@@ -59,7 +111,10 @@ impl Event {
     /// The stored fields, in order (absent ones left out; the time is not a
     /// field: the store gives it).
     pub fn fields(&self) -> Vec<(&'static str, String)> {
-        let mut out = vec![("event", self.event.clone()), ("host", self.host.clone())];
+        let mut out = vec![
+            ("event", self.event.as_str().to_owned()),
+            ("host", self.host.clone()),
+        ];
         let mut number = |name, value: Option<String>| {
             if let Some(v) = value {
                 out.push((name, v));
@@ -89,7 +144,7 @@ impl Event {
         };
         for (k, v) in fields {
             match k {
-                "event" => e.event = v.to_owned(),
+                "event" => e.event = EventKind::parse(v),
                 "host" => e.host = v.to_owned(),
                 "pid" => e.pid = v.parse().ok(),
                 "note" => e.note = v.to_owned(),
@@ -110,7 +165,7 @@ impl Event {
         let mut line = format!(
             "{}  {:<11} {}",
             rfc3339(self.time_ms),
-            report::sanitize(&self.event),
+            report::sanitize(self.event.as_str()),
             report::holder(&pid, &self.host, &self.command, &self.note)
         );
         let human = |ms: u64| humantime::format_duration(Duration::from_millis(ms)).to_string();
@@ -149,7 +204,7 @@ impl Serialize for Event {
         }
         Json {
             time: rfc3339(self.time_ms),
-            event: &self.event,
+            event: self.event.as_str(),
             host: &self.host,
             pid: self.pid,
             note: Some(self.note.as_str()).filter(|n| !n.is_empty()),
@@ -173,10 +228,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_kind_reads_back_from_its_word() {
+        for kind in EventKind::KNOWN {
+            assert_eq!(EventKind::parse(kind.as_str()), kind);
+        }
+        assert_eq!(EventKind::MaxHold.as_str(), "max-hold");
+        assert_eq!(
+            EventKind::parse("renamed"),
+            EventKind::Unknown("renamed".into())
+        );
+        let unnamed = Event::from_fields(0, [("host", "h")]);
+        assert_eq!(unnamed.event.as_str(), "");
+    }
+
+    #[test]
     fn fields_read_back_into_the_same_event() {
         let e = Event {
             time_ms: 1_000,
-            event: "released".into(),
+            event: EventKind::Released,
             host: "ci-3".into(),
             pid: Some(42),
             note: "n\"x".into(),
@@ -201,7 +270,7 @@ mod tests {
     fn json_nulls_what_is_absent_and_escapes_what_hosts_wrote() {
         let e = Event {
             time_ms: 1_700_000_000_999,
-            event: "busy".into(),
+            event: EventKind::Busy,
             host: "h\u{202e}ö".into(),
             command: "sh -c 'printf \"\\a\\b\"'\r\u{7}".into(),
             ..Event::default()

@@ -1,8 +1,8 @@
 //! The environment COMMAND gets: which locks it holds, their fences and
 //! tokens.
 
-use crate::backend::Hold;
-use crate::lock::name::{LockId, LockName};
+use super::held::HeldLock;
+use crate::lock::name::LockName;
 use crate::lock::token::{Token, tokens_for_child};
 
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
@@ -10,24 +10,21 @@ use crate::lock::token::{Token, tokens_for_child};
 /// (`name=fence` for each name, space-separated) and RLOCK_TOKENS (every
 /// enclosing run's tokens and ours, for re-entry).
 pub(super) fn child_env(
-    names: &[&LockName],
-    locks: &[LockId],
-    holds: &[Hold],
+    names: &[LockName],
+    held: &[HeldLock],
     inherited: &[Token],
 ) -> Vec<(&'static str, String)> {
-    let hold_of = |name: &str| {
-        locks
-            .iter()
-            .position(|k| k.name == name)
-            .map(|i| &holds[i])
+    let hold_of = |name: &LockName| {
+        held.iter()
+            .find(|lock| lock.name() == name.as_str())
             .expect("every name was acquired")
     };
-    let first = hold_of(names[0]);
+    let first = hold_of(&names[0]);
     let fences: Vec<String> = names
         .iter()
-        .map(|n| format!("{n}={}", hold_of(n).fence))
+        .map(|n| format!("{n}={}", hold_of(n).fence()))
         .collect();
-    let own: Vec<&Token> = holds.iter().map(|h| &h.token).collect();
+    let own: Vec<&Token> = held.iter().map(HeldLock::token).collect();
     vec![
         (
             "RLOCK_NAME",
@@ -37,8 +34,8 @@ pub(super) fn child_env(
                 .collect::<Vec<_>>()
                 .join(" "),
         ),
-        ("RLOCK_TOKEN", first.token.as_str().to_owned()),
-        ("RLOCK_FENCE", first.fence.to_string()),
+        ("RLOCK_TOKEN", first.token().as_str().to_owned()),
+        ("RLOCK_FENCE", first.fence().to_string()),
         ("RLOCK_FENCES", fences.join(" ")),
         ("RLOCK_TOKENS", tokens_for_child(inherited, &own)),
     ]

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::backend::HolderInfo;
+use crate::lock::event::{Event, EventKind};
 
 /// Longest holder command line stored in Redis.
 const MAX_COMMAND_BYTES: usize = 1024;
@@ -50,13 +51,13 @@ pub(crate) fn hostname() -> String {
 
 /// An event of `kind` for the lock's history about the holder `holder`
 /// describes.
-pub(crate) fn event(kind: &str, holder: &HolderInfo) -> crate::lock::event::Event {
-    crate::lock::event::Event {
-        event: kind.to_owned(),
+pub(crate) fn event(kind: EventKind, holder: &HolderInfo) -> Event {
+    Event {
+        event: kind,
         host: holder.host.clone(),
         pid: holder.pid.parse().ok(),
         note: holder.note.clone(),
         command: holder.command.clone(),
-        ..crate::lock::event::Event::default()
+        ..Event::default()
     }
 }

@@ -17,11 +17,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::held::HeldLock;
 use crate::backend::Session;
 use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
-use crate::lock::name::LockId;
-use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
@@ -144,8 +143,8 @@ pub struct Watchdog {
 /// What the watchdog needs to know.
 #[derive(Clone)]
 pub struct Renewal {
-    /// Each lock held, with the token that holds it.
-    pub holds: Vec<(LockId, Token)>,
+    /// Each lock held.
+    pub holds: Vec<HeldLock>,
     /// The locks' names, for messages.
     pub display: String,
     /// Lease kind and length.
@@ -512,7 +511,8 @@ fn renew_all(
     extend: Extend,
 ) -> Result<Option<String>, Failure> {
     let round = Stamp::now();
-    for (keys, token) in &renewal.holds {
+    for held in &renewal.holds {
+        let (keys, token) = (&held.id, held.token());
         let left = limit.saturating_sub(Stamp::now().since(round));
         if left.is_zero() {
             return Err(Failure {

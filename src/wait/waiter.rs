@@ -7,16 +7,30 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod holds;
+
+use super::Wanted;
 use super::registrations::Registrations;
-use super::{MIN_BLOCK, Wanted, confirm_replicas, interrupted, or_signal, refresh, release_all};
 use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
+use crate::lock::name::LockId;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
 use crate::wait::outage::Outage;
 use crate::wait::waiting_line::holder_for;
+use holds::{Say, confirm_replicas, give_back, refresh};
+
+// A waiter's registration lasts its ttl, and it blocks at most half of that
+// before trying (and registering) again: a live waiter never looks dead, and a
+// killed one leaves the queue within its ttl.
+/// Shortest block: keeps a just-expiring holder from turning into a busy loop.
+const MIN_BLOCK: Duration = Duration::from_millis(5);
+
+/// How long after the `--wait` deadline a grant may still be used: COMMAND
+/// starts within 100 ms of the deadline, spawning included.
+const GRANT_GRACE: Duration = Duration::from_millis(50);
 
 /// One turn of the wait: when its requests were sent and what it allows.
 pub(super) struct Turn {
@@ -114,10 +128,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
             return Ok(());
         };
         let late = Instant::now().saturating_duration_since(deadline);
-        if self.wanted.wait == Some(Duration::ZERO) || late <= super::GRANT_GRACE {
+        if self.wanted.wait == Some(Duration::ZERO) || late <= GRANT_GRACE {
             return Ok(());
         }
-        release_all(self.session, self.wanted, holds);
+        give_back(self.session, self.wanted, holds, Say::Failures);
         let wait = self.wanted.wait.unwrap_or_default();
         let err = Error::from(Cause::NotAcquired {
             cause: format!(
@@ -207,67 +221,79 @@ impl<'a, 'w> Waiter<'a, 'w> {
                     holds.push(hold);
                 }
                 Ok(Attempt::Incompatible { held }) => {
-                    release_all(self.session, wanted, &holds);
-                    let err = Error::from(Cause::NotAcquired {
-                        cause: format!(
-                            "an enclosing rlock run holds it {}; it cannot be re-entered as {}",
-                            held.held_as(),
-                            wanted.kind.describe()
-                        ),
-                        code: wanted.conflict_code,
-                    })
-                    .in_lock(&keys.name);
-                    return Err(self.fail(err));
+                    give_back(self.session, wanted, &holds, Say::Failures);
+                    return Err(self.incompatible(keys, held));
                 }
                 Ok(Attempt::Taken {
                     pttl,
                     holder,
                     place,
                 }) => {
-                    if turn.may_wait {
-                        self.registered.add(i);
-                    }
-                    // No partial hold while waiting, and no stale
-                    // registrations elsewhere.
-                    release_all(self.session, wanted, &holds);
-                    self.registered.leave_all_but(Some(i), self.session, wanted);
-                    self.waiting_on = i;
-                    return Ok(Round::Taken(Taken {
+                    // No partial hold while waiting.
+                    give_back(self.session, wanted, &holds, Say::Failures);
+                    let taken = Taken {
                         i,
                         pttl,
                         holder,
                         place,
-                    }));
-                }
-                Err(err) => {
-                    let err = or_signal(err, &wanted.locks[i], self.shared);
-                    if err.is_transient() {
-                        // No hold is kept while waiting for the server either
-                        // (best effort, quietly: it is likely not answering).
-                        for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
-                            let _ = match &hold.history_entry {
-                                Some(entry) => {
-                                    self.session.release_retracting(keys, &hold.token, entry)
-                                }
-                                None => self.session.release(keys, &hold.token),
-                            };
-                        }
-                    } else {
-                        release_all(self.session, wanted, &holds);
-                    }
-                    if err.is_transient()
-                        && let Some(line) = &self.line
-                    {
-                        line.unreachable(&keys.name);
-                    }
-                    return match self.outage.ride_out(err, &keys.name, self.shared) {
-                        Ok(()) => Ok(Round::Retry),
-                        Err(err) => Err(self.fail(err)),
                     };
+                    return Ok(self.taken(turn, taken));
                 }
+                Err(err) => return self.unanswered(i, err, &holds),
             }
         }
         Ok(Round::Held(holds))
+    }
+
+    /// An enclosing run holds `keys` as a kind (`held`) the one wanted
+    /// cannot re-enter.
+    fn incompatible(&mut self, keys: &LockId, held: crate::lock::kind::Kind) -> Error {
+        let err = Error::from(Cause::NotAcquired {
+            cause: format!(
+                "an enclosing rlock run holds it {}; it cannot be re-entered as {}",
+                held.held_as(),
+                self.wanted.kind.describe()
+            ),
+            code: self.wanted.conflict_code,
+        })
+        .in_lock(&keys.name);
+        self.fail(err)
+    }
+
+    /// Lock `taken.i` is taken: this caller stays registered as its waiter
+    /// (when waiting is allowed), and nowhere else.
+    fn taken(&mut self, turn: &Turn, taken: Taken) -> Round {
+        if turn.may_wait {
+            self.registered.add(taken.i);
+        }
+        self.registered
+            .leave_all_but(Some(taken.i), self.session, self.wanted);
+        self.waiting_on = taken.i;
+        Round::Taken(taken)
+    }
+
+    /// The request for lock `i` failed: the `holds` taken before it in this
+    /// turn are given back (quietly when the server is likely not
+    /// answering), and the outage is ridden out as allowed.
+    fn unanswered(&mut self, i: usize, err: Error, holds: &[Hold]) -> Result<Round> {
+        let keys = &self.wanted.locks[i];
+        let err = or_signal(err, keys, self.shared);
+        // No hold is kept while waiting for the server either.
+        let say = if err.is_transient() {
+            Say::Nothing
+        } else {
+            Say::Failures
+        };
+        give_back(self.session, self.wanted, holds, say);
+        if err.is_transient()
+            && let Some(line) = &self.line
+        {
+            line.unreachable(&keys.name);
+        }
+        match self.outage.ride_out(err, &keys.name, self.shared) {
+            Ok(()) => Ok(Round::Retry),
+            Err(err) => Err(self.fail(err)),
+        }
     }
 
     /// Every lock is held: confirms them with the replicas asked for and
@@ -282,11 +308,11 @@ impl<'a, 'w> Waiter<'a, 'w> {
         // A signal that came while the last request was out ends the wait
         // all the same: nothing may stay held.
         if let Some(signal) = self.shared.interrupted() {
-            release_all(self.session, wanted, &holds);
+            give_back(self.session, wanted, &holds, Say::Failures);
             return Err(interrupted(&wanted.locks[self.waiting_on], signal));
         }
         if let Err(err) = confirm_replicas(self.session, wanted, &holds, self.backend.server()) {
-            release_all(self.session, wanted, &holds);
+            give_back(self.session, wanted, &holds, Say::Failures);
             return Err(err);
         }
         // A slow acquisition (a paused server, a stalled link) leaves less
@@ -295,19 +321,18 @@ impl<'a, 'w> Waiter<'a, 'w> {
         let acquired_at = match refresh(self.session, wanted, &holds, round) {
             Ok(Some(at)) => at,
             Ok(None) => {
-                release_all(self.session, wanted, &holds);
+                give_back(self.session, wanted, &holds, Say::Failures);
                 return Ok(None);
             }
             Err(err) => {
-                if err.reply_timed_out() {
-                    // The server answers, slowly: give the holds back
-                    // quietly (best effort); the error says why.
-                    for (keys, hold) in wanted.locks.iter().zip(&holds).rev() {
-                        let _ = self.session.release(keys, &hold.token);
-                    }
+                // A server that answers slowly gets the holds back quietly
+                // (best effort): the error says why.
+                let say = if err.reply_timed_out() {
+                    Say::Nothing
                 } else {
-                    release_all(self.session, wanted, &holds);
-                }
+                    Say::Failures
+                };
+                give_back(self.session, wanted, &holds, say);
                 return Err(self.fail(err));
             }
         };
@@ -421,47 +446,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
         let woke = self.session.block(keys, wanted.token, block);
         self.shared.set(Phase::Acquiring);
         match woke {
-            Ok(Wake::Granted(fence)) => {
-                self.registered.remove(taken.i);
-                // A signal that came as the lock was handed over ends the wait:
-                // give the hold back (leave.lua drops a handed-over hold).
-                if let Some(signal) = self.shared.interrupted() {
-                    let _ = self.session.leave(keys, wanted.token);
-                    return Err(interrupted(keys, signal));
-                }
-                report::verbose(|| {
-                    format!(
-                        "acquired {} (fence {fence}, handed over) after {:.1} ms",
-                        keys.name,
-                        self.start.elapsed().as_secs_f64() * 1000.0
-                    )
-                });
-                // Handed over no earlier than this round's request, which
-                // registered us (the lease ends when that registration would).
-                // Its `acquired` event was recorded by the release that
-                // handed it over (with that release's --history).
-                let hold = Hold {
-                    token: wanted.token.clone(),
-                    fence,
-                    count: 1,
-                    recorded: true,
-                    history_entry: None,
-                };
-                match refresh(
-                    self.session,
-                    wanted,
-                    std::slice::from_ref(&hold),
-                    turn.round,
-                ) {
-                    Ok(Some(at)) => Ok(Some((vec![hold], at))),
-                    // It lapsed before we read it: queue again.
-                    Ok(None) => Ok(None),
-                    Err(err) => {
-                        let _ = self.session.leave(keys, wanted.token);
-                        Err(self.fail(err))
-                    }
-                }
-            }
+            Ok(Wake::Granted(fence)) => self.granted(turn, taken, fence),
             // Whatever else woke us (a wake-up, a lapsed lease, an interrupt),
             // the next turn looks at the locks and at the interrupt flag again.
             Ok(_) => Ok(None),
@@ -479,4 +464,67 @@ impl<'a, 'w> Waiter<'a, 'w> {
             }
         }
     }
+
+    /// A release handed lock `taken.i` over to us (with `fence`): it is ours
+    /// unless a signal came meanwhile, or it lapsed before we read it.
+    fn granted(
+        &mut self,
+        turn: &Turn,
+        taken: &Taken,
+        fence: crate::lock::token::Fence,
+    ) -> Result<Option<(Vec<Hold>, Stamp)>> {
+        let wanted = self.wanted;
+        let keys = &wanted.locks[taken.i];
+        self.registered.remove(taken.i);
+        // A signal that came as the lock was handed over ends the wait:
+        // give the hold back (leave.lua drops a handed-over hold).
+        if let Some(signal) = self.shared.interrupted() {
+            let _ = self.session.leave(keys, wanted.token);
+            return Err(interrupted(keys, signal));
+        }
+        report::verbose(|| {
+            format!(
+                "acquired {} (fence {fence}, handed over) after {:.1} ms",
+                keys.name,
+                self.start.elapsed().as_secs_f64() * 1000.0
+            )
+        });
+        // Handed over no earlier than this round's request, which
+        // registered us (the lease ends when that registration would).
+        // Its `acquired` event was recorded by the release that
+        // handed it over (with that release's --history).
+        let hold = Hold {
+            token: wanted.token.clone(),
+            fence,
+            count: 1,
+            recorded: true,
+            history_entry: None,
+        };
+        match refresh(
+            self.session,
+            wanted,
+            std::slice::from_ref(&hold),
+            turn.round,
+        ) {
+            Ok(Some(at)) => Ok(Some((vec![hold], at))),
+            // It lapsed before we read it: queue again.
+            Ok(None) => Ok(None),
+            Err(err) => {
+                let _ = self.session.leave(keys, wanted.token);
+                Err(self.fail(err))
+            }
+        }
+    }
+}
+
+/// A signal that arrived while a request was failing is the reason the user sees.
+fn or_signal(err: Error, lock: &LockId, shared: &Shared) -> Error {
+    match shared.interrupted() {
+        Some(signal) => interrupted(lock, signal),
+        None => err,
+    }
+}
+
+fn interrupted(lock: &LockId, signal: crate::signal::Signal) -> Error {
+    Error::from(Cause::Interrupted(signal)).in_lock(&lock.name)
 }

@@ -161,6 +161,14 @@ fn a_grant_read_after_the_wait_deadline_is_given_back() {
         !std::path::Path::new(&started).exists(),
         "COMMAND started late"
     );
+    // The hold given back leaves no `acquired` event that no run kept: the
+    // waiter's one event is its `busy`.
+    let history = rlock::output(rlock(&redis.url()).args(["history", "late", "--json"]));
+    assert_eq!(code(&history), 0, "{}", show(&history));
+    let text = String::from_utf8_lossy(&history.stdout);
+    let waiter: Vec<&str> = text.split('}').filter(|e| e.contains("touch")).collect();
+    assert_eq!(waiter.len(), 1, "{text}");
+    assert!(waiter[0].contains("\"event\":\"busy\""), "{text}");
     let next = rlock::output(rlock(&redis.url()).args(["run", "-n", "late", "--", "true"]));
     assert_eq!(code(&next), 0, "{}", show(&next));
 }

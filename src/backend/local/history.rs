@@ -189,7 +189,7 @@ mod tests {
 
     fn event(i: i64) -> Event {
         Event {
-            event: "released".into(),
+            event: crate::lock::event::EventKind::Released,
             command: format!("a\tb\\n{i}"),
             exit: Some(i),
             ..Event::default()
