@@ -79,7 +79,7 @@ fn a_server_without_aof_warns_on_persistence_and_exits_1() {
     let (result, _, detail) = line(&all, "persistence");
     assert_eq!(result, "warn");
     assert_lines(
-        &detail,
+        detail,
         "appendonly no: a restart loses every hold (and a second run can take a lock \
          whose holder still runs): enable appendonly \
          (CONFIG SET appendonly yes, and in the server's configuration)",
@@ -134,7 +134,7 @@ fn maxmemory_with_volatile_lru_warns_that_held_locks_may_be_evicted() {
     let (result, _, detail) = line(&all, "eviction");
     assert_eq!(result, "warn");
     assert_lines(
-        &detail,
+        detail,
         "maxmemory 3 MB with maxmemory-policy volatile-lru (volatile-* evicts keys \
          with an expiry: every held lock) may evict held locks under memory pressure: \
          use noeviction (CONFIG SET maxmemory-policy noeviction, and in the server's configuration)",
@@ -241,7 +241,7 @@ fn a_user_without_time_fails_the_rights_check_naming_it_and_exits_69() {
     let (result, _, detail) = line(&all, "rights");
     assert_eq!(result, "fail", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "this user may not run TIME on keys under rlock: (NOPERM [..]): rlock cannot work; \
          allow +time (see \"ACL users\" in the README)",
     );
@@ -273,7 +273,7 @@ fn the_readmes_acl_rules_pass_and_a_user_without_wait_is_warned() {
     let (result, _, detail) = line(&all, "rights");
     assert_eq!(result, "warn");
     assert_lines(
-        &detail,
+        detail,
         "this user may not run WAIT (--min-replicas): allow +wait (see \"ACL users\" in the README)",
     );
 }
@@ -355,7 +355,7 @@ fn each_server_of_a_quorum_is_checked_and_the_quorum_decides_the_exit() {
     }
     let (result, _, detail) = line(&all, "quorum");
     assert_eq!(result, "ok");
-    assert_lines(&detail, "Redlock over 3 servers, quorum 2: 3 fit for locks");
+    assert_lines(detail, "Redlock over 3 servers, quorum 2: 3 fit for locks");
     let json = stdout(&output(rlock(&all_up).args(["check", "--json"])));
     assert_json_shape(&json, 3);
 
@@ -459,7 +459,7 @@ fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
     let (result, _, detail) = line(&all, "atomic-scripts");
     assert_eq!(result, "fail", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "another connection read the counter at [..] while each script adds 1000 (read [..]): \
          it saw a script half done, so the server does not run scripts atomically and \
          no lock excludes anything there; use Redis or Valkey (or the server's transaction mode)",
@@ -481,20 +481,20 @@ fn one_server_has_no_failover_to_ride_out_and_a_clock_in_step_with_this_host() {
     let (result, _, detail) = line(&all, "failover");
     assert_eq!(result, "ok", "{detail}");
     assert_lines(
-        &detail,
+        detail,
         "no Sentinel or Cluster: no automatic failover; \
          the lease rides out server outages up to 17.4s (--ttl 30s, --kill-after 10s)",
     );
     let (result, _, detail) = line(&all, "clock");
     assert_eq!(result, "ok", "{detail}");
-    assert_lines(&detail, "server clock 0.0[..]s [..] this host (±[..]s)");
+    assert_lines(detail, "server clock 0.0[..]s [..] this host (±[..]s)");
     // A short ttl is no warning on one server: there is no failover to outlast.
     let out = check(&redis.url(), &["--ttl", "3s"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
     let all = lines(&out);
     let detail = &line(&all, "failover").2;
     assert_lines(
-        &detail,
+        detail,
         "no Sentinel or Cluster: no automatic failover; \
          the lease rides out server outages up to 1.7s (--ttl 3s, --kill-after 1s)",
     );
@@ -515,7 +515,7 @@ fn a_server_clock_seconds_apart_from_this_hosts_warns_naming_ntp() {
     assert_eq!(result, "warn", "{}", show(&out));
     assert!((4.5..5.5).contains(&seconds_apart(detail)), "{detail}");
     assert_lines(
-        &detail,
+        detail,
         "server clock [..]s ahead of this host (±[..]s): run NTP (chrony, ntpd or systemd-timesyncd) on both hosts; \
          rlock judges leases by the server's clock alone, but the times `status` shows \
          and `history`'s timestamps mix both clocks",
@@ -527,7 +527,7 @@ fn a_server_clock_seconds_apart_from_this_hosts_warns_naming_ntp() {
     assert_eq!(result, "warn", "{}", show(&out));
     assert!((4.5..5.5).contains(&seconds_apart(detail)), "{detail}");
     assert_lines(
-        &detail,
+        detail,
         "server clock [..]s behind this host (±[..]s): run NTP (chrony, ntpd or systemd-timesyncd) on both hosts; \
          rlock judges leases by the server's clock alone, but the times `status` shows \
          and `history`'s timestamps mix both clocks",
@@ -555,7 +555,7 @@ fn a_sentinel_failover_is_judged_by_the_ttl_and_a_short_one_warns_with_the_fix()
     assert_eq!(result, "ok", "{}", show(&out));
     // support/sentinel.rs: down-after 1000 ms, failover-timeout 5000 ms.
     assert_lines(
-        &detail,
+        detail,
         "Sentinel: down-after-milliseconds 1000, failover-timeout 5000 \
          (a failover that fails is tried again after twice that); a failover takes about 4.0s \
          (an estimate: down-after-milliseconds plus ~3s of election and promotion), \
@@ -606,7 +606,7 @@ fn sentinels_that_refuse_sentinel_master_leave_the_failover_unknown() {
     let (result, _, detail) = line(&all, "failover");
     assert_eq!(result, "unknown", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "sentinel 127.0.0.1:[..]: SENTINEL MASTER refused: NOPERM [..]: \
          the failover timing is unknown",
     );
@@ -626,7 +626,7 @@ fn a_cluster_failover_is_judged_by_its_node_timeout_against_the_ttl() {
     let (result, _, detail) = line(&all, "failover");
     assert_eq!(result, "warn", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "Cluster: cluster-node-timeout 15000 (on 127.0.0.1:[..]); a failover takes about 18.0s \
          (an estimate: cluster-node-timeout plus ~3s of election and promotion), \
          longer than the 17.4s outage the lease rides out (--ttl 30s, --kill-after 10s): \
@@ -642,7 +642,7 @@ fn a_cluster_failover_is_judged_by_its_node_timeout_against_the_ttl() {
     let (result, _, detail) = line(&all, "failover");
     assert_eq!(result, "ok", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "Cluster: cluster-node-timeout 2000 (on 127.0.0.1:[..]); a failover takes about 5.0s \
          (an estimate: cluster-node-timeout plus ~3s of election and promotion), \
          within the 17.4s outage the lease rides out (--ttl 30s, --kill-after 10s)",
@@ -663,7 +663,7 @@ fn a_cluster_failover_is_judged_by_its_node_timeout_against_the_ttl() {
     let (result, _, detail) = line(&all, "failover");
     assert_eq!(result, "warn", "{}", show(&out));
     assert_lines(
-        &detail,
+        detail,
         "Cluster: cluster-node-timeout 2000 (on 127.0.0.1:[..]); a failover takes about 5.0s \
          (an estimate: cluster-node-timeout plus ~3s of election and promotion), \
          longer than the 1.7s outage the lease rides out (--ttl 3s, --kill-after 1s): \

@@ -57,21 +57,6 @@ pub fn assert_has_line(actual: &str, expected: &str) {
     );
 }
 
-/// Asserts that exactly `count` of `actual`'s lines match `expected`.
-#[track_caller]
-pub fn assert_count(actual: &str, expected: &str, count: usize) {
-    let found = actual
-        .lines()
-        .filter(|line| line_matches(expected, line))
-        .count();
-    assert_eq!(
-        found,
-        count,
-        "{}",
-        mismatch(&format!("{count} lines like"), expected, actual)
-    );
-}
-
 fn mismatch(what: &str, expected: &str, actual: &str) -> String {
     format!(
         "expected {what} (`[..]` is any text within a line):\n{}\nactual:\n{}",
