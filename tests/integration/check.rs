@@ -447,23 +447,18 @@ fn a_server_running_scripts_as_separate_commands_fails_the_atomicity_check() {
     assert!(!port.is_empty(), "the proxy did not start");
     let out = check(&format!("redis://127.0.0.1:{port}"), &[]);
     let err = assert_fails(&out, 69);
+    let says = "another connection read the counter at [..] while each script adds 1000 \
+                (read [..]): it saw a script half done, so the server does not run scripts \
+                atomically and no lock excludes anything there; use Redis or Valkey \
+                (or the server's transaction mode)";
     assert_lines(
         &err,
-        &format!(
-            "rlock: check: 127.0.0.1:{port}: atomic-scripts: another connection read the counter at [..] while each script adds 1000 (read [..]): \
-             it saw a script half done, so the server does not run scripts atomically and \
-             no lock excludes anything there; use Redis or Valkey (or the server's transaction mode)"
-        ),
+        &format!("rlock: check: 127.0.0.1:{port}: atomic-scripts: {says}"),
     );
     let all = lines(&out);
     let (result, _, detail) = line(&all, "atomic-scripts");
     assert_eq!(result, "fail", "{}", show(&out));
-    assert_lines(
-        detail,
-        "another connection read the counter at [..] while each script adds 1000 (read [..]): \
-         it saw a script half done, so the server does not run scripts atomically and \
-         no lock excludes anything there; use Redis or Valkey (or the server's transaction mode)",
-    );
+    assert_lines(detail, says);
     // Everything else about the server behind the proxy is fine.
     for (result, name, detail) in &all {
         if name != "atomic-scripts" {
