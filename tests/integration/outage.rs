@@ -6,6 +6,7 @@ use std::fs::File;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::support::expect::assert_lines;
 use crate::support::expect_within;
 use crate::support::holder::hold;
 use crate::support::process::Proc;
@@ -40,16 +41,26 @@ fn a_run_with_wait_waits_for_a_server_that_is_down_at_first() {
         dir.read("run.err")
             .contains("waiting for it for the rest of --wait")
     });
-    assert!(
-        dir.read("run.err").contains("connection refused"),
-        "{}",
-        dir.read("run.err")
+    let port = redis.port;
+    assert_lines(
+        &dir.read("run.err"),
+        &format!(
+            "rlock: back: server 127.0.0.1:{port} unavailable: connection refused \
+             (is redis-server running on 127.0.0.1:{port}?); waiting for it for the rest of --wait"
+        ),
     );
     redis.restart();
     let status = run.wait_within(LIMIT);
     assert_eq!(status.code(), Some(0), "{}", dir.read("run.err"));
     assert_eq!(dir.read("run.out"), "ran\n");
-    assert!(dir.read("run.err").contains("is back after"));
+    assert_lines(
+        &dir.read("run.err"),
+        &format!(
+            "rlock: back: server 127.0.0.1:{port} unavailable: connection refused \
+             (is redis-server running on 127.0.0.1:{port}?); waiting for it for the rest of --wait
+rlock: back: server 127.0.0.1:{port} is back after [..]s"
+        ),
+    );
     assert!(redis.lock_keys("back").is_empty(), "released after");
 }
 
@@ -97,8 +108,18 @@ fn an_unreachable_server_is_waited_for_within_bounds_only() {
     // --wait: 69 when the wait runs out with the server still unreachable.
     let start = Instant::now();
     let out = output(rlock(&url).args(["run", "--wait", "700ms", "x", "--", "true"]));
-    let err = assert_fails_last_line(&out, 69);
-    assert!(err.contains("unreachable for the last 0.7s"), "{err}");
+    assert_fails_last_line(&out, 69);
+    let refused = format!(
+        "rlock: x: server 127.0.0.1:{port} unavailable: connection refused \
+         (is redis-server running on 127.0.0.1:{port}?)"
+    );
+    assert_lines(
+        &crate::support::rlock::stderr(&out),
+        &format!(
+            "{refused}; waiting for it for the rest of --wait
+{refused}; unreachable for the last 0.7s"
+        ),
+    );
     assert!(start.elapsed() >= Duration::from_millis(700));
     // No --wait: the documented bound, adjustable (here from the environment).
     let start = Instant::now();
@@ -107,14 +128,19 @@ fn an_unreachable_server_is_waited_for_within_bounds_only() {
             .env("RLOCK_UNREACHABLE_WAIT", "500ms")
             .args(["run", "x", "--", "true"]),
     );
-    let err = assert_fails_last_line(&out, 69);
-    assert!(err.contains("unreachable for the last 0.5s"), "{err}");
+    assert_fails_last_line(&out, 69);
+    assert_lines(
+        &crate::support::rlock::stderr(&out),
+        &format!(
+            "{refused}; waiting for it up to 500ms (--unreachable-wait)
+{refused}; unreachable for the last 0.5s"
+        ),
+    );
     assert!(start.elapsed() >= Duration::from_millis(500));
     // --no-wait: at once, as before.
     let out = output(rlock(&url).args(["run", "--no-wait", "x", "--", "true"]));
     let err = assert_fails(&out, 69);
-    assert!(err.contains("connection refused"), "{err}");
-    assert!(!err.contains("waiting for it"), "{err}");
+    assert_lines(&err, &refused);
     // A password that is refused does not pass on its own: no waiting.
     let guarded = RedisServer::start_with(&["--requirepass", "right-secret-pw"]);
     let out = output(
@@ -122,5 +148,12 @@ fn an_unreachable_server_is_waited_for_within_bounds_only() {
             .args(["run", "--wait", "1m", "x", "--", "true"]),
     );
     let err = assert_fails(&out, 69);
-    assert!(err.contains("authentication failed"), "{err}");
+    assert_lines(
+        &err,
+        &format!(
+            "rlock: x: server 127.0.0.1:{} unavailable: authentication failed: \
+             wrong user name or password (check the URL or REDISCLI_AUTH)",
+            guarded.port
+        ),
+    );
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::support::expect::{assert_has_line, assert_lines};
 use crate::support::holder::{hold, release};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, output, rlock, sh, show, spawn, spawn_quiet, stdout};
@@ -100,7 +101,10 @@ fn no_wait_and_conflict_exit_code_when_taken() {
     let _holder = hold(&redis, &dir, "busy");
     let out = output(rlock(&redis.url()).args(["run", "--no-wait", "busy", "--", "true"]));
     let err = rlock::assert_fails(&out, 75);
-    assert!(err.contains("busy") && err.contains("held by"), "{err}");
+    assert_lines(
+        &err,
+        "rlock: busy: not acquired: held by pid [..] on [..] ('sh -c [..]') for [..]s",
+    );
     let out = output(rlock(&redis.url()).args(["run", "-n", "-E", "0", "busy", "--", "false"]));
     assert_eq!(code(&out), 0, "-E 0 skips: {}", show(&out));
     assert_eq!(rlock::stderr(&out), "", "quietly (cron mails any output)");
@@ -122,7 +126,11 @@ fn wait_gives_up_after_the_duration_and_leaves_nothing() {
         rlock(&redis.url()).args(["run", "--wait", "300ms", "-E", "9", "slow", "--", "true"]),
     );
     let err = rlock::assert_fails(&out, 9);
-    assert!(err.contains("300ms"), "{err}");
+    assert_lines(
+        &err,
+        "rlock: slow: not acquired: still held after waiting 300ms; \
+         held by pid [..] on [..] ('sh -c [..]') for [..]s",
+    );
     let keys = redis.lock_keys("slow");
     assert_eq!(keys, ["rlock:{slow}:leases"], "no waiter left behind");
 }
@@ -397,10 +405,10 @@ fn processes_command_leaves_behind_are_stopped_before_the_release() {
             .args(sh(&script)),
     );
     assert_eq!(code(&out), 0, "COMMAND's own status: {}", show(&out));
-    assert!(
-        rlock::stderr(&out).contains("left processes running"),
-        "{}",
-        show(&out)
+    assert_has_line(
+        &rlock::stderr(&out),
+        "rlock: leftover: COMMAND exited but left processes running in its process group; \
+         stopping them before releasing the lock",
     );
     let left: u32 = dir.read("left").trim().parse().unwrap();
     assert!(
@@ -448,18 +456,13 @@ fn a_waiting_run_logs_progress_off_a_terminal() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
-    let first = lines[0];
-    assert!(first.starts_with("rlock: 20"), "timestamped: {first}");
-    assert!(first.contains("waiting for busy: held by pid"), "{first}");
-    assert!(first.contains("; waited 0s"), "{first}");
-    assert!(
-        first.contains("; 1st in line;"),
-        "its place in the queue: {first}"
-    );
-    assert!(
-        lines[1].contains("still held after waiting 1s; held by pid"),
-        "the timeout names the holder: {}",
-        lines[1]
+    // Timestamped, its place in the queue; the timeout names the holder.
+    assert_lines(
+        &err,
+        "rlock: 20[..]Z waiting for busy: held by pid [..] on [..] ('sh -c [..]') \
+         for [..]s; 1st in line; waited 0s
+rlock: busy: not acquired: still held after waiting 1s; \
+         held by pid [..] on [..] ('sh -c [..]') for [..]s",
     );
     // Every interval while it waits.
     let out = waiting(&["--wait", "2500ms", "--progress-interval", "1s"]);
@@ -482,9 +485,12 @@ fn a_waiting_run_logs_progress_off_a_terminal() {
     let out = waiting(&["--wait", "300ms"]);
     assert_eq!(code(&out), 75, "{}", show(&out));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        err.contains("; 2nd in line;"),
-        "behind the first waiter: {err}"
+    assert_lines(
+        &err,
+        "rlock: 20[..]Z waiting for busy: held by pid [..] on [..] ('sh -c [..]') \
+         for [..]s; 2nd in line; waited 0s
+rlock: busy: not acquired: still held after waiting 300ms; \
+         held by pid [..] on [..] ('sh -c [..]') for [..]s",
     );
     first.kill();
     // -q: the exit status alone.
@@ -513,13 +519,15 @@ fn verbose_names_the_server_and_a_skip_by_e0() {
     let out = output(rlock(&url).args(["-v", "run", "--no-wait", "-E", "0", "nb", "--", "true"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        err.contains(&format!("nb: using 127.0.0.1:{}", redis.port)),
-        "{err}"
-    );
-    assert!(
-        err.contains("skipped (exit 0 by -E 0): nb: not acquired: held by pid"),
-        "{err}"
+    assert_lines(
+        &err,
+        &format!(
+            "rlock: server 127.0.0.1:{port} (from --url)
+rlock: nb: using 127.0.0.1:{port}
+rlock: skipped (exit 0 by -E 0): nb: not acquired: \
+             held by pid [..] on [..] ('sh -c [..]') for [..]s",
+            port = redis.port
+        ),
     );
     assert!(!err.contains("pw-not-shown"), "{err}");
     let out = output(rlock(&url).args(["run", "--no-wait", "-E", "0", "nb", "--", "true"]));
@@ -555,7 +563,11 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     assert!(took < Duration::from_secs(10), "--no-wait won: {took:?}");
     let (out, _) = run(&[("RLOCK_WAIT", "1m"), ("RLOCK_NO_WAIT", "1")], &[]);
     assert_eq!(code(&out), 2, "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("RLOCK_WAIT and RLOCK_NO_WAIT"));
+    assert_lines(
+        &rlock::stderr(&out),
+        "rlock: envy: RLOCK_WAIT and RLOCK_NO_WAIT cannot be used together; \
+         usage: rlock run [OPTIONS] <NAME>... [-- <COMMAND>...] (see 'rlock run --help')",
+    );
     // A flag the environment sets false is not given: no conflict.
     for off in ["0", "false", ""] {
         let (out, took) = run(&[("RLOCK_WAIT", "0.3"), ("RLOCK_NO_WAIT", off)], &[]);

@@ -2,6 +2,7 @@
 //! are not stored with the hold or shown by `status`, and `renew`/`release`
 //! take the owner token from RLOCK_TOKEN so it need not be on argv.
 
+use crate::support::expect::assert_lines;
 use crate::support::expect_within;
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, assert_fails, code, rlock, show, spawn_quiet, stdout};
@@ -70,9 +71,9 @@ fn renew_and_release_take_the_token_from_rlock_token() {
     // Neither --token nor RLOCK_TOKEN: a usage error naming both.
     let none = rlock::output(rlock(&url).args(["release", "envtok"]));
     let err = assert_fails(&none, 2);
-    assert!(
-        err.contains("--token") && err.contains("RLOCK_TOKEN"),
-        "{err}"
+    assert_lines(
+        &err,
+        "rlock: envtok: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment",
     );
     // --force ignores an RLOCK_TOKEN it inherits (say, inside a run).
     let out = rlock::output(rlock(&url).args(["acquire", "--ttl", "30s", "envtok"]));
@@ -228,7 +229,13 @@ fn a_password_file_is_read_again_at_each_connection() {
             .args(["run", "x", "--", "true"]),
     );
     let err = assert_fails(&out, 2);
-    assert!(err.contains("chmod 600"), "{err}");
+    assert_lines(
+        &err,
+        &format!(
+            "rlock: --password-file {} may be read by group or others: chmod 600 it",
+            file.display()
+        ),
+    );
     assert!(!err.contains("second-pw-2"), "{err}");
 
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -240,7 +247,10 @@ fn a_password_file_is_read_again_at_each_connection() {
             .args(["run", "x", "--", "true"]),
     );
     let err = assert_fails(&out, 2);
-    assert!(err.contains("give the password once"), "{err}");
+    assert_lines(
+        &err,
+        "rlock: --password-file and a password in the URL: give the password once",
+    );
     assert!(!err.contains("second-pw-2"), "{err}");
 }
 

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod cluster;
+pub mod expect;
 pub mod holder;
 pub mod lua;
 pub mod process;
