@@ -40,7 +40,7 @@ use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::{Fence, Token};
-use call::{FAILOVER_PAUSE, interrupted};
+use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
 use topology::{Source, client_for};
@@ -217,7 +217,7 @@ impl StandaloneSession {
     ) -> Result<Option<u64>> {
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
             invocation.arg(token.digest().as_str());
             for arg in tail {
@@ -248,7 +248,7 @@ impl StandaloneSession {
         let limit = limit.saturating_sub(start.elapsed());
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call_within(lock, limit, limit, true, |con| {
+        let reply: Value = self.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             let mut invocation = with_keys(&script::RENEW, &stored, token, &others);
             invocation.arg(token.digest().as_str()).arg(millis(ttl));
             if let Extend::Exactly = extend {
@@ -332,7 +332,7 @@ impl Session for StandaloneSession {
             }
             invocation.invoke(con)
         };
-        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+        let reply: Value = self.call(keys, self.timeout(), Retry::Idempotent, |con| {
             let tried = acquire_script(con);
             match tried {
                 // The slot is being migrated: a lock another owner holds is
@@ -447,7 +447,7 @@ impl Session for StandaloneSession {
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let list = Keys::of(lock).wake_list(token);
-        self.call(lock, self.timeout(), true, |con| {
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::pipe()
                 .atomic()
                 .cmd("RPUSH")
@@ -465,7 +465,7 @@ impl Session for StandaloneSession {
     fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), true, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             with_keys(&script::LEAVE, &stored, token, &others)
                 .arg(token.digest().as_str())
                 .invoke(con)
@@ -535,7 +535,7 @@ impl Session for StandaloneSession {
         }
         let stream = Keys::of(lock).history;
         let idle = millis(crate::lock::event::IDLE);
-        let written: i64 = self.call(lock, self.timeout(), false, |con| {
+        let written: i64 = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = script::RECORD.prepare_invoke();
             invocation.key(&stream).arg(cap).arg(idle);
             for (field, value) in event.fields() {
@@ -555,7 +555,7 @@ impl Session for StandaloneSession {
         let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
         let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
-            self.call(lock, self.timeout(), true, |con| {
+            self.call(lock, self.timeout(), Retry::Idempotent, |con| {
                 redis::pipe()
                     .atomic()
                     .cmd("TIME")
@@ -589,7 +589,7 @@ impl Session for StandaloneSession {
 
     fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
         let stream = Keys::of(lock).history;
-        let entries = self.call(lock, self.timeout(), true, |con| {
+        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::cmd("XREVRANGE")
                 .arg(&stream)
                 .arg("+")
@@ -620,7 +620,7 @@ impl Session for StandaloneSession {
         let ms = millis(limit);
         // WAIT itself may take `limit`: allow for its reply on top.
         let window = limit + self.timeout();
-        let confirmed: i64 = self.call_within(lock, window, window, false, |con| {
+        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
             redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
         })?;
         Ok(u32::try_from(confirmed).unwrap_or(0))
@@ -628,7 +628,7 @@ impl Session for StandaloneSession {
 
     fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
         let fence_key = Keys::of(lock).fence;
-        self.call(lock, self.timeout(), true, |con| {
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             script::RAISE_FENCE
                 .key(&fence_key)
                 .arg(fence.0)
@@ -641,7 +641,7 @@ impl Session for StandaloneSession {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let stored = Keys::of(lock);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
         })?;
         let (reply, _) = self.outcome(
@@ -658,7 +658,7 @@ impl Session for StandaloneSession {
 
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let reply: Value = self.call(lock, self.timeout(), true, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
         })?;
         decode(reply, &lock.name, "status")
@@ -718,7 +718,7 @@ impl StandaloneSession {
         };
         if outbox.len() >= 2 && !limit.is_zero() {
             let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-            let delivered = self.call_within(lock, limit, limit, false, |con| {
+            let delivered = self.call_within(lock, limit, limit, Retry::Never, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
                     .arg(&outbox)
                     .invoke::<i64>(con)
@@ -740,7 +740,7 @@ impl StandaloneSession {
     /// INFO `section` from the server of `lock`, within the connect
     /// timeout; None when it cannot be had (a user without +info).
     fn info(&mut self, lock: &LockId, section: &str) -> Option<String> {
-        let answer = self.call(lock, self.timeout(), true, |con| {
+        let answer = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::cmd("INFO").arg(section).query::<String>(con)
         });
         match answer {

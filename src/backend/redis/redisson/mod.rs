@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisResult, Value};
 
+use super::call::Retry;
 use super::keys::Keys;
 use super::reply::decode;
 use super::{StandaloneSession, millis};
@@ -91,7 +92,7 @@ impl Session for RedissonSession {
             .filter(|(cap, _)| *cap > 0 && !req.tentative)
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "held", event));
         let (reply, written): (Value, Option<RedisResult<Value>>) =
-            s.call(lock, s.timeout(), true, |con| {
+            s.call(lock, s.timeout(), Retry::Idempotent, |con| {
                 let mut acquire = script::REDISSON_ACQUIRE.key(&stored.lock);
                 acquire
                     .key(&stored.fence)
@@ -124,7 +125,7 @@ impl Session for RedissonSession {
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let channel = Keys::of(lock).interrupt_channel(token);
         let s = &mut self.inner;
-        s.call(lock, s.timeout(), true, |con| {
+        s.call(lock, s.timeout(), Retry::Idempotent, |con| {
             redis::cmd("PUBLISH")
                 .arg(&channel)
                 .arg("i")
@@ -153,7 +154,7 @@ impl Session for RedissonSession {
         let limit = limit.saturating_sub(start.elapsed());
         let field = token.redisson_field();
         let hash = Keys::of(lock).lock;
-        let held: i64 = s.call_within(lock, limit, limit, true, |con| {
+        let held: i64 = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             script::REDISSON_RENEW
                 .key(&hash)
                 .arg(millis(ttl))
@@ -184,7 +185,7 @@ impl Session for RedissonSession {
             .filter(|(cap, _)| *cap > 0)
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
         let (left, written): (i64, Option<RedisResult<Value>>) =
-            s.call(lock, s.timeout(), false, |con| {
+            s.call(lock, s.timeout(), Retry::Never, |con| {
                 let mut release = script::REDISSON_RELEASE.key(&stored.lock);
                 release.key(&channel).arg(&field).arg(sharded);
                 match &record {
@@ -220,7 +221,7 @@ impl Session for RedissonSession {
         let channel = stored.unlock_channel();
         let s = &mut self.inner;
         let cluster = s.is_cluster();
-        let removed: i64 = s.call(lock, s.timeout(), false, |con| {
+        let removed: i64 = s.call(lock, s.timeout(), Retry::Never, |con| {
             let (count, _, _): (i64, i64, i64) = redis::pipe()
                 .atomic()
                 .cmd("HLEN")
