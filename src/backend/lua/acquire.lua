@@ -43,7 +43,7 @@ local kind_code = kind == 'm' and (kind .. limit) or kind
 -- six commands. A key of another type exists, so it is never taken here;
 -- the counter is read with redis.pcall, and a read that fails is explained by
 -- foreign_key() (WRONGTYPE) or passed on.
-if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_LOCK) == 0 then
+if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_BASE) == 0 then
     local text = redis.pcall('GET', K_FENCE)
     if type(text) == 'table' then return foreign_key() or text end
     local last = counter_value(text)
@@ -151,7 +151,7 @@ end
 local hkind, hn, hcap, record = H.holders_state()
 if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- A new hold is never taken beside another program's key at KEYS[9].
-    if redis.call('EXISTS', K_LOCK) == 1 then return foreign_key() end
+    if redis.call('EXISTS', K_BASE) == 1 then return foreign_key() end
     local fence, err = H.hold(token, ttl, kind, limit, info)
     if not fence then return err end
     local was_waiting = mine

@@ -20,7 +20,7 @@ local now_text = digits(NOW)
 -- the README's ACL rules list it, not ZCARD), which also checks their types.
 local holds, unread = read_holds()
 if not holds then return unread end
-if not EARLIER and redis.call('EXISTS', K_LOCK) == 1 then return foreign_key() end
+if not EARLIER and redis.call('EXISTS', K_BASE) == 1 then return foreign_key() end
 local fence_value = redis.pcall('GET', K_FENCE)
 local waiting = redis.pcall('ZCOUNT', K_WEXP, '(' .. now_text, '+inf')
 local xwaiting = redis.pcall('ZCOUNT', K_XWAIT, '-inf', '+inf')

@@ -28,6 +28,7 @@ mod topology;
 use keys::Keys;
 use redisson::RedissonSession;
 
+use std::iter;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +40,7 @@ use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::name::{Dialect, LockId};
-use crate::lock::token::{Fence, Token};
+use crate::lock::token::{Digest, Fence, Token};
 use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
@@ -161,7 +162,7 @@ struct StandaloneSession {
     /// Per lock held (its key): the digests of the waiters first in line when
     /// a script last said so. Their wake-up lists go with this session's
     /// scripts on that lock, so a release can hand over in its own call.
-    next_up: std::collections::HashMap<String, Vec<String>>,
+    next_up: std::collections::HashMap<String, Vec<Digest>>,
 }
 
 impl StandaloneSession {
@@ -195,7 +196,7 @@ fn with_keys<'a>(
     script: &'a script::Script,
     keys: &Keys,
     token: &Token,
-    others: &[String],
+    others: &[Digest],
 ) -> script::Invocation<'a> {
     let mut invocation = script.prepare_invoke();
     for key in keys.script_keys(token, others) {
@@ -228,7 +229,7 @@ impl StandaloneSession {
         let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
         let left: i64 = decode(reply, &lock.name, "release")?;
         if left == 0 {
-            self.next_up.remove(&stored.lock);
+            self.next_up.remove(&stored.holds);
         }
         Ok(u64::try_from(left).ok())
     }
@@ -257,7 +258,7 @@ impl StandaloneSession {
             match invocation.invoke(con) {
                 // The slot is being migrated: renew from the holds' key alone.
                 Err(err) if migrating(&err) => {
-                    let mut alone = script::RENEW_ALONE.key(&stored.lock);
+                    let mut alone = script::RENEW_ALONE.key(&stored.holds);
                     alone.arg(token.digest().as_str()).arg(millis(ttl));
                     if let Extend::Exactly = extend {
                         alone.arg("exact");
@@ -279,9 +280,9 @@ impl StandaloneSession {
             // The hold is on the master followed: a later loss is not the
             // failover's.
             self.failed_over = None;
-            self.next_up.insert(stored.lock.clone(), next);
+            self.next_up.insert(stored.holds.clone(), next);
         } else {
-            self.next_up.remove(&stored.lock);
+            self.next_up.remove(&stored.holds);
         }
         if held == 1 && self.evicted_before.is_none() {
             self.evicted_before = self
@@ -298,10 +299,10 @@ impl Session for StandaloneSession {
         let stored = Keys::of(keys);
         // Redis knows holders by their tokens' digests only.
         let digest = req.token.digest();
-        let inherited: Vec<Token> = req.inherited.iter().map(Token::digest).collect();
+        let inherited: Vec<Digest> = req.inherited.iter().map(Token::digest).collect();
         let listed = inherited
             .iter()
-            .map(Token::as_str)
+            .map(Digest::as_str)
             .collect::<Vec<_>>()
             .join(",");
         let (kind, limit) = (req.kind.letter(), req.kind.limit());
@@ -339,7 +340,7 @@ impl Session for StandaloneSession {
                 // said to be taken from the holds' key alone (else TRYAGAIN,
                 // and the call tries again).
                 Err(err) if migrating(&err) => {
-                    let mut busy = script::BUSY_ALONE.key(&stored.lock);
+                    let mut busy = script::BUSY_ALONE.key(&stored.holds);
                     busy.arg(kind.to_string()).arg(digest.as_str());
                     for d in &inherited {
                         busy.arg(d.as_str());
@@ -352,28 +353,31 @@ impl Session for StandaloneSession {
         let (reply, next) =
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
         // The hold is named by a digest: back to the token it stands for.
-        match decode(reply, &keys.name, "acquire")? {
-            Attempt::Acquired(mut hold) => {
-                self.next_up.insert(stored.lock.clone(), next);
-                hold.recorded &= record.is_some();
-                hold.token = if hold.token == digest {
-                    req.token.clone()
-                } else {
-                    let at = inherited.iter().position(|d| *d == hold.token);
-                    match at {
-                        Some(at) => req.inherited[at].clone(),
-                        None => {
-                            return Err(crate::error::Error::internal(format!(
-                                "{}: the server named a holder this run does not know",
-                                keys.name
-                            )));
-                        }
-                    }
-                };
-                Ok(Attempt::Acquired(hold))
-            }
-            other => Ok(other),
+        let mut unknown = false;
+        let attempt = reply::attempt(reply, &keys.name, |owner| {
+            // Of a token's shape, or not a reply of acquire.lua's.
+            Token::parse(owner)?;
+            let at = iter::once(&digest)
+                .chain(&inherited)
+                .position(|d| d.as_str() == owner);
+            unknown = at.is_none();
+            at.map(|at| match at {
+                0 => req.token.clone(),
+                at => req.inherited[at - 1].clone(),
+            })
+        });
+        if unknown {
+            return Err(Error::internal(format!(
+                "{}: the server named a holder this run does not know",
+                keys.name
+            )));
         }
+        let mut attempt = attempt?;
+        if let Attempt::Acquired(hold) = &mut attempt {
+            self.next_up.insert(stored.holds.clone(), next);
+            hold.recorded &= record.is_some();
+        }
+        Ok(attempt)
     }
 
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -407,8 +411,8 @@ impl Session for StandaloneSession {
                 let granted = parts.next().and_then(|g| g.strip_prefix('g'));
                 Ok(match granted.map(str::parse) {
                     Some(Ok(fence)) => {
-                        let next = parts.map(str::to_owned).collect();
-                        self.next_up.insert(Keys::of(lock).lock, next);
+                        let next = parts.map(|d| Digest::named(d.to_owned())).collect();
+                        self.next_up.insert(Keys::of(lock).holds, next);
                         Wake::Granted(Fence(fence))
                     }
                     _ => Wake::Released,
@@ -470,7 +474,7 @@ impl Session for StandaloneSession {
                 .arg(token.digest().as_str())
                 .invoke(con)
         })?;
-        self.next_up.remove(&stored.lock);
+        self.next_up.remove(&stored.holds);
         self.outcome(lock, &stored, token, reply, "leave", self.timeout())
             .map(drop)
     }
@@ -690,8 +694,8 @@ impl Session for StandaloneSession {
 impl StandaloneSession {
     /// The digests of the waiters this session last heard stand first in
     /// line for lock `stored`: their lists go with its next script there.
-    fn others(&self, stored: &Keys) -> Vec<String> {
-        self.next_up.get(&stored.lock).cloned().unwrap_or_default()
+    fn others(&self, stored: &Keys) -> Vec<Digest> {
+        self.next_up.get(&stored.holds).cloned().unwrap_or_default()
     }
 
     /// A lock script's own reply and the waiters first in line, once the
@@ -709,7 +713,7 @@ impl StandaloneSession {
         reply: Value,
         what: &str,
         limit: Duration,
-    ) -> Result<(Value, Vec<String>)> {
+    ) -> Result<(Value, Vec<Digest>)> {
         let Some((reply, outbox, next)) = reply::split(reply) else {
             return Err(crate::error::Error::internal(format!(
                 "{}: unexpected reply to {what}",
@@ -717,7 +721,12 @@ impl StandaloneSession {
             )));
         };
         if outbox.len() >= 2 && !limit.is_zero() {
-            let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
+            let lists: Vec<Digest> = outbox
+                .iter()
+                .step_by(2)
+                .cloned()
+                .map(Digest::named)
+                .collect();
             let delivered = self.call_within(lock, limit, limit, Retry::Never, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
                     .arg(&outbox)
@@ -729,7 +738,7 @@ impl StandaloneSession {
                 });
             }
         }
-        Ok((reply, next))
+        Ok((reply, next.into_iter().map(Digest::named).collect()))
     }
 
     /// Whether locks live on a Redis Cluster.

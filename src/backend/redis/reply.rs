@@ -24,10 +24,16 @@ pub(super) fn decode<T: FromRedisValue>(reply: Value, name: &str, what: &str) ->
         .map_err(|_| Error::internal(format!("{name}: unexpected reply to {what}")))
 }
 
-impl FromRedisValue for Attempt {
-    fn from_redis_value(reply: Value) -> Result<Self, ParsingError> {
-        parse_attempt(reply).ok_or_else(|| "not a reply to acquire".into())
-    }
+/// An acquire script's `reply` on lock `name`, the owner it names (a
+/// digest, or a Redisson owner field) turned back into the token it stands
+/// for by `owner`; a reply of another shape is an internal error.
+pub(super) fn attempt(
+    reply: Value,
+    name: &str,
+    owner: impl FnOnce(&str) -> Option<Token>,
+) -> Result<Attempt> {
+    parse_attempt(reply, owner)
+        .ok_or_else(|| Error::internal(format!("{name}: unexpected reply to acquire")))
 }
 
 impl FromRedisValue for LockStatus {
@@ -60,16 +66,13 @@ pub(super) fn split(reply: Value) -> Option<(Value, Vec<String>, Vec<String>)> {
 /// acquire.lua's (and redisson_acquire.lua's) reply: `{1, owner, fence, count}`
 /// (held), `{2, held}` (an enclosing hold of a weaker kind), or `{0, pttl,
 /// holder, place}` (taken).
-fn parse_attempt(reply: Value) -> Option<Attempt> {
+fn parse_attempt(reply: Value, owner: impl FnOnce(&str) -> Option<Token>) -> Option<Attempt> {
     let Value::Array(items) = reply else {
         return None;
     };
     match as_int(items.first()?)? {
         1 => Some(Attempt::Acquired(Hold {
-            token: {
-                let owner = as_string(items.get(1)?)?;
-                Token::parse(&owner).or_else(|| Token::from_redisson_field(&owner))?
-            },
+            token: owner(&as_string(items.get(1)?)?)?,
             fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
             count: u64::try_from(as_int(items.get(3)?)?).ok()?,
             // 1, or the entry id of the `acquired` event the script wrote.

@@ -14,7 +14,7 @@ use redis::{RedisResult, Value};
 
 use super::call::Retry;
 use super::keys::Keys;
-use super::reply::decode;
+use super::reply::attempt;
 use super::{StandaloneSession, millis};
 use crate::backend::script;
 use crate::backend::{AcquireRequest, Attempt, LockStatus, Session, Wake};
@@ -40,7 +40,7 @@ fn redisson_record<'a>(
 ) -> script::Invocation<'a> {
     let mut invocation = script::REDISSON_RECORD.key(&stored.history);
     invocation
-        .key(&stored.lock)
+        .key(&stored.holds)
         .key(&stored.fence)
         .arg(cap)
         .arg(millis(crate::lock::event::IDLE))
@@ -93,7 +93,7 @@ impl Session for RedissonSession {
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "held", event));
         let (reply, written): (Value, Option<RedisResult<Value>>) =
             s.call(lock, s.timeout(), Retry::Idempotent, |con| {
-                let mut acquire = script::REDISSON_ACQUIRE.key(&stored.lock);
+                let mut acquire = script::REDISSON_ACQUIRE.key(&stored.holds);
                 acquire
                     .key(&stored.fence)
                     .arg(millis(req.ttl))
@@ -106,7 +106,7 @@ impl Session for RedissonSession {
                 }
             })?;
         let written = written.is_some_and(|r| recorded(lock, r));
-        let mut attempt: Attempt = decode(reply, &lock.name, "acquire")?;
+        let mut attempt = attempt(reply, &lock.name, Token::from_redisson_field)?;
         if let Attempt::Acquired(hold) = &mut attempt {
             hold.recorded = written;
             // A holder listens for no unlock: its subscription (opened
@@ -153,7 +153,7 @@ impl Session for RedissonSession {
         s.follow_master(limit);
         let limit = limit.saturating_sub(start.elapsed());
         let field = token.redisson_field();
-        let hash = Keys::of(lock).lock;
+        let hash = Keys::of(lock).holds;
         let held: i64 = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             script::REDISSON_RENEW
                 .key(&hash)
@@ -186,7 +186,7 @@ impl Session for RedissonSession {
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
         let (left, written): (i64, Option<RedisResult<Value>>) =
             s.call(lock, s.timeout(), Retry::Never, |con| {
-                let mut release = script::REDISSON_RELEASE.key(&stored.lock);
+                let mut release = script::REDISSON_RELEASE.key(&stored.holds);
                 release.key(&channel).arg(&field).arg(sharded);
                 match &record {
                     Some(record) => script::invoke_then(&release, record, con)
@@ -225,9 +225,9 @@ impl Session for RedissonSession {
             let (count, _, _): (i64, i64, i64) = redis::pipe()
                 .atomic()
                 .cmd("HLEN")
-                .arg(&stored.lock)
+                .arg(&stored.holds)
                 .cmd("DEL")
-                .arg(&stored.lock)
+                .arg(&stored.holds)
                 .cmd("PUBLISH")
                 .arg(&channel)
                 .arg(0)

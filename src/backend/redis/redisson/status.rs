@@ -32,7 +32,7 @@ impl RedissonSession {
         let kind: String =
             self.inner
                 .call(lock, self.inner.timeout(), Retry::Idempotent, |con| {
-                    redis::cmd("TYPE").arg(&stored.lock).query(con)
+                    redis::cmd("TYPE").arg(&stored.holds).query(con)
                 })?;
         let free = |fence| LockStatus {
             kind: None,
@@ -52,9 +52,9 @@ impl RedissonSession {
                             redis::pipe()
                                 .atomic()
                                 .cmd("HGETALL")
-                                .arg(&stored.lock)
+                                .arg(&stored.holds)
                                 .cmd("PTTL")
-                                .arg(&stored.lock)
+                                .arg(&stored.holds)
                                 .cmd("GET")
                                 .arg(&stored.fence)
                                 .query(con)
