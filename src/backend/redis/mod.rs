@@ -220,9 +220,10 @@ impl StandaloneSession {
         let others = self.others(&stored);
         let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
-            invocation.arg(token.digest().as_str());
-            for arg in tail {
-                invocation.arg(arg.as_ref());
+            invocation.arg("owner", token.digest().as_str());
+            for (i, arg) in tail.iter().enumerate() {
+                let name = if i == 0 { "history_cap" } else { "event" };
+                invocation.arg(name, arg.as_ref());
             }
             invocation.invoke(con)
         })?;
@@ -251,17 +252,21 @@ impl StandaloneSession {
         let others = self.others(&stored);
         let reply: Value = self.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             let mut invocation = with_keys(&script::RENEW, &stored, token, &others);
-            invocation.arg(token.digest().as_str()).arg(millis(ttl));
+            invocation
+                .arg("owner", token.digest().as_str())
+                .arg("lease_ms", millis(ttl));
             if let Extend::Exactly = extend {
-                invocation.arg("exact");
+                invocation.arg("exact", "exact");
             }
             match invocation.invoke(con) {
                 // The slot is being migrated: renew from the holds' key alone.
                 Err(err) if migrating(&err) => {
                     let mut alone = script::RENEW_ALONE.key(&stored.holds);
-                    alone.arg(token.digest().as_str()).arg(millis(ttl));
+                    alone
+                        .arg("owner", token.digest().as_str())
+                        .arg("lease_ms", millis(ttl));
                     if let Extend::Exactly = extend {
-                        alone.arg("exact");
+                        alone.arg("exact", "exact");
                     }
                     alone.invoke_asking(con)
                 }
@@ -271,7 +276,7 @@ impl StandaloneSession {
         // Any delivery within what is left of the renewal's bound.
         let left = deadline.saturating_sub(start.elapsed());
         let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
-        let (held, now): (i64, u64) = decode(reply, &lock.name, "renew")?;
+        let (held, now) = reply::renewed(reply, &lock.name, "renew")?;
         // Each connection is its own baseline: a reconnection may reach
         // another machine (a failover, a name that now points elsewhere).
         let node = format!("{}#{}", self.spec.display, self.connections);
@@ -297,10 +302,13 @@ impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
         let stored = Keys::of(keys);
-        // Redis knows holders by their tokens' digests only.
-        let digest = req.token.digest();
-        let inherited: Vec<Digest> = req.inherited.iter().map(Token::digest).collect();
-        let listed = inherited
+        // Redis knows holders by their tokens' digests only: the caller's,
+        // then its ancestors'.
+        let digests: Vec<Digest> = iter::once(req.token)
+            .chain(req.inherited)
+            .map(Token::digest)
+            .collect();
+        let listed = digests[1..]
             .iter()
             .map(Digest::as_str)
             .collect::<Vec<_>>()
@@ -313,22 +321,22 @@ impl Session for StandaloneSession {
         let acquire_script = |con: &mut Connection| -> redis::RedisResult<Value> {
             let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token, &others);
             invocation
-                .arg(digest.as_str())
-                .arg(&listed)
-                .arg(millis(req.ttl))
-                .arg(&req.holder.host)
-                .arg(&req.holder.pid)
-                .arg(&req.holder.command)
-                .arg(req.register.map_or(0, millis))
-                .arg(kind)
-                .arg(limit)
-                .arg(if req.fair { "1" } else { "0" })
-                .arg(if req.grant { "1" } else { "0" })
-                .arg(&req.holder.note);
+                .arg("owner", digests[0].as_str())
+                .arg("inherited", &listed)
+                .arg("lease_ms", millis(req.ttl))
+                .arg("host", &req.holder.host)
+                .arg("pid", &req.holder.pid)
+                .arg("command", &req.holder.command)
+                .arg("register_ms", req.register.map_or(0, millis))
+                .arg("kind", kind)
+                .arg("limit", limit)
+                .arg("fair", if req.fair { "1" } else { "0" })
+                .arg("grant", if req.grant { "1" } else { "0" })
+                .arg("note", &req.holder.note);
             if let Some((cap, event)) = record {
-                invocation.arg(cap);
+                invocation.arg("history_cap", cap);
                 for (field, value) in event.fields() {
-                    invocation.arg(field).arg(value);
+                    invocation.arg("event", field).arg("event", value);
                 }
             }
             invocation.invoke(con)
@@ -341,9 +349,9 @@ impl Session for StandaloneSession {
                 // and the call tries again).
                 Err(err) if migrating(&err) => {
                     let mut busy = script::BUSY_ALONE.key(&stored.holds);
-                    busy.arg(kind.to_string()).arg(digest.as_str());
-                    for d in &inherited {
-                        busy.arg(d.as_str());
+                    busy.arg("kind", kind.to_string());
+                    for d in &digests {
+                        busy.arg("owners", d.as_str());
                     }
                     busy.invoke_asking(con)
                 }
@@ -352,27 +360,7 @@ impl Session for StandaloneSession {
         })?;
         let (reply, next) =
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
-        // The hold is named by a digest: back to the token it stands for.
-        let mut unknown = false;
-        let attempt = reply::attempt(reply, &keys.name, |owner| {
-            // Of a token's shape, or not a reply of acquire.lua's.
-            Token::parse(owner)?;
-            let at = iter::once(&digest)
-                .chain(&inherited)
-                .position(|d| d.as_str() == owner);
-            unknown = at.is_none();
-            at.map(|at| match at {
-                0 => req.token.clone(),
-                at => req.inherited[at - 1].clone(),
-            })
-        });
-        if unknown {
-            return Err(Error::internal(format!(
-                "{}: the server named a holder this run does not know",
-                keys.name
-            )));
-        }
-        let mut attempt = attempt?;
+        let mut attempt = reply::acquired(reply, &keys.name, req, &digests)?;
         if let Attempt::Acquired(hold) = &mut attempt {
             self.next_up.insert(stored.holds.clone(), next);
             hold.recorded &= record.is_some();
@@ -471,7 +459,7 @@ impl Session for StandaloneSession {
         let others = self.others(&stored);
         let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             with_keys(&script::LEAVE, &stored, token, &others)
-                .arg(token.digest().as_str())
+                .arg("waiter", token.digest().as_str())
                 .invoke(con)
         })?;
         self.next_up.remove(&stored.holds);
@@ -541,9 +529,12 @@ impl Session for StandaloneSession {
         let idle = millis(crate::lock::event::IDLE);
         let written: i64 = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = script::RECORD.prepare_invoke();
-            invocation.key(&stream).arg(cap).arg(idle);
+            invocation
+                .key(&stream)
+                .arg("history_cap", cap)
+                .arg("idle_ms", idle);
             for (field, value) in event.fields() {
-                invocation.arg(field).arg(value);
+                invocation.arg("event", field).arg("event", value);
             }
             invocation.invoke(con)
         })?;
@@ -635,7 +626,7 @@ impl Session for StandaloneSession {
         self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             script::RAISE_FENCE
                 .key(&fence_key)
-                .arg(fence.0)
+                .arg("fence", fence.0)
                 .invoke::<i64>(con)
                 .map(drop)
         })
@@ -729,7 +720,7 @@ impl StandaloneSession {
                 .collect();
             let delivered = self.call_within(lock, limit, limit, Retry::Never, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
-                    .arg(&outbox)
+                    .arg("outbox", &outbox)
                     .invoke::<i64>(con)
             });
             if let Err(err) = delivered {

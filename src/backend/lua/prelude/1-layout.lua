@@ -45,10 +45,11 @@
 -- Dragonfly, Kvrocks and script-checking proxies enforce). A message for a
 -- wake-up list it was not given goes to OUTBOX instead, which the script
 -- returns: the client delivers it at once with wake.lua, which is given those
--- lists. Every rlock script but status.lua returns {reply, outbox, next}:
--- reply as each script documents it, outbox {digest, message, ...}, next the
--- digests of the first waiters (when the caller holds), whose lists the
--- caller gives its next script (a release then hands over in one call).
+-- lists. Every rlock script but status.lua and wake.lua returns, through done():
+-- REPLY done {reply, outbox, next}: reply as each script documents it, outbox
+--   {digest, message, ...}, next the digests of the first waiters (when the
+--   caller holds), whose lists the caller gives its next script (a release
+--   then hands over in one call).
 --
 -- Lean by design: Redis runs every script on its only thread, and a script's
 -- cost is mostly its number of redis.call()s and the Lua it runs before them.

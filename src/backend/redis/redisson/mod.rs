@@ -42,12 +42,12 @@ fn redisson_record<'a>(
     invocation
         .key(&stored.holds)
         .key(&stored.fence)
-        .arg(cap)
-        .arg(millis(crate::lock::event::IDLE))
-        .arg(field)
-        .arg(when);
+        .arg("history_cap", cap)
+        .arg("idle_ms", millis(crate::lock::event::IDLE))
+        .arg("field", field)
+        .arg("when", when);
     for (name, value) in event.fields() {
-        invocation.arg(name).arg(value);
+        invocation.arg("event", name).arg("event", value);
     }
     invocation
 }
@@ -96,9 +96,9 @@ impl Session for RedissonSession {
                 let mut acquire = script::REDISSON_ACQUIRE.key(&stored.holds);
                 acquire
                     .key(&stored.fence)
-                    .arg(millis(req.ttl))
-                    .arg(&field)
-                    .arg(&inherited);
+                    .arg("lease_ms", millis(req.ttl))
+                    .arg("field", &field)
+                    .arg("inherited", &inherited);
                 match &record {
                     Some(record) => script::invoke_then(&acquire, record, con)
                         .map(|(reply, recorded)| (reply, Some(recorded))),
@@ -157,8 +157,8 @@ impl Session for RedissonSession {
         let held: i64 = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             script::REDISSON_RENEW
                 .key(&hash)
-                .arg(millis(ttl))
-                .arg(&field)
+                .arg("lease_ms", millis(ttl))
+                .arg("field", &field)
                 .invoke(con)
         })?;
         Ok(held == 1)
@@ -187,7 +187,10 @@ impl Session for RedissonSession {
         let (left, written): (i64, Option<RedisResult<Value>>) =
             s.call(lock, s.timeout(), Retry::Never, |con| {
                 let mut release = script::REDISSON_RELEASE.key(&stored.holds);
-                release.key(&channel).arg(&field).arg(sharded);
+                release
+                    .key(&channel)
+                    .arg("field", &field)
+                    .arg("sharded", sharded);
                 match &record {
                     Some(record) => script::invoke_then(&release, record, con)
                         .map(|(left, recorded)| (left, Some(recorded))),
