@@ -7,6 +7,7 @@
 
 pub mod fitness;
 mod local;
+mod protocol;
 mod quorum_status;
 mod redis;
 mod redlock;

@@ -3,6 +3,10 @@
 //! order: the key layout and shared helpers) in front. Each file documents its
 //! KEYS, ARGV, return value and invariant.
 //!
+//! Each [`Script`] lists its ARGV by name, in order, and the shapes of its
+//! replies (`protocol.rs`). A caller names every argument it passes
+//! ([`Invocation::arg`]), which debug builds check against the list.
+//!
 //! A script's SHA1 is computed at build time (`build.rs`; a unit test below
 //! checks each against its text), not in every process: hashing the ~47 KB
 //! of script text cost a run about 0.3 ms. A script is invoked with EVALSHA
@@ -11,71 +15,176 @@
 
 use redis::{Cmd, ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ToRedisArgs, Value};
 
+#[cfg(test)]
+use super::protocol::{self, Shape};
+
 include!(concat!(env!("OUT_DIR"), "/lua_sha.rs"));
 
-/// A Lua script with its SHA1, both fixed at build time.
+/// A Lua script with its SHA1, both fixed at build time, and its protocol.
 #[derive(Debug)]
 pub struct Script {
     code: &'static str,
     hash: &'static str,
+    /// The length of the script's own file, at the end of `code` (after the
+    /// prelude, if any).
+    own: usize,
+    /// Its ARGV by name, in order; a last name ending in `..` is that of
+    /// every argument from there on.
+    argv: &'static [&'static str],
+    /// The shapes of its replies (and of the arrays inside them), which
+    /// `redis/reply.rs` reads through `protocol.rs`'s constants.
+    #[cfg(test)]
+    replies: &'static [&'static Shape],
 }
 
-/// `lua/NAME.lua` after the prelude (`prelude`), or alone (`plain`).
+/// `lua/NAME.lua` after the prelude (`prelude`), or alone (`plain`), with
+/// its ARGV names and reply shapes.
 macro_rules! script {
-    (prelude $file:tt) => {
+    (prelude $file:tt, $argv:expr, $replies:expr) => {
         Script {
             code: concat!(prelude!(), include_str!($file)),
             hash: lua_sha!($file, prelude),
+            own: include_str!($file).len(),
+            argv: $argv,
+            #[cfg(test)]
+            replies: $replies,
         }
     };
-    (plain $file:tt) => {
+    (plain $file:tt, $argv:expr, $replies:expr) => {
         Script {
             code: include_str!($file),
             hash: lua_sha!($file, plain),
+            own: include_str!($file).len(),
+            argv: $argv,
+            #[cfg(test)]
+            replies: $replies,
         }
     };
 }
 
 /// Take or re-enter a hold; register as a waiter when it cannot be had.
-pub static ACQUIRE: Script = script!(prelude "lua/acquire.lua");
+pub static ACQUIRE: Script = script!(
+    prelude "lua/acquire.lua",
+    &[
+        "owner",
+        "inherited",
+        "lease_ms",
+        "host",
+        "pid",
+        "command",
+        "register_ms",
+        "kind",
+        "limit",
+        "fair",
+        "grant",
+        "note",
+        "history_cap",
+        "event..",
+    ],
+    &[&protocol::DONE, &protocol::HELD, &protocol::TAKEN, &protocol::HOLDER, &protocol::WEAKER]
+);
 /// Extend a hold's lease if the token still holds the lock.
-pub static RENEW: Script = script!(prelude "lua/renew.lua");
+pub static RENEW: Script = script!(
+    prelude "lua/renew.lua",
+    &["owner", "lease_ms", "exact"],
+    &[&protocol::DONE, &protocol::RENEWED]
+);
 /// Drop one hold; when a hold ends, wake the waiters that can now acquire.
-pub static RELEASE: Script = script!(prelude "lua/release.lua");
+pub static RELEASE: Script = script!(
+    prelude "lua/release.lua",
+    &["owner", "history_cap", "event.."],
+    &[&protocol::DONE]
+);
 /// Deregister a waiter that gives up, waking those it was holding back.
-pub static LEAVE: Script = script!(prelude "lua/leave.lua");
+pub static LEAVE: Script = script!(
+    prelude "lua/leave.lua",
+    &["waiter"],
+    &[&protocol::DONE]
+);
 /// A read-only look at one lock (`status`, `list`).
-pub static STATUS: Script = script!(prelude "lua/status.lua");
+pub static STATUS: Script = script!(
+    prelude "lua/status.lua",
+    &[],
+    &[&protocol::STATUS, &protocol::HOLDING, &protocol::WAITING]
+);
 /// End every hold (`release --force`) and wake the waiters.
-pub static FORCE: Script = script!(prelude "lua/force.lua");
+pub static FORCE: Script = script!(
+    prelude "lua/force.lua",
+    &[],
+    &[&protocol::DONE]
+);
 /// Deliver the wake-ups and handoffs another script returned in its outbox
 /// (they were for lists it was not given).
-pub static WAKE: Script = script!(prelude "lua/wake.lua");
+pub static WAKE: Script = script!(
+    prelude "lua/wake.lua",
+    &["outbox.."],
+    &[]
+);
 /// Renew a hold from the holds' key alone (a Cluster slot being migrated).
-pub static RENEW_ALONE: Script = script!(plain "lua/renew_alone.lua");
+pub static RENEW_ALONE: Script = script!(
+    plain "lua/renew_alone.lua",
+    &["owner", "lease_ms", "exact"],
+    &[&protocol::DONE, &protocol::RENEWED]
+);
 /// Say who holds a lock from the holds' key alone (a Cluster slot being migrated).
-pub static BUSY_ALONE: Script = script!(plain "lua/busy_alone.lua");
+pub static BUSY_ALONE: Script = script!(
+    plain "lua/busy_alone.lua",
+    &["kind", "owners.."],
+    &[&protocol::DONE, &protocol::TAKEN, &protocol::HOLDER]
+);
 /// Add one event to a lock's history, known only after the script that made it.
-pub static RECORD: Script = script!(plain "lua/record.lua");
+pub static RECORD: Script = script!(
+    plain "lua/record.lua",
+    &["history_cap", "idle_ms", "event.."],
+    &[]
+);
 
 /// `--redisson`: take or re-enter a lock in Redisson's own layout.
-pub static REDISSON_ACQUIRE: Script = script!(plain "lua/redisson_acquire.lua");
+pub static REDISSON_ACQUIRE: Script = script!(
+    plain "lua/redisson_acquire.lua",
+    &["lease_ms", "field", "inherited"],
+    &[&protocol::HELD, &protocol::TAKEN]
+);
 /// `--redisson`: Redisson's renewal.
-pub static REDISSON_RENEW: Script = script!(plain "lua/redisson_renew.lua");
+pub static REDISSON_RENEW: Script = script!(
+    plain "lua/redisson_renew.lua",
+    &["lease_ms", "field"],
+    &[]
+);
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
-pub static REDISSON_RELEASE: Script = script!(plain "lua/redisson_release.lua");
+pub static REDISSON_RELEASE: Script = script!(
+    plain "lua/redisson_release.lua",
+    &["field", "sharded"],
+    &[]
+);
 /// `--redisson`: an event for the history, sent with the script that made it.
-pub static REDISSON_RECORD: Script = script!(plain "lua/redisson_record.lua");
+pub static REDISSON_RECORD: Script = script!(
+    plain "lua/redisson_record.lua",
+    &["history_cap", "idle_ms", "field", "when", "event.."],
+    &[]
+);
 
 /// Redlock: lift one server's fencing counter to the quorum's largest fence.
-pub static RAISE_FENCE: Script = script!(plain "lua/raise_fence.lua");
+pub static RAISE_FENCE: Script = script!(
+    plain "lua/raise_fence.lua",
+    &["fence"],
+    &[]
+);
 
 /// `rlock check`: a script that reads the server's clock (TIME), as every
 /// lock script does; loaded with SCRIPT LOAD and run with EVALSHA, the path
 /// the lock scripts take.
-pub static CHECK_SCRIPT: Script = script!(plain "lua/check_script.lua");
+pub static CHECK_SCRIPT: Script = script!(
+    plain "lua/check_script.lua",
+    &[],
+    &[]
+);
 /// `rlock check`: whether another connection can see a script half done.
-pub static CHECK_ATOMIC: Script = script!(plain "lua/check_atomic.lua");
+pub static CHECK_ATOMIC: Script = script!(
+    plain "lua/check_atomic.lua",
+    &["steps", "life_ms"],
+    &[]
+);
 
 /// The lock scripts, for naming the line a server refused.
 static LOCK_SCRIPTS: [&Script; 15] = [
@@ -120,7 +229,31 @@ impl Script {
             script: self,
             keys: Vec::new(),
             args: Vec::new(),
+            named: 0,
         }
+    }
+
+    /// The script's own file (the prelude, if any, left out).
+    pub(super) fn own_text(&self) -> &'static str {
+        &self.code[self.code.len() - self.own..]
+    }
+
+    /// The prelude in front of the script's own file ("" for a plain one).
+    #[cfg(test)]
+    pub(super) fn prelude(&self) -> &'static str {
+        &self.code[..self.code.len() - self.own]
+    }
+
+    /// The script's ARGV names, in order.
+    #[cfg(test)]
+    pub(super) fn argv(&self) -> &'static [&'static str] {
+        self.argv
+    }
+
+    /// The shapes of the script's replies.
+    #[cfg(test)]
+    pub(super) fn replies(&self) -> &'static [&'static Shape] {
+        self.replies
     }
 }
 
@@ -129,6 +262,8 @@ pub struct Invocation<'a> {
     script: &'a Script,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
+    /// How many of the script's ARGV names the arguments so far took.
+    named: usize,
 }
 
 impl Invocation<'_> {
@@ -138,10 +273,28 @@ impl Invocation<'_> {
         self
     }
 
-    /// Appends an argument (`ARGV[i]` in the script).
-    pub fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+    /// Appends the argument the script calls `name`: the next of its ARGV
+    /// names, or one more of a last `name..`. Debug builds check the name
+    /// against the script's list, so that no argument lands in another's
+    /// place.
+    pub fn arg<T: ToRedisArgs>(&mut self, name: &str, arg: T) -> &mut Self {
+        if cfg!(debug_assertions) {
+            self.expect(name);
+        }
         arg.write_redis_args(&mut self.args);
         self
+    }
+
+    /// Panics unless `name` is the argument the script takes next.
+    fn expect(&mut self, name: &str) {
+        match self.script.argv.get(self.named) {
+            Some(listed) if listed.strip_suffix("..") == Some(name) => {}
+            Some(listed) if *listed == name => self.named += 1,
+            listed => panic!(
+                "{}: argument {name} given where the script takes {listed:?}",
+                self.script.own_text().lines().next().unwrap_or_default()
+            ),
+        }
     }
 
     /// The EVALSHA command alone, for a pipeline (where a script is not
@@ -181,6 +334,15 @@ impl Invocation<'_> {
             result => result,
         }
     }
+}
+
+/// Every script, rlock's lock scripts and `check`'s.
+#[cfg(test)]
+pub(super) fn every_script() -> impl Iterator<Item = &'static Script> {
+    LOCK_SCRIPTS
+        .iter()
+        .copied()
+        .chain([&CHECK_SCRIPT, &CHECK_ATOMIC])
 }
 
 /// `first`, then `then`, in one round trip: `then` is a script that checks
@@ -248,6 +410,24 @@ mod tests {
                 script.code.lines().next().unwrap_or("")
             );
         }
+    }
+
+    #[test]
+    fn an_argument_is_named_as_the_script_takes_it() {
+        let mut release = RELEASE.prepare_invoke();
+        release
+            .arg("owner", "d")
+            .arg("history_cap", 0)
+            .arg("event", "retract")
+            .arg("event", "1-0");
+        assert_eq!(release.args.len(), 4);
+        let misplaced = std::panic::catch_unwind(|| {
+            RENEW
+                .prepare_invoke()
+                .arg("owner", "d")
+                .arg("exact", "exact");
+        });
+        assert!(misplaced.is_err(), "exact given in lease_ms's place");
     }
 
     #[test]

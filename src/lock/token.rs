@@ -1,7 +1,9 @@
-//! Owner tokens and fencing tokens.
+//! Owner tokens, their digests, and fencing tokens.
 //!
 //! An owner token is 128 random bits in hex: it names one holder and is a
-//! capability to release that hold, so it is never printed in messages.
+//! capability to release that hold, so it is never printed in messages. Its
+//! digest is the name Redis knows the holder by, a type of its own so that
+//! neither is ever taken for the other.
 
 use std::fmt;
 
@@ -53,12 +55,32 @@ impl Token {
 
     /// The name Redis knows this holder by: a one-way digest of the token
     /// (the first 128 bits of its SHA-1), so that whoever can read Redis
-    /// learns nothing that `release`, `renew` or RLOCK_TOKENS accept. A
-    /// token of its own shape: a digest given back as a token is digested
-    /// again and names no holder.
-    pub fn digest(&self) -> Token {
+    /// learns nothing that `release`, `renew` or RLOCK_TOKENS accept. Of a
+    /// token's shape: a digest given back as a token is digested again and
+    /// names no holder.
+    pub fn digest(&self) -> Digest {
         let hex = sha1_smol::Sha1::from(self.0.as_bytes()).hexdigest();
-        Token(hex[..32].to_owned())
+        Digest(hex[..32].to_owned())
+    }
+}
+
+/// The name Redis knows one holder or waiter by (rlock's own layout): the
+/// digest of its [`Token`], 32 lowercase hex digits. Not a capability: it
+/// may be shown, sent and stored, and nothing accepts it as a token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Digest(String);
+
+impl Digest {
+    /// A digest a script named (a holder or a waiter of the lock, read from
+    /// its keys), taken as the script wrote it: the keys it names are the
+    /// scripts' to judge.
+    pub fn named(text: String) -> Self {
+        Digest(text)
+    }
+
+    /// The digest's text, as Redis keeps it.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -148,10 +170,12 @@ mod tests {
         let token = Token::parse(&"ab".repeat(16)).unwrap();
         let digest = token.digest();
         assert_eq!(digest, token.digest());
-        assert_ne!(digest, token);
-        assert_ne!(digest.digest(), digest);
+        assert_ne!(digest.as_str(), token.as_str());
         assert_eq!(digest.as_str().len(), 32);
-        assert!(Token::parse(digest.as_str()).is_some());
+        // A digest given back as a token names no holder: its own digest
+        // is another.
+        let as_token = Token::parse(digest.as_str()).unwrap();
+        assert_ne!(as_token.digest(), digest);
     }
 
     #[test]

@@ -1,29 +1,41 @@
 -- acquire.lua: take or re-enter a hold (exclusive, shared or semaphore), or
 -- register as a waiter. KEYS: see prelude/1-layout.lua.
 --
--- ARGV[1] fresh owner token of this caller
--- ARGV[2] inherited owner tokens, comma-separated (RLOCK_TOKENS), or ""
--- ARGV[3] lease in ms
--- ARGV[4] host   ARGV[5] pid   ARGV[6] command   (holder metadata)
--- ARGV[7] waiter registration in ms: 0 = do not register as a waiter on failure
--- ARGV[8] kind: x, s or m       ARGV[9] limit (m)       ARGV[10] "1" for --fair
--- ARGV[11] "1": a registered waiter may be handed the lock directly (a release
---          makes it the holder and pushes "g<fence>" to its list)
--- ARGV[12] the holder's note (--note, a CI job's URL), or ""
--- ARGV[13] history cap (0 or absent: none), ARGV[14]... the `acquired` event's
---          fields, recorded in KEYS[8] with the fence when a new hold is made
---          (see add_event)
+-- ARGV[1] owner: the digest of this caller's fresh owner token
+-- ARGV[2] inherited: the digests of the inherited owner tokens (RLOCK_TOKENS),
+--         comma-separated, or ""
+-- ARGV[3] lease_ms: the lease in ms
+-- ARGV[4] host: the holder's host (holder metadata)
+-- ARGV[5] pid: the holder's pid
+-- ARGV[6] command: the holder's command
+-- ARGV[7] register_ms: waiter registration in ms: 0 = do not register as a
+--         waiter on failure
+-- ARGV[8] kind: x, s or m
+-- ARGV[9] limit: the semaphore's limit (m)
+-- ARGV[10] fair: "1" for --fair
+-- ARGV[11] grant: "1": a registered waiter may be handed the lock directly (a
+--          release makes it the holder and pushes "g<fence>" to its list)
+-- ARGV[12] note: the holder's note (--note, a CI job's URL), or ""
+-- ARGV[13] history_cap: the history cap (0 or absent: none)
+-- ARGV[14..] event: the `acquired` event's fields, recorded in KEYS[8] with
+--          the fence when a new hold is made (see add_event)
 --
--- Returns (through done() in prelude/1-layout.lua, with the outbox and the next waiters)
--- {1, token, fence, count[, new]} when held: token is the owner that now holds
--- (an inherited one on re-entry), count its hold count after this call, and a
--- fifth element when a new hold was made: the id of its `acquired` event in
--- the history (when ARGV[13] gave a cap and the write succeeded), else 1;
--- {0, wait-ms, holder, place} when not: wait-ms is how long until a holder's
--- lease or another waiter's registration could run out (-1: neither), holder
--- {host, pid, command, held-for-ms, note} of a current holder or false, place
--- the caller's place among the registered waiters (1: first) or false;
--- {2, kind} when an enclosing run holds the lock as a weaker kind (no upgrade).
+-- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
+-- with the outbox and the next waiters; reply is one of:
+-- REPLY held {1, owner, fence, count, event?} when held: owner is the digest
+--   that now holds (an inherited one on re-entry), count its hold count after
+--   this call, and event there when a new hold was made: the id of its
+--   `acquired` event in the history (when ARGV[13] gave a cap and the write
+--   succeeded), else 1;
+-- REPLY taken {0, wait_ms, holder, place?} when not: wait_ms is how long until
+--   a holder's lease or another waiter's registration could run out (-1:
+--   neither), holder a current holder or false, place the caller's place
+--   among the registered waiters (1: first) or false;
+-- REPLY holder {host, pid, command, held_ms, note?, earlier?}: a holder,
+--   held_ms how long it has held, earlier "earlier" for an earlier rlock's
+--   hold (whose details this layout does not read);
+-- REPLY weaker {2, kind} when an enclosing run holds the lock as a weaker
+--   kind (no upgrade).
 --
 -- Invariants: holders are compatible (one exclusive; or any number of shared;
 -- or semaphore holders fewer than every one's limit); a new hold gets a fence
@@ -43,7 +55,7 @@ local kind_code = kind == 'm' and (kind .. limit) or kind
 -- six commands. A key of another type exists, so it is never taken here;
 -- the counter is read with redis.pcall, and a read that fails is explained by
 -- foreign_key() (WRONGTYPE) or passed on.
-if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_LOCK) == 0 then
+if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_BASE) == 0 then
     local text = redis.pcall('GET', K_FENCE)
     if type(text) == 'table' then return foreign_key() or text end
     local last = counter_value(text)
@@ -96,7 +108,7 @@ if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
 if H.prune(gone) then mine = redis.call('ZSCORE', K_WAITERS, token) end
 
 -- A repeated request (a retry after an interrupted reply, or a waiter that
--- was handed the lock as it gave up blocking) by the token that already holds
+-- was handed the lock as it gave up blocking) by the owner that already holds
 -- the lock changes nothing; its wake-up list is done with.
 local function lengthen(h)
     local until_ms = NOW + ttl
@@ -151,7 +163,7 @@ end
 local hkind, hn, hcap, record = H.holders_state()
 if H.compatible(kind, limit, hkind, hn, hcap) and queue_allows() then
     -- A new hold is never taken beside another program's key at KEYS[9].
-    if redis.call('EXISTS', K_LOCK) == 1 then return foreign_key() end
+    if redis.call('EXISTS', K_BASE) == 1 then return foreign_key() end
     local fence, err = H.hold(token, ttl, kind, limit, info)
     if not fence then return err end
     local was_waiting = mine

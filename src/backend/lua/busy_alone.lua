@@ -6,12 +6,16 @@
 -- caller tries the full script again. KEYS[1]: the holds (see
 -- prelude/1-layout.lua).
 --
--- ARGV[1] the kind asked for: x, s or m (semaphore)
--- ARGV[2..] the caller's owner digest and its ancestors' (re-entry)
+-- ARGV[1] kind: the kind asked for: x, s or m (semaphore)
+-- ARGV[2..] owners: the caller's owner digest and its ancestors' (re-entry)
 --
--- Returns acquire.lua's reply for a lock that is taken: {{0, wait-ms, holder,
--- false}, {}, {}}, wait-ms until the soonest of the holds' leases ends,
--- holder {host, pid, command, held-for-ms, note} of one holder (or false).
+-- Returns acquire.lua's reply for a lock that is taken, with an empty outbox
+-- and no next waiters:
+-- REPLY done {reply, outbox, next}
+-- REPLY taken {0, wait_ms, holder, place?}: wait_ms until the soonest of the
+--   holds' leases ends, place false;
+-- REPLY holder {host, pid, command, held_ms, note?, earlier?}: one holder (or
+--   false), never earlier.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -6,7 +6,8 @@
 -- half done, and no lock script could exclude anything there.
 --
 -- KEYS[1]: the probe hash (under the prefix, never a lock's key).
--- ARGV[1]: the steps; ARGV[2]: the probe's life in ms (it outlives no check).
+-- ARGV[1] steps: how many steps
+-- ARGV[2] life_ms: the probe's life in ms (it outlives no check)
 -- Returns the counter after the steps.
 redis.call('HINCRBY', KEYS[1], 'n', 0)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -1,9 +1,12 @@
 -- force.lua: `release --force`: end every hold of the lock, whoever owns it,
 -- and wake the waiters that can now acquire. KEYS: see prelude/1-layout.lua.
 --
--- Returns (through done() in prelude/1-layout.lua, with the outbox) the number of holds removed (0: nothing held the lock). A removed
--- holder's next renewal finds it gone (renew.lua returns 0), so its `rlock
--- run` stops COMMAND and exits 70.
+-- No ARGV.
+--
+-- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
+-- with the outbox; reply is the number of holds removed (0: nothing held the
+-- lock). A removed holder's next renewal finds it gone (renew.lua's held is
+-- 0), so its `rlock run` stops COMMAND and exits 70.
 
 local H, refused = begin(function() return foreign_key() or acl_refusal() end)
 if not H then return refused end

@@ -1,10 +1,12 @@
 -- leave.lua: a waiter gives up (wait elapsed, signal) and leaves nothing
 -- behind. KEYS: see prelude/1-layout.lua (KEYS[7] is the leaving waiter's list).
 --
--- ARGV[1] the waiter's token
+-- ARGV[1] waiter: the waiter's owner digest
 --
--- Returns 1 (through done() in prelude/1-layout.lua, with the outbox). Waiters its departure unblocks (it was an exclusive request ahead
--- of shared ones, or it had consumed a wake-up) are woken. A hold it was
+-- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
+-- with the outbox; reply is 1. Waiters its departure unblocks (it was an
+-- exclusive request ahead of shared ones, or it had consumed a wake-up) are
+-- woken. A hold it was
 -- handed while giving up (see admit in prelude/5-helpers.lua) is given back: the waiter
 -- never ran anything under it.
 

@@ -3,7 +3,8 @@
 -- quorum, which shares at least one server with this one, hands out a larger
 -- fence. Never lowers it; never overwrites a value that is not a counter.
 --
--- KEYS[1] the lock's fence counter     ARGV[1] the fence to raise it to
+-- KEYS[1] the lock's fence counter
+-- ARGV[1] fence: the fence to raise it to
 -- Returns the counter's value afterwards.
 --
 -- Fences stay below 2^53, so tonumber compares them exactly; ARGV[1] is

@@ -4,9 +4,9 @@
 -- several names). Not prefixed with the prelude.
 --
 -- KEYS[1] the lock's history stream (in the lock's slot)
--- ARGV[1] cap: the stream keeps that many entries (XADD MAXLEN, exact)
--- ARGV[2] expiry in ms after this event
--- ARGV[3]... the event's field/value pairs
+-- ARGV[1] history_cap: the stream keeps that many entries (XADD MAXLEN, exact)
+-- ARGV[2] idle_ms: expiry in ms after this event
+-- ARGV[3..] event: the event's field/value pairs
 --
 -- Returns 1 when written, 0 when KEYS[1] holds another type (never touched).
 

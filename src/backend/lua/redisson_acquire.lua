@@ -5,11 +5,13 @@
 -- KEYS[1] NAME             hash  "<uuid>:<thread-id>" -> hold count, PEXPIRE = lease
 -- KEYS[2] {NAME}:rlock-fence string, the last fence rlock handed out (same slot
 --                            as NAME; next fence as in prelude/3-fence.lua's next_fence)
--- ARGV[1] lease in ms
--- ARGV[2] this caller's owner field ("<uuid>:1")
--- ARGV[3] inherited owner fields, comma-separated, or ""
+-- ARGV[1] lease_ms: the lease in ms
+-- ARGV[2] field: this caller's owner field ("<uuid>:1")
+-- ARGV[3] inherited: inherited owner fields, comma-separated, or ""
 --
--- Returns {1, field, fence, count} when held, {0, pttl, false} when not.
+-- REPLY held {1, owner, fence, count} when held, owner the field that holds;
+-- REPLY taken {0, wait_ms, holder} when not: wait_ms the lock's PTTL, holder
+--   false.
 
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then

@@ -8,10 +8,11 @@
 --
 -- KEYS[1] the history stream ({NAME}:rlock-history, NAME's slot)
 -- KEYS[2] NAME, Redisson's lock hash    KEYS[3] {NAME}:rlock-fence
--- ARGV[1] cap: the stream keeps that many entries (XADD MAXLEN, exact)
--- ARGV[2] expiry in ms after this event
--- ARGV[3] the owner field    ARGV[4] "held" or "gone": the lock as the event needs it
--- ARGV[5]... the event's field/value pairs (the fence is added for "held")
+-- ARGV[1] history_cap: the stream keeps that many entries (XADD MAXLEN, exact)
+-- ARGV[2] idle_ms: expiry in ms after this event
+-- ARGV[3] field: the owner field
+-- ARGV[4] when: "held" or "gone": the lock as the event needs it
+-- ARGV[5..] event: the event's field/value pairs (the fence is added for "held")
 --
 -- Returns 1 when written, 0 when the lock is not as the event says, -1 when
 -- KEYS[1] holds another type (never touched).

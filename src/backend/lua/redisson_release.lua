@@ -8,7 +8,8 @@
 -- server before 7 has no SPUBLISH, and nobody there listens for it.)
 --
 -- KEYS[1] NAME   KEYS[2] redisson_lock__channel:{NAME}
--- ARGV[1] owner field   ARGV[2] '1' on a Cluster
+-- ARGV[1] field: the owner field
+-- ARGV[2] sharded: '1' on a Cluster
 -- Returns -1 when the field does not hold the lock, else the count left.
 
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then

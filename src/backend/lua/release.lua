@@ -1,15 +1,16 @@
 -- release.lua: give up one hold; when the owner's count reaches zero its hold
 -- ends and the waiters that can now acquire are woken. KEYS: see prelude/1-layout.lua.
 --
--- ARGV[1] owner token
--- ARGV[2] history cap (0 or absent: none), ARGV[3]... the event's fields,
---         recorded in KEYS[8] when the hold ends (see add_event); or 0,
---         "retract", and the id of the hold's `acquired` event, which goes
---         (a hold given back in the round that took it: no run held it)
+-- ARGV[1] owner: the owner digest
+-- ARGV[2] history_cap: the history cap (0 or absent: none)
+-- ARGV[3..] event: the event's fields, recorded in KEYS[8] when the hold ends
+--         (see add_event); or, after a cap of 0, "retract" and the id of the
+--         hold's `acquired` event, which goes (a hold given back in the round
+--         that took it: no run held it)
 --
--- Returns (through done() in prelude/1-layout.lua, with the outbox) -1 when ARGV[1] does not
--- hold the lock (nothing changed), otherwise
--- the owner's hold count left (0 = its hold ended).
+-- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
+-- with the outbox; reply is -1 when ARGV[1] does not hold the lock (nothing
+-- changed), otherwise the owner's hold count left (0 = its hold ended).
 
 local token = ARGV[1]
 

@@ -1,19 +1,21 @@
 -- renew.lua: extend a hold's lease (the watchdog's renewal). KEYS: see prelude/1-layout.lua.
 --
--- ARGV[1] owner token
--- ARGV[2] lease in ms
--- ARGV[3] "exact" (optional): the lease lasts exactly ARGV[2] ms from now, even
---         when that shortens it (the caller saw the server's clock step back,
---         which made every lease on the server longer), unless the hold was
---         re-entered (a nested run may need the longer lease)
+-- ARGV[1] owner: the owner digest
+-- ARGV[2] lease_ms: the lease in ms
+-- ARGV[3] exact: "exact" (optional): the lease lasts exactly ARGV[2] ms from
+--         now, even when that shortens it (the caller saw the server's clock
+--         step back, which made every lease on the server longer), unless the
+--         hold was re-entered (a nested run may need the longer lease)
 --
--- Returns (through done() in prelude/1-layout.lua: the outbox, and the waiters first in
--- line when it holds) {1, now} when ARGV[1] still holds the lock (its lease now lasts at
--- least ARGV[2] ms from the moment the server ran this script), {0, now} when it does
--- not (released, forced, flushed, or its lease ran out); now is the server's clock in
--- ms, by which the caller tells a step of that clock. Only lengthens (unless
--- "exact"): a nested holder with a shorter lease never cuts an enclosing holder's
--- lease short.
+-- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
+-- with the outbox, and the waiters first in line when it holds; reply is
+-- REPLY renewed {held, now}: held 1 when ARGV[1] still holds the lock (its
+--   lease now lasts at least ARGV[2] ms from the moment the server ran this
+--   script), 0 when it does not (released, forced, flushed, or its lease ran
+--   out); now is the server's clock in ms, by which the caller tells a step
+--   of that clock.
+-- Only lengthens (unless "exact"): a nested holder with a shorter lease never
+-- cuts an enclosing holder's lease short.
 
 local H, refused = begin(acl_refusal)
 if not H then return refused end

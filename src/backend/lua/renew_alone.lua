@@ -8,13 +8,15 @@
 -- woken here (their keys may be on the other node): the next full renewal
 -- does that. KEYS[1]: the holds (see prelude/1-layout.lua).
 --
--- ARGV[1] owner digest
--- ARGV[2] lease in ms
--- ARGV[3] "exact" (optional): as renew.lua's
+-- ARGV[1] owner: the owner digest
+-- ARGV[2] lease_ms: the lease in ms
+-- ARGV[3] exact: "exact" (optional): as renew.lua's
 --
--- Returns renew.lua's reply: {{1, now}, {}, {}} when ARGV[1] still holds the
--- lock (its lease now lasts at least ARGV[2] ms from now), {{0, now}, {}, {}}
--- when it does not; now is the server's clock in ms.
+-- Returns renew.lua's reply, with an empty outbox and no next waiters:
+-- REPLY done {reply, outbox, next}
+-- REPLY renewed {held, now}: held 1 when ARGV[1] still holds the lock (its
+--   lease now lasts at least ARGV[2] ms from now), 0 when it does not; now is
+--   the server's clock in ms.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

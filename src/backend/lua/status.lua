@@ -2,13 +2,17 @@
 -- prelude/1-layout.lua (KEYS[7] is unused). Writes nothing: holders whose lease has run
 -- out and waiters whose registration lapsed are left out, not pruned.
 --
--- Returns {kind, limit, fence, waiting, holders, waiters}, kind "" when nobody
--- holds the lock, holders a list of {host, pid, command, since-ms, ttl-ms,
--- note}, waiters the first WAITERS_SHOWN live waiters in arrival order as
--- {host, pid, note, waiting-ms} (as their registration recorded them); never
--- owner tokens. The hold of an earlier rlock version (see read_holds in
--- prelude/4-holds.lua) is one exclusive holder {"", "", "", 0, ttl-ms, "", "earlier"}:
--- this layout does not read that version's details.
+-- No ARGV.
+--
+-- REPLY status {kind, limit, fence, waiting, holders, waiters}: kind "" when
+--   nobody holds the lock, holders a list of holdings, waiters the first
+--   WAITERS_SHOWN live waiters in arrival order (as their registration
+--   recorded them); never owner digests.
+-- REPLY holding {host, pid, command, since_ms, ttl_ms, note?, earlier?}: the
+--   hold of an earlier rlock version (see read_holds in prelude/4-holds.lua)
+--   is one exclusive holding {"", "", "", 0, ttl_ms, "", "earlier"}: this
+--   layout does not read that version's details.
+-- REPLY waiting {host, pid, note, waiting_ms}
 
 clock()
 local now_text = digits(NOW)
@@ -20,7 +24,7 @@ local now_text = digits(NOW)
 -- the README's ACL rules list it, not ZCARD), which also checks their types.
 local holds, unread = read_holds()
 if not holds then return unread end
-if not EARLIER and redis.call('EXISTS', K_LOCK) == 1 then return foreign_key() end
+if not EARLIER and redis.call('EXISTS', K_BASE) == 1 then return foreign_key() end
 local fence_value = redis.pcall('GET', K_FENCE)
 local waiting = redis.pcall('ZCOUNT', K_WEXP, '(' .. now_text, '+inf')
 local xwaiting = redis.pcall('ZCOUNT', K_XWAIT, '-inf', '+inf')

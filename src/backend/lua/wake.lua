@@ -2,7 +2,7 @@
 -- were for wake-up lists it was not given). KEYS: see prelude/1-layout.lua; KEYS[10..]
 -- are the lists of the waiters named in ARGV.
 --
--- ARGV: digest, message, digest, message, ... as an outbox holds them.
+-- ARGV[1..] outbox: digest, message, digest, message, ... as an outbox holds them.
 --
 -- Returns the number of messages delivered. Each is checked against the lock
 -- as it is now, since the script that wrote it ran: a wake-up ("w") only for

@@ -26,6 +26,19 @@ const FAILOVER_WINDOW: Duration = Duration::from_secs(10);
 /// Pause between two tries during a failover.
 pub(super) const FAILOVER_PAUSE: Duration = Duration::from_millis(100);
 
+/// Whether a request may be sent again when its reply did not come (a stop
+/// and continue cut the read short, or a Sentinel failover dropped the
+/// connection): the server may have run it already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Retry {
+    /// Running it twice does what running it once does (a read, a renewal,
+    /// an acquire by the token that already holds): it may be sent again.
+    Idempotent,
+    /// Running it twice may do it twice (a release decrements a hold
+    /// count): sent once. A redirection that did not run it is still followed.
+    Never,
+}
+
 /// True for a call cut short by EINTR.
 pub(super) fn interrupted(err: &RedisError) -> bool {
     std::error::Error::source(err)
@@ -36,15 +49,15 @@ pub(super) fn interrupted(err: &RedisError) -> bool {
 
 impl StandaloneSession {
     /// Runs `op`, each try within `limit`. A socket call with a timeout fails
-    /// with EINTR when the process is stopped and continued (signal(7)); an
-    /// `idempotent` call is then tried again on a fresh connection. Behind
-    /// Sentinel, an idempotent call also rides out a failover: it asks the
+    /// with EINTR when the process is stopped and continued (signal(7)); a
+    /// [`Retry::Idempotent`] call is then tried again on a fresh connection.
+    /// Behind Sentinel, such a call also rides out a failover: it asks the
     /// sentinels for the master again for up to [`FAILOVER_WINDOW`].
     pub(super) fn call<T>(
         &mut self,
         lock: &LockId,
         limit: Duration,
-        idempotent: bool,
+        retry: Retry,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
         self.follow_master(limit);
@@ -52,7 +65,7 @@ impl StandaloneSession {
             Source::Sentinel(_) => limit.max(FAILOVER_WINDOW),
             Source::Fixed(_) | Source::Rotating(_) | Source::Cluster(_) => limit,
         };
-        self.call_within(lock, limit, window, idempotent, op)
+        self.call_within(lock, limit, window, retry, op)
     }
 
     /// [`call`](Self::call), giving up after `window` in all.
@@ -61,7 +74,7 @@ impl StandaloneSession {
         lock: &LockId,
         limit: Duration,
         window: Duration,
-        idempotent: bool,
+        retry: Retry,
         op: impl Fn(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
         let deadline = Instant::now() + window;
@@ -73,12 +86,16 @@ impl StandaloneSession {
                     self.answered = true;
                     return Ok(value);
                 }
-                Err(err) if idempotent && retries < INTERRUPTED_RETRIES && interrupted(&err) => {
+                Err(err)
+                    if retry == Retry::Idempotent
+                        && retries < INTERRUPTED_RETRIES
+                        && interrupted(&err) =>
+                {
                     self.con = None;
                     retries += 1;
                 }
                 Err(err)
-                    if idempotent
+                    if retry == Retry::Idempotent
                         && matches!(*self.source, Source::Sentinel(_))
                         && failing_over(&err)
                         && Instant::now() + FAILOVER_PAUSE < deadline =>

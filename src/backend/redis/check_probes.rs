@@ -316,8 +316,8 @@ impl StandaloneSession {
             session.ask(|con| {
                 script::CHECK_ATOMIC
                     .key(key)
-                    .arg(STEPS)
-                    .arg(PROBE_LIFE_MS)
+                    .arg("steps", STEPS)
+                    .arg("life_ms", PROBE_LIFE_MS)
                     .invoke::<u64>(con)
             })
         };

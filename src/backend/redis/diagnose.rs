@@ -304,10 +304,10 @@ pub fn acl_denial(err: &RedisError, lock: &LockId) -> Option<String> {
         // Redis 7.0 says "... one of the keys used as arguments", Redis 7.2+ and
         // Valkey "No permissions to access a key" (and likewise for channels).
         if detail.contains(" key") {
-            let lock = Keys::of(lock);
-            let pattern = match &lock.redisson {
-                Some(channel) => format!("~{} and ~{channel}", lock.lock),
-                None => format!("~{}*", lock.lock.split('{').next().unwrap_or_default()),
+            let keys = Keys::of(lock);
+            let pattern = match &keys.redisson {
+                Some(channel) => format!("~{} and ~{channel}", keys.holds),
+                None => format!("~{}*", keys.holds.split('{').next().unwrap_or_default()),
             };
             return Some(format!(
                 "the Redis user may not use this lock's keys: it needs the key pattern {pattern} {acl}"
@@ -323,8 +323,8 @@ pub fn acl_denial(err: &RedisError, lock: &LockId) -> Option<String> {
     if detail.contains("can't access at least one of the keys")
         || detail.contains("no permissions to access")
     {
-        let lock = Keys::of(lock);
-        let pattern = format!("~{}*", lock.lock.split('{').next().unwrap_or_default());
+        let keys = Keys::of(lock);
+        let pattern = format!("~{}*", keys.holds.split('{').next().unwrap_or_default());
         return Some(format!(
             "the Redis user may not use this lock's keys inside rlock's scripts: it needs the key pattern {pattern} {acl}"
         ));

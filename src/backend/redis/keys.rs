@@ -3,34 +3,41 @@
 //! so that each script touches a single slot.
 
 use crate::lock::name::LockId;
-use crate::lock::token::Token;
+use crate::lock::token::{Digest, Token};
 
-/// The Redis keys of one lock.
+/// The Redis keys of one lock. A field and the key the lock scripts call
+/// `K_<FIELD>` (`src/backend/lua/prelude/1-layout.lua`) are one key, at the
+/// place [`Keys::script_keys`] gives it; `K_MINE` is the caller's own
+/// wake-up list ([`Keys::wake_list`]). A unit test holds both sides to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     /// The lock name as the user gave it.
     pub name: String,
-    /// What every other key's name starts with: `PREFIX:{NAME}`.
+    /// `K_BASE`, `PREFIX:{NAME}`: what every other key's name starts with.
+    /// Never written: a key there is an earlier rlock's or another program's.
     pub base: String,
-    /// The key that exists while the lock is held. rlock's layout: the holds,
+    /// `K_HOLDS`, the key that exists while the lock is held. rlock's layout:
     /// a hash owner digest → `count|lease end|kind|holder JSON`, at
     /// `PREFIX:{NAME}:leases`, where rlock before this layout kept a sorted
     /// set, so that each version stops at the other's holds (see
-    /// `src/backend/lua/prelude/4-holds.lua`). `--redisson`: Redisson's hash at NAME.
-    pub lock: String,
-    /// Fencing counter, raised on every new hold; expires 30 days after the
-    /// last fence handed out.
+    /// `src/backend/lua/prelude/4-holds.lua`). `--redisson`: Redisson's hash
+    /// at NAME, owner field → hold count.
+    pub holds: String,
+    /// `K_FENCE`, the fencing counter, raised on every new hold; expires 30
+    /// days after the last fence handed out.
     pub fence: String,
-    /// Sorted set waiter-token → arrival (server µs) of every waiter.
+    /// `K_WAITERS`, sorted set waiter digest → arrival (server µs) of every
+    /// waiter.
     pub waiters: String,
-    /// Sorted set waiter-token → arrival of exclusive and semaphore waiters.
+    /// `K_XWAIT`, sorted set waiter digest → arrival of exclusive and
+    /// semaphore waiters.
     pub xwait: String,
-    /// Sorted set waiter-token → registration expiry (server ms).
+    /// `K_WEXP`, sorted set waiter digest → registration expiry (server ms).
     pub wexp: String,
-    /// Hash waiter-token → the kind of hold it waits for.
+    /// `K_WKIND`, hash waiter digest → the kind of hold it waits for.
     pub wkind: String,
-    /// Stream of the lock's last events (`rlock history`), capped; expires
-    /// 30 days after its last release (or its creation).
+    /// `K_HISTORY`, stream of the lock's last events (`rlock history`),
+    /// capped; expires 30 days after its last release (or its creation).
     pub history: String,
     /// `--redisson`: the lock is Redisson's hash at key NAME, waiters are woken
     /// through Redisson's unlock channel (this field names it).
@@ -56,7 +63,7 @@ impl Keys {
         };
         Keys {
             name: name.to_owned(),
-            lock: format!("{base}:leases"),
+            holds: format!("{base}:leases"),
             fence: format!("{base}:fence"),
             waiters: format!("{base}:waiters"),
             xwait: format!("{base}:xwait"),
@@ -73,7 +80,7 @@ impl Keys {
     /// the hash tag {NAME}, which hashes to NAME's own Cluster slot.
     pub fn redisson(name: &str) -> Self {
         let mut keys = Keys::new("", name);
-        keys.lock = name.to_owned();
+        keys.holds = name.to_owned();
         keys.fence = format!("{{{name}}}:rlock-fence");
         keys.history = format!("{{{name}}}:rlock-history");
         keys.redisson = Some(keys.unlock_channel());
@@ -84,7 +91,7 @@ impl Keys {
     /// it, signals an interrupt. Named by the token's digest, as everything
     /// Redis keeps is.
     pub fn wake_list(&self, token: &Token) -> String {
-        self.wake_list_of(token.digest().as_str())
+        self.wake_list_of(&token.digest())
     }
 
     /// `--redisson`: the pub/sub channel a signal interrupts the wait of the
@@ -100,8 +107,8 @@ impl Keys {
 
     /// The wake-up list of the waiter whose token has digest `digest`
     /// (rlock's own layout).
-    pub fn wake_list_of(&self, digest: &str) -> String {
-        format!("{}:w:{digest}", self.base)
+    pub fn wake_list_of(&self, digest: &Digest) -> String {
+        format!("{}:w:{}", self.base, digest.as_str())
     }
 
     /// Every key a script gets, in the order of `src/backend/lua/prelude/1-layout.lua`:
@@ -110,10 +117,10 @@ impl Keys {
     /// ninth (never written: a key there is an earlier rlock's or another
     /// program's), then the lists of the waiters whose digests are `others`
     /// (those the script may write to).
-    pub fn script_keys(&self, token: &Token, others: &[String]) -> Vec<String> {
+    pub fn script_keys(&self, token: &Token, others: &[Digest]) -> Vec<String> {
         let mut keys = Vec::with_capacity(9 + others.len());
         keys.extend([
-            self.lock.clone(),
+            self.holds.clone(),
             self.fence.clone(),
             self.waiters.clone(),
             self.xwait.clone(),
@@ -132,22 +139,72 @@ impl Keys {
 mod tests {
     use super::*;
 
+    /// The keys every lock script gets, in `KEYS` order, as both sides name them.
+    const SCRIPT_KEYS: [&str; 9] = [
+        "holds", "fence", "waiters", "xwait", "wexp", "wkind", "mine", "history", "base",
+    ];
+
+    /// The prelude's `local K_A, K_B = KEYS[1], KEYS[2]` lines: (n, "K_A").
+    fn prelude_names(layout: &str) -> Vec<(usize, String)> {
+        let mut names = Vec::new();
+        for line in layout.lines().filter_map(|l| l.strip_prefix("local K_")) {
+            let (left, right) = line.split_once(" = ").expect("local K_... = KEYS[...]");
+            let left = format!("K_{left}");
+            for (name, key) in left.split(", ").zip(right.split(", ")) {
+                let n = key.strip_prefix("KEYS[").and_then(|k| k.strip_suffix(']'));
+                names.push((n.unwrap().parse().unwrap(), name.to_owned()));
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn each_key_has_one_name_in_rust_and_in_the_scripts() {
+        let layout = include_str!("../lua/prelude/1-layout.lua");
+        let mut names = prelude_names(layout);
+        names.sort();
+        let keys = Keys::new("rlock", "deploy");
+        let token = Token::parse(&"0".repeat(32)).unwrap();
+        let given = keys.script_keys(&token, &[]);
+        assert_eq!(given.len(), SCRIPT_KEYS.len());
+        assert_eq!(names.len(), SCRIPT_KEYS.len(), "{names:?}");
+        for (i, name) in SCRIPT_KEYS.iter().enumerate() {
+            let n = i + 1;
+            assert_eq!(names[i], (n, format!("K_{}", name.to_uppercase())));
+            let header = format!("-- KEYS[{n}] {name} ");
+            assert!(layout.lines().any(|l| l.starts_with(&header)), "{header}");
+            let field = match *name {
+                "holds" => &keys.holds,
+                "fence" => &keys.fence,
+                "waiters" => &keys.waiters,
+                "xwait" => &keys.xwait,
+                "wexp" => &keys.wexp,
+                "wkind" => &keys.wkind,
+                "mine" => &keys.wake_list(&token),
+                "history" => &keys.history,
+                "base" => &keys.base,
+                other => panic!("no key {other}"),
+            };
+            assert_eq!(&given[i], field, "KEYS[{n}]");
+        }
+    }
+
     #[test]
     fn every_key_shares_one_hash_tag() {
         let keys = Keys::new("rlock", "deploy");
-        assert_eq!(keys.lock, "rlock:{deploy}:leases");
+        assert_eq!(keys.holds, "rlock:{deploy}:leases");
         let token = Token::parse(&"0".repeat(32)).unwrap();
-        for key in keys.script_keys(&token, &["ab".into()]) {
+        for key in keys.script_keys(&token, &[Digest::named("ab".into())]) {
             assert!(key.starts_with("rlock:{deploy}"), "{key}");
         }
-        assert_eq!(Keys::new("", "x").lock, "{x}:leases");
+        assert_eq!(Keys::new("", "x").holds, "{x}:leases");
     }
 
     #[test]
     fn history_stands_eighth_the_bare_key_ninth_and_other_lists_after_them() {
         let keys = Keys::new("rlock", "deploy");
         let token = Token::parse(&"0".repeat(32)).unwrap();
-        let given = keys.script_keys(&token, &["ab".into()]);
+        let given = keys.script_keys(&token, &[Digest::named("ab".into())]);
         assert_eq!(given.len(), 10);
         assert_eq!(given[7], "rlock:{deploy}:history");
         assert_eq!(given[8], "rlock:{deploy}");

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use redis::Value;
 
+use super::call::Retry;
 use super::keys::Keys;
 use super::reply::{as_int, as_string, decode};
 use super::topology::Source;
@@ -64,15 +65,16 @@ impl StandaloneSession {
         states.push(self.status(first)?);
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         for batch in rest.chunks(BATCH) {
-            let piped: Result<Vec<Value>> = self.call(&batch[0], self.timeout(), true, |con| {
-                let mut pipe = redis::pipe();
-                for keys in batch {
-                    pipe.add_command(
-                        with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).eval_cmd(),
-                    );
-                }
-                pipe.query(con)
-            });
+            let piped: Result<Vec<Value>> =
+                self.call(&batch[0], self.timeout(), Retry::Idempotent, |con| {
+                    let mut pipe = redis::pipe();
+                    for keys in batch {
+                        pipe.add_command(
+                            with_keys(&script::STATUS, &Keys::of(keys), &nobody, &[]).eval_cmd(),
+                        );
+                    }
+                    pipe.query(con)
+                });
             match piped {
                 Ok(replies) if replies.len() == batch.len() => {
                     for (reply, keys) in replies.into_iter().zip(batch) {
@@ -98,7 +100,7 @@ impl StandaloneSession {
             return Ok(sorted(names));
         }
         // Cluster: every master holds some of the slots.
-        let slots: Vec<Value> = self.call(&probe, self.timeout(), true, |con| {
+        let slots: Vec<Value> = self.call(&probe, self.timeout(), Retry::Idempotent, |con| {
             redis::cmd("CLUSTER").arg("SLOTS").query(con)
         })?;
         let masters = masters_of(&slots);
@@ -157,7 +159,7 @@ impl StandaloneSession {
         let mut cursor: u64 = 0;
         loop {
             let (next, batch): (u64, Vec<String>) =
-                self.call(probe, self.timeout(), true, |con| {
+                self.call(probe, self.timeout(), Retry::Idempotent, |con| {
                     let mut scan = redis::cmd("SCAN");
                     scan.arg(cursor)
                         .arg("MATCH")

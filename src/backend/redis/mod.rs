@@ -28,6 +28,7 @@ mod topology;
 use keys::Keys;
 use redisson::RedissonSession;
 
+use std::iter;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,8 +40,8 @@ use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
 use crate::lock::name::{Dialect, LockId};
-use crate::lock::token::{Fence, Token};
-use call::{FAILOVER_PAUSE, interrupted};
+use crate::lock::token::{Digest, Fence, Token};
+use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
 use topology::{Source, client_for};
@@ -161,7 +162,7 @@ struct StandaloneSession {
     /// Per lock held (its key): the digests of the waiters first in line when
     /// a script last said so. Their wake-up lists go with this session's
     /// scripts on that lock, so a release can hand over in its own call.
-    next_up: std::collections::HashMap<String, Vec<String>>,
+    next_up: std::collections::HashMap<String, Vec<Digest>>,
 }
 
 impl StandaloneSession {
@@ -195,7 +196,7 @@ fn with_keys<'a>(
     script: &'a script::Script,
     keys: &Keys,
     token: &Token,
-    others: &[String],
+    others: &[Digest],
 ) -> script::Invocation<'a> {
     let mut invocation = script.prepare_invoke();
     for key in keys.script_keys(token, others) {
@@ -217,18 +218,19 @@ impl StandaloneSession {
     ) -> Result<Option<u64>> {
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
-            invocation.arg(token.digest().as_str());
-            for arg in tail {
-                invocation.arg(arg.as_ref());
+            invocation.arg("owner", token.digest().as_str());
+            for (i, arg) in tail.iter().enumerate() {
+                let name = if i == 0 { "history_cap" } else { "event" };
+                invocation.arg(name, arg.as_ref());
             }
             invocation.invoke(con)
         })?;
         let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
         let left: i64 = decode(reply, &lock.name, "release")?;
         if left == 0 {
-            self.next_up.remove(&stored.lock);
+            self.next_up.remove(&stored.holds);
         }
         Ok(u64::try_from(left).ok())
     }
@@ -248,19 +250,23 @@ impl StandaloneSession {
         let limit = limit.saturating_sub(start.elapsed());
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call_within(lock, limit, limit, true, |con| {
+        let reply: Value = self.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             let mut invocation = with_keys(&script::RENEW, &stored, token, &others);
-            invocation.arg(token.digest().as_str()).arg(millis(ttl));
+            invocation
+                .arg("owner", token.digest().as_str())
+                .arg("lease_ms", millis(ttl));
             if let Extend::Exactly = extend {
-                invocation.arg("exact");
+                invocation.arg("exact", "exact");
             }
             match invocation.invoke(con) {
                 // The slot is being migrated: renew from the holds' key alone.
                 Err(err) if migrating(&err) => {
-                    let mut alone = script::RENEW_ALONE.key(&stored.lock);
-                    alone.arg(token.digest().as_str()).arg(millis(ttl));
+                    let mut alone = script::RENEW_ALONE.key(&stored.holds);
+                    alone
+                        .arg("owner", token.digest().as_str())
+                        .arg("lease_ms", millis(ttl));
                     if let Extend::Exactly = extend {
-                        alone.arg("exact");
+                        alone.arg("exact", "exact");
                     }
                     alone.invoke_asking(con)
                 }
@@ -270,7 +276,7 @@ impl StandaloneSession {
         // Any delivery within what is left of the renewal's bound.
         let left = deadline.saturating_sub(start.elapsed());
         let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
-        let (held, now): (i64, u64) = decode(reply, &lock.name, "renew")?;
+        let (held, now) = reply::renewed(reply, &lock.name, "renew")?;
         // Each connection is its own baseline: a reconnection may reach
         // another machine (a failover, a name that now points elsewhere).
         let node = format!("{}#{}", self.spec.display, self.connections);
@@ -279,9 +285,9 @@ impl StandaloneSession {
             // The hold is on the master followed: a later loss is not the
             // failover's.
             self.failed_over = None;
-            self.next_up.insert(stored.lock.clone(), next);
+            self.next_up.insert(stored.holds.clone(), next);
         } else {
-            self.next_up.remove(&stored.lock);
+            self.next_up.remove(&stored.holds);
         }
         if held == 1 && self.evicted_before.is_none() {
             self.evicted_before = self
@@ -296,12 +302,15 @@ impl Session for StandaloneSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let keys = req.keys;
         let stored = Keys::of(keys);
-        // Redis knows holders by their tokens' digests only.
-        let digest = req.token.digest();
-        let inherited: Vec<Token> = req.inherited.iter().map(Token::digest).collect();
-        let listed = inherited
+        // Redis knows holders by their tokens' digests only: the caller's,
+        // then its ancestors'.
+        let digests: Vec<Digest> = iter::once(req.token)
+            .chain(req.inherited)
+            .map(Token::digest)
+            .collect();
+        let listed = digests[1..]
             .iter()
-            .map(Token::as_str)
+            .map(Digest::as_str)
             .collect::<Vec<_>>()
             .join(",");
         let (kind, limit) = (req.kind.letter(), req.kind.limit());
@@ -312,37 +321,37 @@ impl Session for StandaloneSession {
         let acquire_script = |con: &mut Connection| -> redis::RedisResult<Value> {
             let mut invocation = with_keys(&script::ACQUIRE, &stored, req.token, &others);
             invocation
-                .arg(digest.as_str())
-                .arg(&listed)
-                .arg(millis(req.ttl))
-                .arg(&req.holder.host)
-                .arg(&req.holder.pid)
-                .arg(&req.holder.command)
-                .arg(req.register.map_or(0, millis))
-                .arg(kind)
-                .arg(limit)
-                .arg(if req.fair { "1" } else { "0" })
-                .arg(if req.grant { "1" } else { "0" })
-                .arg(&req.holder.note);
+                .arg("owner", digests[0].as_str())
+                .arg("inherited", &listed)
+                .arg("lease_ms", millis(req.ttl))
+                .arg("host", &req.holder.host)
+                .arg("pid", &req.holder.pid)
+                .arg("command", &req.holder.command)
+                .arg("register_ms", req.register.map_or(0, millis))
+                .arg("kind", kind)
+                .arg("limit", limit)
+                .arg("fair", if req.fair { "1" } else { "0" })
+                .arg("grant", if req.grant { "1" } else { "0" })
+                .arg("note", &req.holder.note);
             if let Some((cap, event)) = record {
-                invocation.arg(cap);
+                invocation.arg("history_cap", cap);
                 for (field, value) in event.fields() {
-                    invocation.arg(field).arg(value);
+                    invocation.arg("event", field).arg("event", value);
                 }
             }
             invocation.invoke(con)
         };
-        let reply: Value = self.call(keys, self.timeout(), true, |con| {
+        let reply: Value = self.call(keys, self.timeout(), Retry::Idempotent, |con| {
             let tried = acquire_script(con);
             match tried {
                 // The slot is being migrated: a lock another owner holds is
                 // said to be taken from the holds' key alone (else TRYAGAIN,
                 // and the call tries again).
                 Err(err) if migrating(&err) => {
-                    let mut busy = script::BUSY_ALONE.key(&stored.lock);
-                    busy.arg(kind.to_string()).arg(digest.as_str());
-                    for d in &inherited {
-                        busy.arg(d.as_str());
+                    let mut busy = script::BUSY_ALONE.key(&stored.holds);
+                    busy.arg("kind", kind.to_string());
+                    for d in &digests {
+                        busy.arg("owners", d.as_str());
                     }
                     busy.invoke_asking(con)
                 }
@@ -351,29 +360,12 @@ impl Session for StandaloneSession {
         })?;
         let (reply, next) =
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
-        // The hold is named by a digest: back to the token it stands for.
-        match decode(reply, &keys.name, "acquire")? {
-            Attempt::Acquired(mut hold) => {
-                self.next_up.insert(stored.lock.clone(), next);
-                hold.recorded &= record.is_some();
-                hold.token = if hold.token == digest {
-                    req.token.clone()
-                } else {
-                    let at = inherited.iter().position(|d| *d == hold.token);
-                    match at {
-                        Some(at) => req.inherited[at].clone(),
-                        None => {
-                            return Err(crate::error::Error::internal(format!(
-                                "{}: the server named a holder this run does not know",
-                                keys.name
-                            )));
-                        }
-                    }
-                };
-                Ok(Attempt::Acquired(hold))
-            }
-            other => Ok(other),
+        let mut attempt = reply::acquired(reply, &keys.name, req, &digests)?;
+        if let Attempt::Acquired(hold) = &mut attempt {
+            self.next_up.insert(stored.holds.clone(), next);
+            hold.recorded &= record.is_some();
         }
+        Ok(attempt)
     }
 
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -401,8 +393,8 @@ impl Session for StandaloneSession {
                 let granted = parts.next().and_then(|g| g.strip_prefix('g'));
                 Ok(match granted.map(str::parse) {
                     Some(Ok(fence)) => {
-                        let next = parts.map(str::to_owned).collect();
-                        self.next_up.insert(Keys::of(lock).lock, next);
+                        let next = parts.map(|d| Digest::named(d.to_owned())).collect();
+                        self.next_up.insert(Keys::of(lock).holds, next);
                         Wake::Granted(Fence(fence))
                     }
                     _ => Wake::Released,
@@ -435,7 +427,7 @@ impl Session for StandaloneSession {
 
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let list = Keys::of(lock).wake_list(token);
-        self.call(lock, self.timeout(), true, |con| {
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::pipe()
                 .atomic()
                 .cmd("RPUSH")
@@ -453,12 +445,12 @@ impl Session for StandaloneSession {
     fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let stored = Keys::of(lock);
         let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), true, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             with_keys(&script::LEAVE, &stored, token, &others)
-                .arg(token.digest().as_str())
+                .arg("waiter", token.digest().as_str())
                 .invoke(con)
         })?;
-        self.next_up.remove(&stored.lock);
+        self.next_up.remove(&stored.holds);
         self.outcome(lock, &stored, token, reply, "leave", self.timeout())
             .map(drop)
     }
@@ -523,11 +515,14 @@ impl Session for StandaloneSession {
         }
         let stream = Keys::of(lock).history;
         let idle = millis(crate::lock::event::IDLE);
-        let written: i64 = self.call(lock, self.timeout(), false, |con| {
+        let written: i64 = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = script::RECORD.prepare_invoke();
-            invocation.key(&stream).arg(cap).arg(idle);
+            invocation
+                .key(&stream)
+                .arg("history_cap", cap)
+                .arg("idle_ms", idle);
             for (field, value) in event.fields() {
-                invocation.arg(field).arg(value);
+                invocation.arg("event", field).arg("event", value);
             }
             invocation.invoke(con)
         })?;
@@ -543,7 +538,7 @@ impl Session for StandaloneSession {
         let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
         let ((secs, micros), arrivals, expiries): ((u64, u64), Scores, Scores) =
-            self.call(lock, self.timeout(), true, |con| {
+            self.call(lock, self.timeout(), Retry::Idempotent, |con| {
                 redis::pipe()
                     .atomic()
                     .cmd("TIME")
@@ -577,7 +572,7 @@ impl Session for StandaloneSession {
 
     fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
         let stream = Keys::of(lock).history;
-        let entries = self.call(lock, self.timeout(), true, |con| {
+        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::cmd("XREVRANGE")
                 .arg(&stream)
                 .arg("+")
@@ -608,7 +603,7 @@ impl Session for StandaloneSession {
         let ms = millis(limit);
         // WAIT itself may take `limit`: allow for its reply on top.
         let window = limit + self.timeout();
-        let confirmed: i64 = self.call_within(lock, window, window, false, |con| {
+        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
             redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
         })?;
         Ok(u32::try_from(confirmed).unwrap_or(0))
@@ -616,10 +611,10 @@ impl Session for StandaloneSession {
 
     fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
         let fence_key = Keys::of(lock).fence;
-        self.call(lock, self.timeout(), true, |con| {
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             script::RAISE_FENCE
                 .key(&fence_key)
-                .arg(fence.0)
+                .arg("fence", fence.0)
                 .invoke::<i64>(con)
                 .map(drop)
         })
@@ -629,7 +624,7 @@ impl Session for StandaloneSession {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
         let stored = Keys::of(lock);
-        let reply: Value = self.call(lock, self.timeout(), false, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             with_keys(&script::FORCE, &stored, &nobody, &[]).invoke(con)
         })?;
         let (reply, _) = self.outcome(
@@ -646,7 +641,7 @@ impl Session for StandaloneSession {
 
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let reply: Value = self.call(lock, self.timeout(), true, |con| {
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
         })?;
         decode(reply, &lock.name, "status")
@@ -678,8 +673,8 @@ impl Session for StandaloneSession {
 impl StandaloneSession {
     /// The digests of the waiters this session last heard stand first in
     /// line for lock `stored`: their lists go with its next script there.
-    fn others(&self, stored: &Keys) -> Vec<String> {
-        self.next_up.get(&stored.lock).cloned().unwrap_or_default()
+    fn others(&self, stored: &Keys) -> Vec<Digest> {
+        self.next_up.get(&stored.holds).cloned().unwrap_or_default()
     }
 
     /// A lock script's own reply and the waiters first in line, once the
@@ -697,7 +692,7 @@ impl StandaloneSession {
         reply: Value,
         what: &str,
         limit: Duration,
-    ) -> Result<(Value, Vec<String>)> {
+    ) -> Result<(Value, Vec<Digest>)> {
         let Some((reply, outbox, next)) = reply::split(reply) else {
             return Err(crate::error::Error::internal(format!(
                 "{}: unexpected reply to {what}",
@@ -705,10 +700,15 @@ impl StandaloneSession {
             )));
         };
         if outbox.len() >= 2 && !limit.is_zero() {
-            let lists: Vec<String> = outbox.iter().step_by(2).cloned().collect();
-            let delivered = self.call_within(lock, limit, limit, false, |con| {
+            let lists: Vec<Digest> = outbox
+                .iter()
+                .step_by(2)
+                .cloned()
+                .map(Digest::named)
+                .collect();
+            let delivered = self.call_within(lock, limit, limit, Retry::Never, |con| {
                 with_keys(&script::WAKE, stored, token, &lists)
-                    .arg(&outbox)
+                    .arg("outbox", &outbox)
                     .invoke::<i64>(con)
             });
             if let Err(err) = delivered {
@@ -717,7 +717,7 @@ impl StandaloneSession {
                 });
             }
         }
-        Ok((reply, next))
+        Ok((reply, next.into_iter().map(Digest::named).collect()))
     }
 
     /// Whether locks live on a Redis Cluster.
@@ -728,7 +728,7 @@ impl StandaloneSession {
     /// INFO `section` from the server of `lock`, within the connect
     /// timeout; None when it cannot be had (a user without +info).
     fn info(&mut self, lock: &LockId, section: &str) -> Option<String> {
-        let answer = self.call(lock, self.timeout(), true, |con| {
+        let answer = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
             redis::cmd("INFO").arg(section).query::<String>(con)
         });
         match answer {

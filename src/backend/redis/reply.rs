@@ -12,10 +12,23 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::backend::{Attempt, Hold, HolderInfo, HolderStatus, LockStatus, WaiterStatus};
+use crate::backend::protocol::{
+    DONE, HELD, HOLDER, HOLDING, RENEWED, STATUS, TAKEN, WAITING, WEAKER,
+};
+use crate::backend::{
+    AcquireRequest, Attempt, Hold, HolderInfo, HolderStatus, LockStatus, WaiterStatus,
+};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
-use crate::lock::token::{Fence, Token};
+use crate::lock::token::{Digest, Fence, Token};
+
+/// The field `name` of `items`, a reply of shape `shape`: at the place the
+/// shape gives it, fixed at build time.
+macro_rules! field {
+    ($items:expr, $shape:ident, $name:literal) => {
+        $items.get(const { $shape.at($name) })
+    };
+}
 
 /// `reply` to `what` ("acquire", "status") on lock `name` as a `T`; a reply of
 /// another shape is an internal error.
@@ -24,10 +37,45 @@ pub(super) fn decode<T: FromRedisValue>(reply: Value, name: &str, what: &str) ->
         .map_err(|_| Error::internal(format!("{name}: unexpected reply to {what}")))
 }
 
-impl FromRedisValue for Attempt {
-    fn from_redis_value(reply: Value) -> Result<Self, ParsingError> {
-        parse_attempt(reply).ok_or_else(|| "not a reply to acquire".into())
+/// acquire.lua's `reply` to `req` on lock `name`, the owner digest it names
+/// turned back into the token it stands for: the caller's or an ancestor's,
+/// whose digests are `digests` in that order. A reply of another shape, or
+/// that names another owner, is an internal error.
+pub(super) fn acquired(
+    reply: Value,
+    name: &str,
+    req: &AcquireRequest<'_>,
+    digests: &[Digest],
+) -> Result<Attempt> {
+    let mut unknown = false;
+    let parsed = attempt(reply, name, |owner| {
+        // Of a token's shape, or not a reply of acquire.lua's.
+        Token::parse(owner)?;
+        let at = digests.iter().position(|d| d.as_str() == owner);
+        unknown = at.is_none();
+        at.map(|at| match at {
+            0 => req.token.clone(),
+            at => req.inherited[at - 1].clone(),
+        })
+    });
+    if unknown {
+        return Err(Error::internal(format!(
+            "{name}: the server named a holder this run does not know"
+        )));
     }
+    parsed
+}
+
+/// An acquire script's `reply` on lock `name`, the owner it names (a
+/// digest, or a Redisson owner field) turned back into the token it stands
+/// for by `owner`; a reply of another shape is an internal error.
+pub(super) fn attempt(
+    reply: Value,
+    name: &str,
+    owner: impl FnOnce(&str) -> Option<Token>,
+) -> Result<Attempt> {
+    parse_attempt(reply, owner)
+        .ok_or_else(|| Error::internal(format!("{name}: unexpected reply to acquire")))
 }
 
 impl FromRedisValue for LockStatus {
@@ -36,71 +84,72 @@ impl FromRedisValue for LockStatus {
     }
 }
 
+/// renew.lua's reply ([`RENEWED`]) to `what` on lock `name`: whether the
+/// token still holds the lock (1) or not (0), and the server's clock in ms.
+pub(super) fn renewed(reply: Value, name: &str, what: &str) -> Result<(i64, u64)> {
+    let parsed = match &reply {
+        Value::Array(items) if items.len() == RENEWED.fields.len() => {
+            let held = field!(items, RENEWED, "held").and_then(as_int);
+            let now = field!(items, RENEWED, "now").and_then(number);
+            held.zip(now)
+        }
+        _ => None,
+    };
+    parsed.ok_or_else(|| Error::internal(format!("{name}: unexpected reply to {what}")))
+}
+
 /// The parts of a reply of rlock's own lock scripts (`done()` in prelude/1-layout.lua):
 /// the script's own reply, its outbox (digest, message, ...) and the digests
 /// of the waiters first in line; None for a reply of another shape.
 pub(super) fn split(reply: Value) -> Option<(Value, Vec<String>, Vec<String>)> {
-    let Value::Array(items) = reply else {
+    let Value::Array(mut items) = reply else {
         return None;
     };
-    let mut items = items.into_iter();
-    let own = items.next()?;
-    let strings = |v: Option<Value>| -> Option<Vec<String>> {
+    let strings = |v: Option<&Value>| -> Option<Vec<String>> {
         match v {
             Some(Value::Array(list)) => list.iter().map(as_string).collect(),
             None | Some(Value::Nil) => Some(Vec::new()),
             _ => None,
         }
     };
-    let outbox = strings(items.next())?;
-    let next = strings(items.next())?;
-    Some((own, outbox, next))
+    let outbox = strings(field!(items, DONE, "outbox"))?;
+    let next = strings(field!(items, DONE, "next"))?;
+    const REPLY: usize = DONE.at("reply");
+    (REPLY < items.len()).then(|| (items.swap_remove(REPLY), outbox, next))
 }
 
-/// acquire.lua's (and redisson_acquire.lua's) reply: `{1, owner, fence, count}`
-/// (held), `{2, held}` (an enclosing hold of a weaker kind), or `{0, pttl,
-/// holder, place}` (taken).
-fn parse_attempt(reply: Value) -> Option<Attempt> {
+/// acquire.lua's (and redisson_acquire.lua's) reply: [`HELD`], [`WEAKER`]
+/// (an enclosing hold of a weaker kind) or [`TAKEN`].
+fn parse_attempt(reply: Value, owner: impl FnOnce(&str) -> Option<Token>) -> Option<Attempt> {
+    const IS_HELD: i64 = HELD.tag();
+    const IS_WEAKER: i64 = WEAKER.tag();
+    const IS_TAKEN: i64 = TAKEN.tag();
     let Value::Array(items) = reply else {
         return None;
     };
+    let event = field!(items, HELD, "event");
     match as_int(items.first()?)? {
-        1 => Some(Attempt::Acquired(Hold {
-            token: {
-                let owner = as_string(items.get(1)?)?;
-                Token::parse(&owner).or_else(|| Token::from_redisson_field(&owner))?
-            },
-            fence: Fence(u64::try_from(as_int(items.get(2)?)?).ok()?),
-            count: u64::try_from(as_int(items.get(3)?)?).ok()?,
+        IS_HELD => Some(Attempt::Acquired(Hold {
+            token: owner(&as_string(field!(items, HELD, "owner")?)?)?,
+            fence: Fence(u64::try_from(as_int(field!(items, HELD, "fence")?)?).ok()?),
+            count: u64::try_from(as_int(field!(items, HELD, "count")?)?).ok()?,
             // 1, or the entry id of the `acquired` event the script wrote.
-            recorded: items.get(4).is_some(),
-            history_entry: items
-                .get(4)
-                .filter(|v| as_int(v).is_none())
-                .and_then(as_string),
+            recorded: event.is_some(),
+            history_entry: event.filter(|v| as_int(v).is_none()).and_then(as_string),
         })),
-        2 => Some(Attempt::Incompatible {
-            held: Kind::from_code(&as_string(items.get(1)?)?, 0)?,
+        IS_WEAKER => Some(Attempt::Incompatible {
+            held: Kind::from_code(&as_string(field!(items, WEAKER, "kind")?)?, 0)?,
         }),
-        0 => {
-            let pttl = as_int(items.get(1)?)?;
-            let holder = match items.get(2) {
-                Some(Value::Array(h)) if h.len() >= 4 => Some(HolderInfo {
-                    host: as_string(&h[0])?,
-                    pid: as_string(&h[1])?,
-                    command: as_string(&h[2])?,
-                    note: h.get(4).and_then(as_string).unwrap_or_default(),
-                    held_for: Duration::from_millis(u64::try_from(as_int(&h[3])?).unwrap_or(0)),
-                    detached: false,
-                    earlier: h.get(5).and_then(as_string).as_deref() == Some("earlier"),
-                }),
+        IS_TAKEN => {
+            let pttl = as_int(field!(items, TAKEN, "wait_ms")?)?;
+            let holder = match field!(items, TAKEN, "holder") {
+                Some(Value::Array(h)) if h.len() >= const { HOLDER.required() } => Some(holder(h)?),
                 _ => None,
             };
             Some(Attempt::Taken {
                 pttl: u64::try_from(pttl).ok().map(Duration::from_millis),
                 holder,
-                place: items
-                    .get(3)
+                place: field!(items, TAKEN, "place")
                     .and_then(as_int)
                     .and_then(|n| u32::try_from(n).ok())
                     .filter(|n| *n > 0),
@@ -110,58 +159,91 @@ fn parse_attempt(reply: Value) -> Option<Attempt> {
     }
 }
 
-/// status.lua's reply: `{kind, limit, fence, waiting, holders, waiters}`.
+/// A [`HOLDER`] in the way of an acquire; None when a field is not as
+/// the shape has it.
+fn holder(h: &[Value]) -> Option<HolderInfo> {
+    let held_ms = as_int(field!(h, HOLDER, "held_ms")?)?;
+    Some(HolderInfo {
+        host: as_string(field!(h, HOLDER, "host")?)?,
+        pid: as_string(field!(h, HOLDER, "pid")?)?,
+        command: as_string(field!(h, HOLDER, "command")?)?,
+        note: field!(h, HOLDER, "note")
+            .and_then(as_string)
+            .unwrap_or_default(),
+        held_for: Duration::from_millis(u64::try_from(held_ms).unwrap_or(0)),
+        detached: false,
+        earlier: field!(h, HOLDER, "earlier").and_then(as_string).as_deref() == Some("earlier"),
+    })
+}
+
+/// A number that is not negative.
+fn number(v: &Value) -> Option<u64> {
+    as_int(v).and_then(|n| u64::try_from(n).ok())
+}
+
+/// status.lua's reply: [`STATUS`], with [`HOLDING`]s and [`WAITING`]s.
 fn parse_status(reply: Value) -> Option<LockStatus> {
     let Value::Array(items) = reply else {
         return None;
     };
-    let number = |v: &Value| as_int(v).and_then(|n| u64::try_from(n).ok());
-    let holders = match items.get(4)? {
+    let holders = match field!(items, STATUS, "holders")? {
         Value::Array(list) => list
             .iter()
             .filter_map(|h| match h {
-                Value::Array(f) if f.len() >= 5 => Some(HolderStatus {
-                    host: as_string(&f[0])?,
-                    pid: as_string(&f[1])?,
-                    command: as_string(&f[2])?,
-                    since_ms: number(&f[3]).unwrap_or(0),
-                    lease_ms: Some(number(&f[4]).unwrap_or(0)),
-                    note: f.get(5).and_then(as_string).unwrap_or_default(),
-                    earlier: f.get(6).and_then(as_string).as_deref() == Some("earlier"),
-                }),
+                Value::Array(f) if f.len() >= const { HOLDING.required() } => holding(f),
                 _ => None,
             })
             .collect(),
         _ => Vec::new(),
     };
-    let waiters = match items.get(5) {
+    let waiters = match field!(items, STATUS, "waiters") {
         Some(Value::Array(list)) => list
             .iter()
             .filter_map(|w| match w {
-                Value::Array(f) if f.len() >= 4 => Some(WaiterStatus {
-                    host: as_string(&f[0])?,
-                    pid: as_string(&f[1])?,
-                    note: as_string(&f[2])?,
-                    waiting_ms: number(&f[3]),
-                }),
+                Value::Array(f) if f.len() >= const { WAITING.required() } => waiting(f),
                 _ => None,
             })
             .collect(),
         _ => Vec::new(),
     };
-    let limit = number(items.get(1)?).unwrap_or(1);
+    let limit = number(field!(items, STATUS, "limit")?).unwrap_or(1);
     Some(LockStatus {
         kind: Kind::from_code(
-            &as_string(items.first()?).unwrap_or_default(),
+            &as_string(field!(items, STATUS, "kind")?).unwrap_or_default(),
             u32::try_from(limit).unwrap_or(u32::MAX),
         ),
         limit,
-        fence: number(items.get(2)?).unwrap_or(0),
-        waiting: number(items.get(3)?).unwrap_or(0),
+        fence: number(field!(items, STATUS, "fence")?).unwrap_or(0),
+        waiting: number(field!(items, STATUS, "waiting")?).unwrap_or(0),
         holders,
         waiters,
         servers: None,
         redisson: false,
+    })
+}
+
+/// One of status.lua's [`HOLDING`]s; None when a field is missing.
+fn holding(f: &[Value]) -> Option<HolderStatus> {
+    Some(HolderStatus {
+        host: as_string(field!(f, HOLDING, "host")?)?,
+        pid: as_string(field!(f, HOLDING, "pid")?)?,
+        command: as_string(field!(f, HOLDING, "command")?)?,
+        since_ms: number(field!(f, HOLDING, "since_ms")?).unwrap_or(0),
+        lease_ms: Some(number(field!(f, HOLDING, "ttl_ms")?).unwrap_or(0)),
+        note: field!(f, HOLDING, "note")
+            .and_then(as_string)
+            .unwrap_or_default(),
+        earlier: field!(f, HOLDING, "earlier").and_then(as_string).as_deref() == Some("earlier"),
+    })
+}
+
+/// One of status.lua's [`WAITING`]s; None when a field is missing.
+fn waiting(f: &[Value]) -> Option<WaiterStatus> {
+    Some(WaiterStatus {
+        host: as_string(field!(f, WAITING, "host")?)?,
+        pid: as_string(field!(f, WAITING, "pid")?)?,
+        note: as_string(field!(f, WAITING, "note")?)?,
+        waiting_ms: number(field!(f, WAITING, "waiting_ms")?),
     })
 }
 

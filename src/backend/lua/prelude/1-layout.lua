@@ -25,7 +25,7 @@
 --                        to every script, written only by acquire and release
 --                        (and the holds a release hands over), and only when
 --                        the caller passes a history cap (see add_event)
--- KEYS[9] lock     none  PREFIX:{NAME}: never written. rlock before this
+-- KEYS[9] base     none  PREFIX:{NAME}: never written. rlock before this
 --                        layout kept its holds' counts there; a key there of
 --                        any kind with no earlier hold beside it (KEYS[1]
 --                        not a sorted set) is another program's: a new hold
@@ -45,10 +45,11 @@
 -- Dragonfly, Kvrocks and script-checking proxies enforce). A message for a
 -- wake-up list it was not given goes to OUTBOX instead, which the script
 -- returns: the client delivers it at once with wake.lua, which is given those
--- lists. Every rlock script but status.lua returns {reply, outbox, next}:
--- reply as each script documents it, outbox {digest, message, ...}, next the
--- digests of the first waiters (when the caller holds), whose lists the
--- caller gives its next script (a release then hands over in one call).
+-- lists. Every rlock script but status.lua and wake.lua returns, through done():
+-- REPLY done {reply, outbox, next}: reply as each script documents it, outbox
+--   {digest, message, ...}, next the digests of the first waiters (when the
+--   caller holds), whose lists the caller gives its next script (a release
+--   then hands over in one call).
 --
 -- Lean by design: Redis runs every script on its only thread, and a script's
 -- cost is mostly its number of redis.call()s and the Lua it runs before them.
@@ -59,7 +60,7 @@
 
 local K_HOLDS, K_FENCE, K_WAITERS, K_XWAIT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_WEXP, K_WKIND, K_MINE, K_HISTORY = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_LOCK = KEYS[9]
+local K_BASE = KEYS[9]
 
 -- An integer as digits. A number passed to redis.call is written with
 -- %.17g, which costs several times more than %d (and a number in `..` keeps

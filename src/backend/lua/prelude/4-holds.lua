@@ -60,9 +60,9 @@ foreign_key = function()
         end
     end
     if not counter_value(redis.call('GET', K_FENCE)) then return not_a_counter() end
-    if not EARLIER and redis.call('EXISTS', K_LOCK) == 1 then
-        return redis.error_reply('WRONGTYPE key ' .. K_LOCK .. ' holds a ' ..
-            redis.call('TYPE', K_LOCK)['ok'] .. ' rlock did not write; rlock will not overwrite it')
+    if not EARLIER and redis.call('EXISTS', K_BASE) == 1 then
+        return redis.error_reply('WRONGTYPE key ' .. K_BASE .. ' holds a ' ..
+            redis.call('TYPE', K_BASE)['ok'] .. ' rlock did not write; rlock will not overwrite it')
     end
     return nil
 end

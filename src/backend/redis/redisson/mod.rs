@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisResult, Value};
 
+use super::call::Retry;
 use super::keys::Keys;
-use super::reply::decode;
+use super::reply::attempt;
 use super::{StandaloneSession, millis};
 use crate::backend::script;
 use crate::backend::{AcquireRequest, Attempt, LockStatus, Session, Wake};
@@ -39,14 +40,14 @@ fn redisson_record<'a>(
 ) -> script::Invocation<'a> {
     let mut invocation = script::REDISSON_RECORD.key(&stored.history);
     invocation
-        .key(&stored.lock)
+        .key(&stored.holds)
         .key(&stored.fence)
-        .arg(cap)
-        .arg(millis(crate::lock::event::IDLE))
-        .arg(field)
-        .arg(when);
+        .arg("history_cap", cap)
+        .arg("idle_ms", millis(crate::lock::event::IDLE))
+        .arg("field", field)
+        .arg("when", when);
     for (name, value) in event.fields() {
-        invocation.arg(name).arg(value);
+        invocation.arg("event", name).arg("event", value);
     }
     invocation
 }
@@ -91,13 +92,13 @@ impl Session for RedissonSession {
             .filter(|(cap, _)| *cap > 0 && !req.tentative)
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "held", event));
         let (reply, written): (Value, Option<RedisResult<Value>>) =
-            s.call(lock, s.timeout(), true, |con| {
-                let mut acquire = script::REDISSON_ACQUIRE.key(&stored.lock);
+            s.call(lock, s.timeout(), Retry::Idempotent, |con| {
+                let mut acquire = script::REDISSON_ACQUIRE.key(&stored.holds);
                 acquire
                     .key(&stored.fence)
-                    .arg(millis(req.ttl))
-                    .arg(&field)
-                    .arg(&inherited);
+                    .arg("lease_ms", millis(req.ttl))
+                    .arg("field", &field)
+                    .arg("inherited", &inherited);
                 match &record {
                     Some(record) => script::invoke_then(&acquire, record, con)
                         .map(|(reply, recorded)| (reply, Some(recorded))),
@@ -105,7 +106,7 @@ impl Session for RedissonSession {
                 }
             })?;
         let written = written.is_some_and(|r| recorded(lock, r));
-        let mut attempt: Attempt = decode(reply, &lock.name, "acquire")?;
+        let mut attempt = attempt(reply, &lock.name, Token::from_redisson_field)?;
         if let Attempt::Acquired(hold) = &mut attempt {
             hold.recorded = written;
             // A holder listens for no unlock: its subscription (opened
@@ -124,7 +125,7 @@ impl Session for RedissonSession {
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()> {
         let channel = Keys::of(lock).interrupt_channel(token);
         let s = &mut self.inner;
-        s.call(lock, s.timeout(), true, |con| {
+        s.call(lock, s.timeout(), Retry::Idempotent, |con| {
             redis::cmd("PUBLISH")
                 .arg(&channel)
                 .arg("i")
@@ -152,12 +153,12 @@ impl Session for RedissonSession {
         s.follow_master(limit);
         let limit = limit.saturating_sub(start.elapsed());
         let field = token.redisson_field();
-        let hash = Keys::of(lock).lock;
-        let held: i64 = s.call_within(lock, limit, limit, true, |con| {
+        let hash = Keys::of(lock).holds;
+        let held: i64 = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
             script::REDISSON_RENEW
                 .key(&hash)
-                .arg(millis(ttl))
-                .arg(&field)
+                .arg("lease_ms", millis(ttl))
+                .arg("field", &field)
                 .invoke(con)
         })?;
         Ok(held == 1)
@@ -184,9 +185,12 @@ impl Session for RedissonSession {
             .filter(|(cap, _)| *cap > 0)
             .map(|(cap, event)| redisson_record(&stored, &field, cap, "gone", event));
         let (left, written): (i64, Option<RedisResult<Value>>) =
-            s.call(lock, s.timeout(), false, |con| {
-                let mut release = script::REDISSON_RELEASE.key(&stored.lock);
-                release.key(&channel).arg(&field).arg(sharded);
+            s.call(lock, s.timeout(), Retry::Never, |con| {
+                let mut release = script::REDISSON_RELEASE.key(&stored.holds);
+                release
+                    .key(&channel)
+                    .arg("field", &field)
+                    .arg("sharded", sharded);
                 match &record {
                     Some(record) => script::invoke_then(&release, record, con)
                         .map(|(left, recorded)| (left, Some(recorded))),
@@ -220,13 +224,13 @@ impl Session for RedissonSession {
         let channel = stored.unlock_channel();
         let s = &mut self.inner;
         let cluster = s.is_cluster();
-        let removed: i64 = s.call(lock, s.timeout(), false, |con| {
+        let removed: i64 = s.call(lock, s.timeout(), Retry::Never, |con| {
             let (count, _, _): (i64, i64, i64) = redis::pipe()
                 .atomic()
                 .cmd("HLEN")
-                .arg(&stored.lock)
+                .arg(&stored.holds)
                 .cmd("DEL")
-                .arg(&stored.lock)
+                .arg(&stored.holds)
                 .cmd("PUBLISH")
                 .arg(&channel)
                 .arg(0)

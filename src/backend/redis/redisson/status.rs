@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::super::call::Retry;
 use super::super::keys::Keys;
 use super::super::topology::Source;
 use super::RedissonSession;
@@ -28,9 +29,11 @@ impl RedissonSession {
     /// `lock` (a `--redisson` lock) as Redisson's hash shows it.
     pub(super) fn hash_status(&mut self, lock: &LockId) -> Result<LockStatus> {
         let stored = Keys::of(lock);
-        let kind: String = self.inner.call(lock, self.inner.timeout(), true, |con| {
-            redis::cmd("TYPE").arg(&stored.lock).query(con)
-        })?;
+        let kind: String =
+            self.inner
+                .call(lock, self.inner.timeout(), Retry::Idempotent, |con| {
+                    redis::cmd("TYPE").arg(&stored.holds).query(con)
+                })?;
         let free = |fence| LockStatus {
             kind: None,
             limit: 1,
@@ -43,17 +46,20 @@ impl RedissonSession {
         };
         let (fields, pttl, fence): (BTreeMap<String, String>, i64, Option<String>) =
             match kind.as_str() {
-                "none" | "hash" => self.inner.call(lock, self.inner.timeout(), true, |con| {
-                    redis::pipe()
-                        .atomic()
-                        .cmd("HGETALL")
-                        .arg(&stored.lock)
-                        .cmd("PTTL")
-                        .arg(&stored.lock)
-                        .cmd("GET")
-                        .arg(&stored.fence)
-                        .query(con)
-                })?,
+                "none" | "hash" => {
+                    self.inner
+                        .call(lock, self.inner.timeout(), Retry::Idempotent, |con| {
+                            redis::pipe()
+                                .atomic()
+                                .cmd("HGETALL")
+                                .arg(&stored.holds)
+                                .cmd("PTTL")
+                                .arg(&stored.holds)
+                                .cmd("GET")
+                                .arg(&stored.fence)
+                                .query(con)
+                        })?
+                }
                 other => {
                     return Err(Error::from(Cause::ForeignKey(format!(
                         "key {} holds a {other}, not a Redisson lock hash",
@@ -107,9 +113,10 @@ impl RedissonSession {
                 continue;
             }
             let fields: Vec<String> =
-                self.inner.call(&probe, self.inner.timeout(), true, |con| {
-                    redis::cmd("HKEYS").arg(&key).query(con)
-                })?;
+                self.inner
+                    .call(&probe, self.inner.timeout(), Retry::Idempotent, |con| {
+                        redis::cmd("HKEYS").arg(&key).query(con)
+                    })?;
             if !fields.is_empty() && fields.iter().all(|f| owner_field(f).is_some()) {
                 names.push(key);
             }
