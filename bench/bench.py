@@ -26,6 +26,7 @@ import json
 import math
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -112,8 +113,14 @@ def overhead(res):
     times = {name: [] for name in rows}
     for prefix, env in rows.values():
         subprocess.run(prefix + ["true"], check=True, env=env)
+    order = list(rows)
+    shuffle = random.Random(1)
     for _ in range(RUNS):
-        for name, (prefix, env) in rows.items():
+        # A fresh order each round: a row always run after a heavy one
+        # (etcdctl) would pay for it.
+        shuffle.shuffle(order)
+        for name in order:
+            prefix, env = rows[name]
             start = time.perf_counter()
             subprocess.run(prefix + ["true"], check=True, env=env)
             times[name].append((time.perf_counter() - start) * 1000)
@@ -212,13 +219,15 @@ def memory(res):
                 sys.exit("bench: rlock did not take the lock for the memory sample")
             time.sleep(0.01)
         time.sleep(0.2)
-        # The guardian is forked, not exec'd: a child that is still "rlock".
+        # The guardian is forked, not exec'd: a child with rlock's own name.
         ours = [holder.pid]
+        with open(f"/proc/{holder.pid}/comm") as c:
+            comm = c.read().strip()
         for task in os.listdir(f"/proc/{holder.pid}/task"):
             with open(f"/proc/{holder.pid}/task/{task}/children") as f:
                 for child in f.read().split():
                     with open(f"/proc/{child}/comm") as c:
-                        if c.read().strip() == "rlock":
+                        if c.read().strip() == comm:
                             ours.append(int(child))
         samples = [rss_kib(pid) for pid in ours]
         holder.wait()
