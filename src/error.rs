@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::exit::Exit;
-use crate::signal::Signal;
+use crate::sys::signal::Signal;
 
 /// The cause of a failure, by what the user can do about it.
 #[derive(Debug)]

@@ -31,7 +31,7 @@ pub enum Exit {
     /// 127: COMMAND not found.
     NotFound,
     /// 128+N: rlock was interrupted by signal N while waiting.
-    Signal(crate::signal::Signal),
+    Signal(crate::sys::signal::Signal),
 }
 
 /// The default status for "lock not acquired" (`EX_TEMPFAIL` from sysexits.h).
@@ -79,7 +79,7 @@ mod tests {
         assert_eq!(Exit::Internal.code(), 125);
         assert_eq!(Exit::CannotExecute.code(), 126);
         assert_eq!(Exit::NotFound.code(), 127);
-        assert_eq!(Exit::Signal(crate::signal::Signal::INT).code(), 130);
-        assert_eq!(Exit::Signal(crate::signal::Signal::TERM).code(), 143);
+        assert_eq!(Exit::Signal(crate::sys::signal::Signal::INT).code(), 130);
+        assert_eq!(Exit::Signal(crate::sys::signal::Signal::TERM).code(), 143);
     }
 }

@@ -20,7 +20,6 @@ pub mod exit;
 pub(crate) mod lock;
 pub(crate) mod report;
 pub(crate) mod run_state;
-pub(crate) mod signal;
 pub(crate) mod supervisor;
 pub(crate) mod sys;
 pub(crate) mod wait;

@@ -24,8 +24,8 @@ use crate::backend::Backend;
 use crate::lock::clock::Stamp;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
-use crate::signal::Signal;
 use crate::sys::guardian::Deadlines;
+use crate::sys::signal::Signal;
 use crate::sys::signals as dispositions;
 
 /// Whom to wake when a signal interrupts a blocked waiter.

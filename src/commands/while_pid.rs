@@ -55,7 +55,7 @@ pub enum StartError {
     /// It could not start, or did not take over in time.
     Failed(std::io::Error),
     /// A signal came while `acquire` waited for it.
-    Interrupted(crate::signal::Signal),
+    Interrupted(crate::sys::signal::Signal),
 }
 
 /// Starts the detached keeper (a new session, no terminal, no inherited stdio,
@@ -73,7 +73,7 @@ pub fn start(
     watched: &Watched,
     token: &Token,
     fds: &[RawFd],
-    interrupted: &dyn Fn() -> Option<crate::signal::Signal>,
+    interrupted: &dyn Fn() -> Option<crate::sys::signal::Signal>,
 ) -> std::result::Result<Keeper, StartError> {
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(StartError::Failed)?;
     let write = OwnedFd::from(theirs);
@@ -202,7 +202,7 @@ fn fd_list(fds: &[RawFd]) -> String {
 fn taken_over(
     mut stream: &std::os::unix::net::UnixStream,
     until: Instant,
-    interrupted: &dyn Fn() -> Option<crate::signal::Signal>,
+    interrupted: &dyn Fn() -> Option<crate::sys::signal::Signal>,
 ) -> std::result::Result<(), StartError> {
     loop {
         if let Some(signal) = interrupted() {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
 use crate::run_state::{Phase, Shared};
-use crate::signal::Signal;
+use crate::sys::signal::Signal;
 use crate::sys::{self, process::ChildEvent};
 
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo

@@ -10,6 +10,7 @@ pub mod guardian;
 pub mod inotify;
 pub mod process;
 pub mod random;
+pub mod signal;
 pub mod signals;
 pub mod spawn;
 pub mod stdio;

@@ -525,6 +525,6 @@ fn or_signal(err: Error, lock: &LockId, shared: &Shared) -> Error {
     }
 }
 
-fn interrupted(lock: &LockId, signal: crate::signal::Signal) -> Error {
+fn interrupted(lock: &LockId, signal: crate::sys::signal::Signal) -> Error {
     Error::from(Cause::Interrupted(signal)).in_lock(&lock.name)
 }
