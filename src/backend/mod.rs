@@ -8,6 +8,8 @@
 pub mod fitness;
 mod local;
 mod protocol;
+#[cfg(test)]
+mod protocol_headers;
 mod quorum_status;
 mod redis;
 mod redlock;

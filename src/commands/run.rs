@@ -30,7 +30,7 @@ fn record_end(config: &Config, spec: &RunSpec, ended: &Ended) {
     let Some(recorder) = &ended.recorder else {
         return;
     };
-    let events = recorder.at_end(ended);
+    let events = recorder.at_end(&ended.ending, ended.exit(), ended.waited);
     if events.is_empty() {
         return;
     }

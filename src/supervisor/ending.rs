@@ -1,11 +1,9 @@
-//! How a run ended, decided where it ended, and what the run reports with
-//! it: the figures `--metrics-file` writes and the events the history gets.
+//! How a run ended, decided where it ended: what the history records and
+//! `--metrics-file` says of it.
 
 use std::time::{Duration, Instant};
 
-use super::record::Recorder;
-use crate::error::{Cause, Error, Result};
-use crate::exit::Exit;
+use crate::error::{Cause, Error};
 
 /// Why the run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,52 +57,6 @@ impl Ending {
             Ending::MaxHold => "max-hold",
             Ending::Exited(0) => "success",
             Ending::Exited(_) => "failure",
-        }
-    }
-}
-
-/// What a run did, returned by the state it ended in.
-pub struct Ended {
-    /// The exit status, or the error that ends the run.
-    pub result: Result<Exit>,
-    /// Why it ended.
-    pub ending: Ending,
-    /// How long it waited (until acquired, or until it gave up); None when
-    /// it never waited.
-    pub waited: Option<Duration>,
-    /// How long the lock was held, until COMMAND's group was gone; None
-    /// when COMMAND did not run.
-    pub held: Option<Duration>,
-    /// The run's history, once it began waiting.
-    pub recorder: Option<Recorder>,
-    /// After a loss: by when what is left to do (the release, the history)
-    /// must be done, answered or not.
-    pub wind_up_by: Option<Instant>,
-}
-
-impl Ended {
-    /// A run that ended on `err` before COMMAND ran.
-    pub(super) fn early(
-        err: Error,
-        recorder: Option<Recorder>,
-        waited: Option<Duration>,
-        acquired: Option<Instant>,
-    ) -> Box<Ended> {
-        Box::new(Ended {
-            ending: Ending::of_error(&err, acquired),
-            result: Err(err),
-            waited,
-            held: None,
-            recorder,
-            wind_up_by: None,
-        })
-    }
-
-    /// The exit status the run gives.
-    pub fn exit(&self) -> Exit {
-        match &self.result {
-            Ok(exit) => *exit,
-            Err(err) => err.exit(),
         }
     }
 }

@@ -14,6 +14,7 @@
 
 mod child;
 mod command_env;
+mod ended;
 mod ending;
 mod held;
 pub(crate) mod holder;
@@ -37,8 +38,10 @@ use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
 use crate::wait::{self, Wanted};
-pub use ending::{Ended, Ending};
-use held::{HeldLock, Holding};
+pub use ended::Ended;
+use ended::Holding;
+pub use ending::Ending;
+use held::HeldLock;
 pub use record::Recorder;
 use release::Quiet;
 use watchdog::{Lease, Lost, Watchdog, why_lapsed};

@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
-use super::ending::{Ended, Ending};
+use super::ending::Ending;
 use super::held::HeldLock;
 use crate::backend::HolderInfo;
+use crate::exit::Exit;
 use crate::lock::event::{Event, EventKind};
 use crate::lock::name::LockId;
 
@@ -110,13 +111,18 @@ impl Recorder {
     /// (`busy`), a wait a signal stopped (`interrupted`), a hold lost
     /// (`lost`, with its cause in the note). The others were written by the
     /// scripts that made and ended the holds.
-    pub fn at_end(&self, ended: &Ended) -> Vec<(LockId, Event)> {
+    pub fn at_end(
+        &self,
+        ending: &Ending,
+        exit: Exit,
+        waited: Option<Duration>,
+    ) -> Vec<(LockId, Event)> {
         if self.cap == 0 {
             return Vec::new();
         }
-        let exit = Some(i64::from(ended.exit().code()));
-        let waited = ended.waited.map(millis);
-        let event = match &ended.ending {
+        let exit = Some(i64::from(exit.code()));
+        let waited = waited.map(millis);
+        let event = match ending {
             Ending::Busy => Event {
                 waited_ms: waited,
                 exit,

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ending::{Ended, Ending};
-use super::held::{HeldLock, Holding};
+use super::ended::{Ended, Holding};
+use super::ending::Ending;
+use super::held::HeldLock;
 use super::record::Recorder;
 use super::watchdog::Lost;
 use super::{AFTER_LOSS, AFTER_LOSS_STEP, CommandEnd, Fate, Finished, Run};
