@@ -25,6 +25,7 @@ use crate::lock::clock::Stamp;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::sys::guardian::Deadlines;
+use crate::sys::process::Pid;
 use crate::sys::signal::Signal;
 use crate::sys::signals as dispositions;
 
@@ -47,7 +48,7 @@ pub enum Phase {
     /// COMMAND runs as process `pid` (also its process group id).
     Running {
         /// COMMAND's pid and pgid.
-        pid: libc::pid_t,
+        pid: Pid,
         /// Set once COMMAND has exited, before it is reaped, so no signal is ever
         /// sent to a recycled pid.
         exited: bool,
@@ -171,7 +172,7 @@ impl Shared {
 
     /// Sends `signal` to COMMAND's whole process group if COMMAND has not
     /// exited; false when it had (nothing sent).
-    pub fn signal_group(&self, signal: i32) -> bool {
+    pub fn signal_group(&self, signal: Signal) -> bool {
         if let Phase::Running { pid, exited: false } = *self.phase() {
             // COMMAND has not been reaped: its group cannot have been reused.
             crate::sys::process::signal_group(pid, signal);
@@ -183,17 +184,20 @@ impl Shared {
     /// Acts on `signal` as the phase says, for a caller that took it (the
     /// wait for a short COMMAND, from its signalfd) or stands in for one
     /// (the `--while-pid` process is gone: SIGHUP).
-    pub fn interrupt(&self, signal: i32) {
+    pub fn interrupt(&self, signal: Signal) {
         self.on_signal(signal);
     }
 
-    fn note_interrupt(&self, signal: i32) {
-        let _ = self
-            .interrupted
-            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    fn note_interrupt(&self, signal: Signal) {
+        let _ = self.interrupted.compare_exchange(
+            0,
+            signal.number(),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
     }
 
-    fn on_signal(&self, signal: i32) {
+    fn on_signal(&self, signal: Signal) {
         let mut phase = self.phase();
         match &*phase {
             Phase::Running { pid, exited: false } => {
@@ -220,9 +224,9 @@ impl Shared {
                     crate::report::error(&format!(
                         "{lock}: interrupted by {} while waiting; the server did not answer, \
                          so anything handed over meanwhile expires by itself ({err})",
-                        Signal::from_number(signal)
+                        signal
                     ));
-                    std::process::exit(i32::from(Signal::from_number(signal).exit_status()));
+                    std::process::exit(i32::from(signal.exit_status()));
                 }
             }
         }

@@ -12,6 +12,7 @@ use crate::config::{Config, LockSpec};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::lock::token::Token;
+use crate::sys::signal::Signal;
 
 pub use crate::sys::process::{Ready, Watched};
 
@@ -22,7 +23,7 @@ pub fn interrupt_on_exit(watched: &Watched, shared: &std::sync::Arc<crate::run_s
     let shared = std::sync::Arc::clone(shared);
     std::thread::spawn(move || {
         while !watched.exits_within(Duration::from_secs(3600)) {}
-        shared.interrupt(libc::SIGHUP);
+        shared.interrupt(Signal::HUP);
     });
 }
 

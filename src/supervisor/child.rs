@@ -21,7 +21,7 @@ use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
 use crate::run_state::{Phase, Shared};
 use crate::sys::signal::Signal;
-use crate::sys::{self, process::ChildEvent};
+use crate::sys::{self, process::ChildEvent, process::Pid};
 
 /// Finds COMMAND the way a shell would, before any lock is taken, so a typo
 /// costs no Redis round trip: 127 when it does not exist, 126 when it is not
@@ -86,12 +86,12 @@ pub fn terminal_foreground() -> bool {
 
 /// COMMAND, spawned and not yet reaped.
 pub struct Spawned {
-    pid: libc::pid_t,
+    pid: Pid,
 }
 
 impl Spawned {
     /// Its pid, which is also its process group id.
-    pub fn pid(&self) -> libc::pid_t {
+    pub fn pid(&self) -> Pid {
         self.pid
     }
 }
@@ -188,7 +188,7 @@ pub fn wait(child: Spawned, shared: &Shared, foreground: bool) -> Result<ExitSta
     loop {
         match sys::process::wait_child(pid, foreground) {
             Ok(ChildEvent::Ended) => break,
-            Ok(ChildEvent::Stopped(libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)) => {
+            Ok(ChildEvent::Stopped(Signal::TSTP | Signal::TTIN | Signal::TTOU)) => {
                 suspend_with(pid, shared);
             }
             // Stopped by someone else (SIGSTOP from a debugger, a user): not
@@ -216,7 +216,7 @@ pub fn wait(child: Spawned, shared: &Shared, foreground: bool) -> Result<ExitSta
 /// hand the terminal back (if we are in the foreground again) and continue
 /// COMMAND, unless the lease ran out meanwhile: then the guardian has stopped
 /// it for good (SIGTERM with SIGCONT, then SIGKILL; exit 70).
-fn suspend_with(pid: libc::pid_t, shared: &Shared) {
+fn suspend_with(pid: Pid, shared: &Shared) {
     // (A pending stop notification: WSTOPPED without WNOWAIT or WEXITED
     // cannot reap an exit.)
     sys::process::consume_stop(pid);
@@ -226,7 +226,7 @@ fn suspend_with(pid: libc::pid_t, shared: &Shared) {
         sys::terminal::give_to(pid);
     }
     if shared.lease_valid() {
-        sys::process::signal_group(pid, libc::SIGCONT);
+        sys::process::signal_group(pid, Signal::CONT);
     }
 }
 
@@ -246,7 +246,7 @@ pub fn become_subreaper() {
 /// True while COMMAND's process group has live members; reaps the ones that
 /// were reparented to rlock and have exited. A member rlock may not signal
 /// (EPERM: another user's) counts as alive.
-pub fn group_alive(pgid: libc::pid_t) -> bool {
+pub fn group_alive(pgid: Pid) -> bool {
     sys::process::group_alive(pgid)
 }
 
@@ -256,7 +256,7 @@ pub fn group_alive(pgid: libc::pid_t) -> bool {
 /// empty; false when SIGKILL could not empty it within a last second (a member
 /// stuck in the kernel, or one rlock may not signal). `stopping`: COMMAND's
 /// group was already being stopped (`--max-hold`), so no news to report.
-pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared, stopping: bool) -> bool {
+pub fn stop_leftovers(pgid: Pid, grace: Duration, shared: &Shared, stopping: bool) -> bool {
     if !group_alive(pgid) {
         return true;
     }
@@ -267,8 +267,8 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared, stopp
             shared.lock()
         ));
     }
-    sys::process::signal_group(pgid, libc::SIGTERM);
-    sys::process::signal_group(pgid, libc::SIGCONT);
+    sys::process::signal_group(pgid, Signal::TERM);
+    sys::process::signal_group(pgid, Signal::CONT);
     let until_gone = |within: Duration| {
         let deadline = Instant::now() + within;
         while group_alive(pgid) {
@@ -282,7 +282,7 @@ pub fn stop_leftovers(pgid: libc::pid_t, grace: Duration, shared: &Shared, stopp
     if until_gone(grace) {
         return true;
     }
-    sys::process::signal_group(pgid, libc::SIGKILL);
+    sys::process::signal_group(pgid, Signal::KILL);
     until_gone(Duration::from_secs(1))
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::lock::clock::Stamp;
 use crate::run_state::Shared;
+use crate::sys::signal::Signal;
 
 /// The running timer.
 pub(super) struct MaxHold {
@@ -43,10 +44,10 @@ impl MaxHold {
                     return false;
                 }
                 // Not sent when COMMAND already exited: then it ended in time.
-                if !shared.signal_group(libc::SIGTERM) {
+                if !shared.signal_group(Signal::TERM) {
                     return false;
                 }
-                shared.signal_group(libc::SIGCONT);
+                shared.signal_group(Signal::CONT);
                 crate::report::verbose(|| {
                     format!(
                         "{}: --max-hold {} reached: SIGTERM sent to COMMAND's process group",
@@ -55,7 +56,7 @@ impl MaxHold {
                     )
                 });
                 if wait_until(&stopped, Stamp::now() + grace) {
-                    shared.signal_group(libc::SIGKILL);
+                    shared.signal_group(Signal::KILL);
                 }
                 true
             });

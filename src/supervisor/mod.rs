@@ -37,6 +37,8 @@ use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
+use crate::sys::process::Pid;
+use crate::sys::signal::Signal;
 use crate::wait::{self, Wanted};
 pub use ended::Ended;
 use ended::Holding;
@@ -515,7 +517,7 @@ impl Renewing {
         session: Box<dyn Session>,
         renewal: watchdog::Renewal,
         shared: &Arc<Shared>,
-        pgid: libc::pid_t,
+        pgid: Pid,
     ) -> Renewing {
         let display = renewal.display.clone();
         // From here on rlock renews for as long as COMMAND runs: what it
@@ -535,7 +537,7 @@ impl Renewing {
                 report::error(&format!(
                     "{display}: cannot start the watchdog ({e}); stopping COMMAND"
                 ));
-                crate::sys::process::signal_group(pgid, libc::SIGKILL);
+                crate::sys::process::signal_group(pgid, Signal::KILL);
                 Renewing::Failed
             }
         }

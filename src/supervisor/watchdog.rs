@@ -24,6 +24,7 @@ pub use crate::lock::lease::{Lease, fit_grace};
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
+use crate::sys::signal::Signal;
 
 /// Why the hold ended before COMMAND did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,8 +303,8 @@ impl<'a> Watch<'a> {
             return Next::Stopped;
         }
         if deadlines.fire_if_due() {
-            self.shared.signal_group(libc::SIGTERM);
-            self.shared.signal_group(libc::SIGCONT);
+            self.shared.signal_group(Signal::TERM);
+            self.shared.signal_group(Signal::CONT);
         }
         let Some(term) = deadlines.term_at() else {
             return Next::Again;
@@ -387,8 +388,8 @@ impl<'a> Watch<'a> {
     fn not_ours(&mut self, name: String, step: Option<ClockStep>) -> Next {
         let renewal = self.renewal;
         if renewal.deadlines.stop_now(renewal.grace) {
-            self.shared.signal_group(libc::SIGTERM);
-            self.shared.signal_group(libc::SIGCONT);
+            self.shared.signal_group(Signal::TERM);
+            self.shared.signal_group(Signal::CONT);
         }
         Next::Lost(match step {
             Some(step @ ClockStep::Forward(_)) => Lost::ClockJumped {
@@ -431,7 +432,7 @@ impl<'a> Watch<'a> {
                 renewal.display
             ));
             renewal.deadlines.stop_now(Duration::ZERO);
-            self.shared.signal_group(libc::SIGKILL);
+            self.shared.signal_group(Signal::KILL);
             return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
         self.next = sent + renewal.lease.period(renewal.grace);
@@ -488,7 +489,7 @@ impl<'a> Watch<'a> {
         if let Some(kill) = self.renewal.deadlines.kill_at()
             && !sleep_until(self.stopped, kill, self.shared)
         {
-            self.shared.signal_group(libc::SIGKILL);
+            self.shared.signal_group(Signal::KILL);
         }
     }
 }

@@ -7,7 +7,33 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags};
-use rustix::process::{Pid, Signal};
+
+use super::signal::Signal;
+
+/// A process (or process group) id: never a bare integer above `sys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pid(i32);
+
+impl Pid {
+    /// The process with this id, as the kernel numbers it.
+    pub const fn from_raw(raw: i32) -> Pid {
+        Pid(raw)
+    }
+
+    /// Its number, for the kernel and for messages.
+    pub const fn raw(self) -> i32 {
+        self.0
+    }
+
+    fn kernel(self) -> Option<rustix::process::Pid> {
+        rustix::process::Pid::from_raw(self.0)
+    }
+}
+
+/// `signal` as rustix names it (None for one it has no name for).
+fn kernel_signal(signal: Signal) -> Option<rustix::process::Signal> {
+    rustix::process::Signal::from_named_raw(signal.number())
+}
 
 /// The process a hold follows. With a pidfd it is this very process, even
 /// if its pid is reused later.
@@ -19,7 +45,7 @@ pub struct Watched {
 impl Watched {
     /// Opens PID; None when there is no such process.
     pub fn open(pid: u32) -> Option<Self> {
-        let opened = pidfd_open(pid as i32);
+        let opened = pidfd_open(Pid::from_raw(pid as i32));
         if let Ok(fd) = opened {
             return Some(Watched { pid, fd: Some(fd) });
         }
@@ -71,7 +97,7 @@ impl Watched {
         }
         // No pidfd (an old kernel): look by signal 0 once `within` has passed.
         std::thread::sleep(within);
-        Pid::from_raw(self.pid as i32).is_some_and(|pid| {
+        Pid::from_raw(self.pid as i32).kernel().is_some_and(|pid| {
             rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
         })
     }
@@ -115,8 +141,8 @@ impl Ready {
 
 /// A pidfd for `pid`: readable once it has exited, and never another process
 /// even if the pid is reused.
-pub fn pidfd_open(pid: i32) -> rustix::io::Result<OwnedFd> {
-    let pid = Pid::from_raw(pid).ok_or(rustix::io::Errno::SRCH)?;
+pub fn pidfd_open(pid: Pid) -> rustix::io::Result<OwnedFd> {
+    let pid = pid.kernel().ok_or(rustix::io::Errno::SRCH)?;
     rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
 }
 
@@ -146,16 +172,16 @@ pub fn poll_ready(fds: &[BorrowedFd<'_>], within: Option<Duration>) -> std::io::
 
 /// Sends `signal` to process `pid`. Failures (it is gone, or not ours) are the
 /// caller's to ignore: it signals only processes it has not reaped.
-pub fn signal_process(pid: i32, signal: i32) {
-    if let (Some(pid), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) {
+pub fn signal_process(pid: Pid, signal: Signal) {
+    if let (Some(pid), Some(signal)) = (pid.kernel(), kernel_signal(signal)) {
         let _ = rustix::process::kill_process(pid, signal);
     }
 }
 
 /// Sends `signal` to process group `pgid`; false when it failed (no member
 /// left, or none that may be signalled).
-pub fn signal_group(pgid: i32, signal: i32) -> bool {
-    match (Pid::from_raw(pgid), Signal::from_named_raw(signal)) {
+pub fn signal_group(pgid: Pid, signal: Signal) -> bool {
+    match (pgid.kernel(), kernel_signal(signal)) {
         (Some(pgid), Some(signal)) => rustix::process::kill_process_group(pgid, signal).is_ok(),
         _ => false,
     }
@@ -164,8 +190,8 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
 /// True while process group `pgid` has live members; reaps the ones that were
 /// reparented to this process and have exited. A member this process may not
 /// signal (EPERM: another user's) counts as alive.
-pub fn group_alive(pgid: i32) -> bool {
-    let Some(group) = Pid::from_raw(pgid) else {
+pub fn group_alive(pgid: Pid) -> bool {
+    let Some(group) = pgid.kernel() else {
         return false;
     };
     while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {
@@ -184,8 +210,8 @@ pub fn become_subreaper() {
 /// Stops this process (SIGSTOP) until someone continues it.
 pub fn stop_self() {
     signal_process(
-        rustix::process::getpid().as_raw_nonzero().get(),
-        libc::SIGSTOP,
+        Pid::from_raw(rustix::process::getpid().as_raw_nonzero().get()),
+        Signal::STOP,
     );
 }
 
@@ -225,13 +251,13 @@ pub enum ChildEvent {
     /// It exited or was killed (not reaped yet).
     Ended,
     /// It was stopped by this signal.
-    Stopped(i32),
+    Stopped(Signal),
 }
 
 /// Waits for child `pid` to end (or, with `stops`, to stop), leaving it
 /// unreaped (WNOWAIT), so its pid cannot be reused while it is looked at.
 /// On `libc`: rustix's waitid cannot leave the child unreaped and report it.
-pub fn wait_child(pid: i32, stops: bool) -> std::io::Result<ChildEvent> {
+pub fn wait_child(pid: Pid, stops: bool) -> std::io::Result<ChildEvent> {
     let flags = if stops {
         libc::WEXITED | libc::WSTOPPED
     } else {
@@ -242,7 +268,7 @@ pub fn wait_child(pid: i32, stops: bool) -> std::io::Result<ChildEvent> {
     let rc = unsafe {
         libc::waitid(
             libc::P_PID,
-            pid as libc::id_t,
+            pid.raw() as libc::id_t,
             &mut info,
             flags | libc::WNOWAIT,
         )
@@ -254,17 +280,19 @@ pub fn wait_child(pid: i32, stops: bool) -> std::io::Result<ChildEvent> {
         return Ok(ChildEvent::Ended);
     }
     // SAFETY: si_status is valid for CLD_STOPPED.
-    Ok(ChildEvent::Stopped(unsafe { info.si_status() }))
+    Ok(ChildEvent::Stopped(Signal::from_number(unsafe {
+        info.si_status()
+    })))
 }
 
 /// Consumes child `pid`'s pending stop notification, if any.
-pub fn consume_stop(pid: i32) {
+pub fn consume_stop(pid: Pid) {
     // SAFETY: siginfo_t is plain data; waitid only reports on our child.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         libc::waitid(
             libc::P_PID,
-            pid as libc::id_t,
+            pid.raw() as libc::id_t,
             &mut info,
             libc::WSTOPPED | libc::WNOHANG,
         );
@@ -272,10 +300,10 @@ pub fn consume_stop(pid: i32) {
 }
 
 /// Reaps child `pid`, which has ended; its raw wait status.
-pub fn reap(pid: i32) -> std::io::Result<i32> {
+pub fn reap(pid: Pid) -> std::io::Result<i32> {
     let mut status = 0;
     // SAFETY: reaps our own child, whose end was reported.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+    if unsafe { libc::waitpid(pid.raw(), &mut status, 0) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(status)

@@ -16,6 +16,11 @@ impl Signal {
     pub const USR1: Signal = Signal(libc::SIGUSR1);
     pub const USR2: Signal = Signal(libc::SIGUSR2);
     pub const KILL: Signal = Signal(libc::SIGKILL);
+    pub const CONT: Signal = Signal(libc::SIGCONT);
+    pub const STOP: Signal = Signal(libc::SIGSTOP);
+    pub const TSTP: Signal = Signal(libc::SIGTSTP);
+    pub const TTIN: Signal = Signal(libc::SIGTTIN);
+    pub const TTOU: Signal = Signal(libc::SIGTTOU);
 
     /// The signal with this number.
     pub const fn from_number(number: i32) -> Self {

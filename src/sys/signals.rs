@@ -9,6 +9,7 @@
 //! On `libc`: rustix offers no sigaction, sigprocmask or signal-set calls
 //! (they belong to the C runtime's signal handling).
 
+use super::signal::Signal;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -111,7 +112,7 @@ pub fn block_caught() {
 }
 
 /// A caught signal that is pending, taken without waiting; None when none is.
-pub fn take_pending() -> Option<i32> {
+pub fn take_pending() -> Option<Signal> {
     let set = caught_set();
     let now = libc::timespec {
         tv_sec: 0,
@@ -121,7 +122,7 @@ pub fn take_pending() -> Option<i32> {
         // SAFETY: the set and the timeout are initialised; a null info is allowed.
         let signal = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &now) };
         if signal > 0 {
-            return Some(signal);
+            return Some(Signal::from_number(signal));
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return None;
@@ -130,13 +131,13 @@ pub fn take_pending() -> Option<i32> {
 }
 
 /// Waits for the next caught signal and takes it.
-pub fn wait_caught() -> i32 {
+pub fn wait_caught() -> Signal {
     let set = caught_set();
     loop {
         // SAFETY: the set is initialised; a null info is allowed.
         let signal = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
         if signal > 0 {
-            return signal;
+            return Signal::from_number(signal);
         }
     }
 }
@@ -161,7 +162,7 @@ impl SignalFd {
     }
 
     /// A pending caught signal, taken; None when none is.
-    pub fn take(&self) -> Option<i32> {
+    pub fn take(&self) -> Option<Signal> {
         // SAFETY: all-zero bytes are a valid signalfd_siginfo (plain integers).
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
@@ -175,7 +176,7 @@ impl SignalFd {
                 )
             };
             if usize::try_from(read).is_ok_and(|n| n == size) {
-                return i32::try_from(info.ssi_signo).ok();
+                return i32::try_from(info.ssi_signo).ok().map(Signal::from_number);
             }
             if read >= 0
                 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted

@@ -46,7 +46,7 @@ pub fn spawn(
     env: &[(&str, String)],
     foreground: bool,
     guardian: libc::c_int,
-) -> io::Result<libc::pid_t> {
+) -> io::Result<super::process::Pid> {
     let invalid = |_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in an argument");
     let path = CString::new(path.as_os_str().as_bytes()).map_err(invalid)?;
     let args: Vec<CString> = argv
@@ -101,7 +101,7 @@ pub fn spawn(
     };
     drop(stack);
     match job.error.load(Ordering::SeqCst) {
-        0 => Ok(pid),
+        0 => Ok(super::process::Pid::from_raw(pid)),
         errno => {
             // SAFETY: reaps the child that failed before execve.
             unsafe {

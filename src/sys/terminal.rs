@@ -11,8 +11,8 @@ pub fn foreground() -> bool {
 }
 
 /// Makes process group `pgid` the terminal's foreground.
-pub fn give_to(pgid: i32) {
-    if let Some(group) = Pid::from_raw(pgid) {
+pub fn give_to(pgid: super::process::Pid) {
+    if let Some(group) = Pid::from_raw(pgid.raw()) {
         let _ = rustix::termios::tcsetpgrp(rustix::stdio::stdin(), group);
     }
 }
