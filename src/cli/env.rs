@@ -36,8 +36,8 @@ const OPPOSITES: [(Opt, Opt); 4] = [
 ];
 
 /// The ids of options set in the environment that an opposite on the command
-/// line overrides, or the clap error for opposites given together.
-pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error> {
+/// line overrides, or the usage error for opposites given together.
+pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, String> {
     let Some((_, sub)) = matches.subcommand() else {
         return Ok(Vec::new());
     };
@@ -54,12 +54,7 @@ pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error
     };
     let mut dropped = Vec::new();
     for ((a, a_flag, a_env), (b, b_flag, b_env)) in OPPOSITES {
-        let together = |what: String| {
-            Err(clap::Error::raw(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!("{what} cannot be used together\n"),
-            ))
-        };
+        let together = |what: String| Err(format!("{what} cannot be used together"));
         match (source(a), source(b)) {
             (Some(ValueSource::CommandLine), Some(ValueSource::CommandLine)) => {
                 return together(format!("'{a_flag}' and '{b_flag}'"));

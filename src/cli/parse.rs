@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use clap::{FromArgMatches, Parser};
 
 use super::duration::{bare_number, is_unit};
+use super::words;
 use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, plain_run, run_command};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
@@ -40,7 +41,7 @@ where
                     dashes_at: Vec::new(),
                     usage: None,
                 };
-                crate::report::error(&one_line_of(&err, &at));
+                crate::report::error(&one_line_of(&Usage::Clap(err), &at));
                 Exit::Usage
             });
     }
@@ -70,48 +71,59 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
     };
     let understood = |matches: clap::ArgMatches| {
         refuse_empty_url(&matches)?;
-        let overridden = env::overridden(&matches)?;
+        let overridden = env::overridden(&matches).map_err(|message| Usage::Own {
+            message,
+            usage: None,
+        })?;
         let from_option =
             matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
-        Cli::from_arg_matches(&matches).map(|mut cli| {
-            cli.global.urls_from_option = from_option;
-            (cli, overridden)
-        })
+        let mut cli = Cli::from_arg_matches(&matches).map_err(Usage::Clap)?;
+        cli.global.urls_from_option = from_option;
+        env::drop_overridden(&mut cli.command, &overridden);
+        if let Command::Run(run) = &mut cli.command {
+            run.resolve_shell();
+        }
+        Ok(cli)
     };
     let as_run = args.iter().skip(1).any(|a| a == "run");
     let parsed = as_run
         .then(|| {
             run_command()
                 .try_get_matches_from(&args)
+                .map_err(Usage::Clap)
                 .and_then(understood)
                 .ok()
         })
         .flatten()
         .map_or_else(
-            || command().try_get_matches_from(&args).and_then(understood),
+            || {
+                command()
+                    .try_get_matches_from(&args)
+                    .map_err(Usage::Clap)
+                    .and_then(understood)
+            },
             Ok,
-        )
-        .map(|(mut cli, overridden)| {
-            env::drop_overridden(&mut cli.command, &overridden);
-            if let Command::Run(run) = &mut cli.command {
-                run.resolve_shell();
-            }
-            cli
-        });
-    let mut cli = parsed.map_err(|err| {
+        );
+    let mut cli = parsed.map_err(|usage| {
         use clap::error::ErrorKind;
-        match err.kind() {
-            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+        match &usage {
+            Usage::Clap(err)
+                if matches!(
+                    err.kind(),
+                    ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+                ) =>
+            {
                 let _ = err.print();
                 Exit::Success
             }
-            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Usage::Clap(err)
+                if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+            {
                 let _ = err.print();
                 Exit::Usage
             }
             _ => {
-                let at = Context::of(&given);
-                crate::report::error(&one_line_of(&err, &at));
+                crate::report::error(&one_line_of(&usage, &Context::of(&given)));
                 Exit::Usage
             }
         }
@@ -132,30 +144,46 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
     Ok(cli)
 }
 
+/// A usage error: clap's, or one of rlock's own checks on what clap
+/// accepted, said in rlock's words with the usage line, if any, to show.
+enum Usage {
+    Clap(clap::Error),
+    Own {
+        message: String,
+        usage: Option<String>,
+    },
+}
+
 /// The one line for a usage error: a refused NAME in the name check's own
 /// words (`invalid lock name …`, the same whichever command took it), anything
-/// else as clap words it, on one line.
-fn one_line_of(err: &clap::Error, at: &Context) -> String {
+/// else with clap's suggestions, the subcommand's usage and where its help is.
+fn one_line_of(usage: &Usage, at: &Context) -> String {
     use std::error::Error as _;
-    match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
-        Some(bad) => bad.to_string(),
-        None => one_line(&err.render().to_string(), at),
+    match usage {
+        Usage::Clap(err) => match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
+            Some(bad) => bad.to_string(),
+            None => {
+                let (message, tips) = words::of(err);
+                one_line(&message, &tips, words::usage(err), at)
+            }
+        },
+        Usage::Own { message, usage } => one_line(message, &[], usage.clone(), at),
     }
 }
 
 /// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
 /// default; an empty RLOCK_URL counts as unset, like an empty REDIS_URL.
-fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), Usage> {
     let from_command_line =
         matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
     let empty = matches
         .get_many::<String>("urls")
         .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
     if from_command_line && empty {
-        return Err(command().error(
-            clap::error::ErrorKind::InvalidValue,
-            "invalid value '' for '--url <URL>': empty URL",
-        ));
+        return Err(Usage::Own {
+            message: "invalid value '' for '--url <URL>': empty URL".to_owned(),
+            usage: Some(words::plain_usage(&mut command())),
+        });
     }
     Ok(())
 }
@@ -302,13 +330,7 @@ impl Context {
                         takes = valued(sub);
                         knows = known(sub);
                         durs = durations(sub);
-                        at.usage = Some(
-                            sub.render_usage()
-                                .to_string()
-                                .trim()
-                                .trim_start_matches("Usage: ")
-                                .to_owned(),
-                        );
+                        at.usage = Some(words::plain_usage(sub));
                         at.sub = Some(word.into_owned());
                     } else {
                         break;
@@ -359,33 +381,10 @@ fn dashed_names(args: &[OsString], at: &Context) -> Option<(Vec<OsString>, Vec<S
 /// What stands in for a NAME that begins with `-` while clap parses.
 const PLACEHOLDER: &str = "rlock-dashed-name-";
 
-/// clap renders several lines (`error: …`, usage, tips); keep them on one
-/// line: the message, clap's suggestions, the usage of the subcommand, and
-/// where its help is.
-fn one_line(rendered: &str, at: &Context) -> String {
-    let mut parts = Vec::new();
-    let mut tips = Vec::new();
-    let mut usage = at.usage.clone();
-    for line in rendered.lines() {
-        let line = line.trim();
-        if let Some(text) = line.strip_prefix("Usage: ") {
-            usage = usage.or_else(|| Some(text.to_owned()));
-            break;
-        }
-        if line.starts_with("For more information") {
-            break;
-        }
-        if let Some(tip) = line.strip_prefix("tip: ") {
-            // "to pass '-l' as a value, use '-- -l'": never right for rlock,
-            // where only COMMAND takes such words, and it goes after `--`.
-            if !tip.starts_with("to pass ") {
-                tips.push(tip);
-            }
-        } else if !line.is_empty() {
-            parts.push(line.strip_prefix("error: ").unwrap_or(line));
-        }
-    }
-    let mut text = parts.join(" ");
+/// The usage error on one line: clap's message, its suggestions, the usage
+/// of the subcommand (else `usage`, clap's for the error), and where its help is.
+fn one_line(message: &str, tips: &[String], usage: Option<String>, at: &Context) -> String {
+    let mut text = message.to_owned();
     for tip in tips {
         text.push_str("; ");
         text.push_str(tip);
@@ -397,7 +396,7 @@ fn one_line(rendered: &str, at: &Context) -> String {
     if text.contains("<COMMAND>") || (run && !dashes && text.contains("unexpected argument")) {
         text.push_str("; COMMAND goes after --: rlock run NAME -- COMMAND [ARGS...], or rlock run NAME -c 'STRING'");
     }
-    if let Some(usage) = usage {
+    if let Some(usage) = at.usage.clone().or(usage) {
         text.push_str("; usage: ");
         text.push_str(&usage);
     }
@@ -449,7 +448,7 @@ mod tests {
             let args: Vec<OsString> = args.iter().map(OsString::from).collect();
             let err = command().try_get_matches_from(&args).unwrap_err();
             assert_eq!(
-                one_line_of(&err, &Context::of(&args)),
+                one_line_of(&Usage::Clap(err), &Context::of(&args)),
                 "invalid lock name 'a b': whitespace is not allowed",
                 "{args:?}"
             );
@@ -734,7 +733,7 @@ mod tests {
     fn usage_errors_fit_on_one_line() {
         let args: Vec<OsString> = ["rlock", "run", "x"].map(OsString::from).to_vec();
         let err = Cli::try_parse_from(&args).unwrap_err();
-        let line = one_line(&err.render().to_string(), &Context::of(&args));
+        let line = one_line_of(&Usage::Clap(err), &Context::of(&args));
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("COMMAND"), "{line}");
         assert!(line.ends_with("(see 'rlock run --help')"), "{line}");
