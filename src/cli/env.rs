@@ -83,7 +83,7 @@ pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
             "no_wait" => lock.no_wait = false,
             "shared" => lock.shared = false,
             "limit" => lock.limit = None,
-            "ttl" => lock.ttl = super::DEFAULT_TTL,
+            "ttl" => lock.ttl = default_ttl(),
             "lease" => {
                 if let Some(lease) = lease.as_deref_mut() {
                     *lease = None;
@@ -92,4 +92,10 @@ pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
             _ => {}
         }
     }
+}
+
+/// `--ttl`'s default, read from the definition's text as clap reads it.
+fn default_ttl() -> std::time::Duration {
+    super::duration::lease_duration(super::DEFAULT_TTL_TEXT)
+        .expect("the definition's default --ttl is a lease")
 }

@@ -8,7 +8,7 @@ use clap::{FromArgMatches, Parser};
 
 use super::duration::{bare_number, is_unit};
 use super::words;
-use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, plain_run, run_command};
+use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, run_command};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
 
@@ -52,10 +52,7 @@ where
         crate::report::error(&stray);
         return Err(Exit::Usage);
     }
-    match plain_run::parse(&args, &|name| std::env::var_os(name)) {
-        Some(cli) => Ok(cli),
-        None => with_clap(args),
-    }
+    with_clap(args)
 }
 
 /// [`parse_from`] by clap, for any line: `args` has passed the checks
@@ -590,143 +587,6 @@ mod tests {
             both(&words.iter().map(ToString::to_string).collect::<Vec<_>>());
         }
         assert!(lines > 500, "{lines} command lines");
-    }
-
-    /// The environment variables of `run`'s options and the global ones,
-    /// from clap's definition.
-    fn option_variables() -> Vec<String> {
-        let mut whole = command();
-        whole.build();
-        let run = whole.find_subcommand("run").unwrap();
-        let mut vars: Vec<String> = run
-            .get_arguments()
-            .filter_map(|a| a.get_env())
-            .map(|v| v.to_string_lossy().into_owned())
-            .collect();
-        vars.sort();
-        vars.dedup();
-        vars
-    }
-
-    #[test]
-    fn the_plain_form_skips_exactly_the_variables_clap_reads() {
-        let mut skipped: Vec<String> = plain_run::OPTION_VARIABLES
-            .iter()
-            .chain(&["RLOCK_URL"])
-            .map(ToString::to_string)
-            .collect();
-        skipped.sort();
-        assert_eq!(skipped, option_variables());
-    }
-
-    #[test]
-    fn the_plain_form_reads_as_clap_reads_it() {
-        let clean = option_variables()
-            .iter()
-            .all(|v| std::env::var_os(v).is_none());
-        let none = |_: &str| None;
-        let url =
-            |name: &str| (name == "RLOCK_URL").then(|| OsString::from("redis://e:1,redis://f:2"));
-        let lines: [&[&str]; 9] = [
-            &["run", "x", "--", "true"],
-            &["run", "x", "y", "--", "sh", "-c", "exit 3"],
-            &["--url", "redis://h:1", "run", "x", "--", "true"],
-            &["-u", "file:/tmp/d", "run", "x", "--", "true"],
-            &["--url=redis://a,redis://b", "run", "x", "--", "-n"],
-            &["run", "a:b.c", "--", "run", "--url", "x"],
-            &["run", "10", "m", "--", "true"],
-            &["run", "ü", "--", "true"],
-            &["-u", "redis://h:1", "run", "x", "--", "--"],
-        ];
-        let mut accepted = 0;
-        for words in lines {
-            let argv: Vec<OsString> = std::iter::once("rlock")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            if let Some(fast) = plain_run::parse(&argv, &none) {
-                accepted += 1;
-                if clean {
-                    let full = with_clap(argv.clone()).unwrap_or_else(|_| panic!("{argv:?}"));
-                    assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{argv:?}");
-                }
-            }
-            // RLOCK_URL as clap splits it, unless --url is given.
-            if let Some(Cli { global, .. }) = plain_run::parse(&argv, &url)
-                && !global.urls_from_option
-            {
-                assert_eq!(global.urls, ["redis://e:1", "redis://f:2"]);
-            }
-        }
-        assert_eq!(accepted, 8, "the last line has a second --");
-        for words in [
-            &["run", "-x", "--", "true"][..],
-            &["run", "--", "-a", "--", "true"],
-            &["-v", "run", "x", "--", "true"],
-            &["run", "x", "--"],
-            &["run", "--", "true"],
-            &["--url", "", "run", "x", "--", "true"],
-            &["--url", "redis://h:1,", "run", "x", "--", "true"],
-            &["--url=file:/tmp/d, ", "run", "x", "--", "true"],
-            &["-u", "-x", "run", "x", "--", "true"],
-            &["run", "a b", "--", "true"],
-            &["status", "x"],
-            &["run", "x", "-c", "true"],
-        ] {
-            let argv: Vec<OsString> = std::iter::once("rlock")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            assert!(plain_run::parse(&argv, &none).is_none(), "{argv:?}");
-        }
-        let both =
-            |name: &str| matches!(name, "RLOCK_TTL" | "RLOCK_LEASE").then(|| OsString::from("5s"));
-        let argv = ["rlock", "run", "x", "--", "true"].map(OsString::from);
-        assert!(plain_run::parse(&argv, &both).is_none());
-        let flag = |name: &str| (name == "RLOCK_NO_WAIT").then(|| OsString::from("0"));
-        assert!(plain_run::parse(&argv, &flag).is_none());
-    }
-
-    /// Each option variable, read by the plain reader, gives what clap gives
-    /// for the option itself (which it reads with the same value parser).
-    #[test]
-    fn the_plain_form_reads_each_variable_as_clap_reads_its_option() {
-        let clean = option_variables()
-            .iter()
-            .all(|v| std::env::var_os(v).is_none());
-        let mut whole = command();
-        whole.build();
-        let run = whole.find_subcommand("run").unwrap();
-        let mut read = 0;
-        for arg in run.get_arguments() {
-            let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else {
-                continue;
-            };
-            if var == "RLOCK_URL" {
-                continue;
-            }
-            let long = format!("--{}", arg.get_long().unwrap());
-            let mut values = sample(arg);
-            values.extend(["", "+4", "256", "4294967296", " 5"].map(String::from));
-            for value in values {
-                let env = |name: &str| (name == var).then(|| OsString::from(&value));
-                let plain = ["rlock", "run", "x", "--", "true"].map(OsString::from);
-                let Some(fast) = plain_run::parse(&plain, &env) else {
-                    continue;
-                };
-                assert!(arg.get_action().takes_values(), "{var}: a flag is clap's");
-                read += 1;
-                if !clean {
-                    continue;
-                }
-                let given: Vec<OsString> = ["rlock", "run", &long, &value, "x", "--", "true"]
-                    .map(OsString::from)
-                    .to_vec();
-                let full = with_clap(given).unwrap_or_else(|_| panic!("{var}={value:?}"));
-                assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{var}={value:?}");
-            }
-        }
-        assert!(read > 40, "{read} values read");
     }
 
     #[test]
