@@ -10,6 +10,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::exit::NOT_ACQUIRED_DEFAULT;
 use crate::lock::name::LockName;
 
+mod context;
 mod duration;
 mod env;
 pub mod generate;
@@ -18,6 +19,7 @@ mod words;
 
 pub use duration::{FOREVER, duration};
 use duration::{grace_duration, lease_duration, positive_duration, wait_duration};
+pub use generate::option_variables;
 pub use parse::{parse, parse_from};
 
 const CONNECTION: &str = "Connection";
@@ -610,27 +612,6 @@ pub fn command() -> clap::Command {
             .mut_subcommands(hide_env_values)
     }
     hide_env_values(Cli::command())
-}
-
-/// Every environment variable an option reads (`RLOCK_WAIT`, ...), sorted,
-/// from the definition: the list a clean environment clears and the man
-/// page's ENVIRONMENT must cover.
-pub fn option_variables() -> Vec<String> {
-    fn walk(cmd: &clap::Command, vars: &mut Vec<String>) {
-        vars.extend(
-            cmd.get_arguments()
-                .filter_map(clap::Arg::get_env)
-                .map(|v| v.to_string_lossy().into_owned()),
-        );
-        for sub in cmd.get_subcommands() {
-            walk(sub, vars);
-        }
-    }
-    let mut vars = Vec::new();
-    walk(&command(), &mut vars);
-    vars.sort();
-    vars.dedup();
-    vars
 }
 
 #[cfg(test)]
