@@ -3,9 +3,6 @@
 
 use std::time::Duration;
 
-/// `--ttl` when not given.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
-
 /// Longest lease or grace period: keeps every millisecond count an exact
 /// integer in Redis and in Lua.
 const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);

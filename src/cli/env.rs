@@ -36,8 +36,8 @@ const OPPOSITES: [(Opt, Opt); 4] = [
 ];
 
 /// The ids of options set in the environment that an opposite on the command
-/// line overrides, or the clap error for opposites given together.
-pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error> {
+/// line overrides, or the usage error for opposites given together.
+pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, String> {
     let Some((_, sub)) = matches.subcommand() else {
         return Ok(Vec::new());
     };
@@ -54,12 +54,7 @@ pub fn overridden(matches: &ArgMatches) -> Result<Vec<&'static str>, clap::Error
     };
     let mut dropped = Vec::new();
     for ((a, a_flag, a_env), (b, b_flag, b_env)) in OPPOSITES {
-        let together = |what: String| {
-            Err(clap::Error::raw(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!("{what} cannot be used together\n"),
-            ))
-        };
+        let together = |what: String| Err(format!("{what} cannot be used together"));
         match (source(a), source(b)) {
             (Some(ValueSource::CommandLine), Some(ValueSource::CommandLine)) => {
                 return together(format!("'{a_flag}' and '{b_flag}'"));
@@ -88,7 +83,7 @@ pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
             "no_wait" => lock.no_wait = false,
             "shared" => lock.shared = false,
             "limit" => lock.limit = None,
-            "ttl" => lock.ttl = super::DEFAULT_TTL,
+            "ttl" => lock.ttl = default_ttl(),
             "lease" => {
                 if let Some(lease) = lease.as_deref_mut() {
                     *lease = None;
@@ -97,4 +92,10 @@ pub fn drop_overridden(command: &mut Command, ids: &[&str]) {
             _ => {}
         }
     }
+}
+
+/// `--ttl`'s default, read from the definition's text as clap reads it.
+fn default_ttl() -> std::time::Duration {
+    super::duration::lease_duration(super::DEFAULT_TTL_TEXT)
+        .expect("the definition's default --ttl is a lease")
 }

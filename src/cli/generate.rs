@@ -427,6 +427,27 @@ Redlock, TLS, ACL users, guarantees), the FAQ and the production checklist, in
 /usr/share/doc/rlock/ (the .deb) or the release tarball.
 "#;
 
+/// Every environment variable an option reads (`RLOCK_WAIT`, ...), sorted,
+/// from the definition: the list a clean environment clears and the man
+/// page's ENVIRONMENT must cover.
+pub fn option_variables() -> Vec<String> {
+    fn walk(cmd: &clap::Command, vars: &mut Vec<String>) {
+        vars.extend(
+            cmd.get_arguments()
+                .filter_map(clap::Arg::get_env)
+                .map(|v| v.to_string_lossy().into_owned()),
+        );
+        for sub in cmd.get_subcommands() {
+            walk(sub, vars);
+        }
+    }
+    let mut vars = Vec::new();
+    walk(&cli::command(), &mut vars);
+    vars.sort();
+    vars.dedup();
+    vars
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

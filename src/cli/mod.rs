@@ -1,5 +1,6 @@
-//! The command line, defined once: `--help`, parsing, and (later) completions
-//! and the man page all come from these definitions (README: "Using `rlock run`").
+//! The command line, defined once: parsing, `--help`, the completions, the man
+//! page and the list of option variables all come from these definitions
+//! (README: "Using `rlock run`").
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -9,14 +10,16 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::exit::NOT_ACQUIRED_DEFAULT;
 use crate::lock::name::LockName;
 
+mod context;
 mod duration;
 mod env;
 pub mod generate;
 mod parse;
-mod plain_run;
+mod words;
 
-pub use duration::{DEFAULT_TTL, FOREVER, duration};
+pub use duration::{FOREVER, duration};
 use duration::{grace_duration, lease_duration, positive_duration, wait_duration};
+pub use generate::option_variables;
 pub use parse::{parse, parse_from};
 
 const CONNECTION: &str = "Connection";
@@ -78,7 +81,7 @@ pub struct Global {
     pub urls: Vec<String>,
 
     /// Key namespace: a lock NAME lives under the key PREFIX:{NAME}.
-    #[arg(long, value_name = "P", env = "RLOCK_PREFIX", default_value = DEFAULT_PREFIX, global = true,
+    #[arg(long, value_name = "P", env = "RLOCK_PREFIX", default_value = "rlock", global = true,
           help_heading = CONNECTION)]
     pub prefix: String,
 
@@ -107,7 +110,7 @@ pub struct Global {
 
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
-    #[arg(long, value_name = "DUR", default_value = DEFAULT_CONNECT_TIMEOUT, value_parser = positive_duration,
+    #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,
           env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
@@ -446,7 +449,7 @@ pub struct RenewArgs {
     pub token: Option<String>,
 
     /// New lease length, from now.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = lease_duration)]
+    #[arg(long, value_name = "DUR", default_value = DEFAULT_TTL_TEXT, value_parser = lease_duration)]
     pub ttl: Duration,
 
     /// The lock is a Redisson lock (as taken with --redisson).
@@ -512,7 +515,7 @@ pub struct LockOptions {
     /// Off a terminal: print a timestamped line when waiting starts and then
     /// this often (who holds the lock, how long we have waited), and one
     /// when the lock is acquired; 0: never.
-    #[arg(long, value_name = "DUR", default_value = DEFAULT_PROGRESS_INTERVAL, value_parser = duration,
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration,
           env = "RLOCK_PROGRESS_INTERVAL", help_heading = WAITING)]
     pub progress_interval: Duration,
 
@@ -521,7 +524,7 @@ pub struct LockOptions {
     ///
     /// With --wait the server is waited for within the wait; with --no-wait, not
     /// at all. 0 gives up at once; forever (or infinity) never does.
-    #[arg(long, value_name = "DUR", default_value = DEFAULT_UNREACHABLE_WAIT, value_parser = wait_duration,
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = wait_duration,
           env = "RLOCK_UNREACHABLE_WAIT", help_heading = WAITING)]
     pub unreachable_wait: Duration,
 
@@ -584,16 +587,7 @@ pub struct LockOptions {
     pub redisson: bool,
 }
 
-/// The command-line definition every user of it takes: parsing, `--help`,
-/// completions and the man page. Help names an option's environment variable
-/// without its value (`[env: RLOCK_PREFIX]`): a value would be shown as
-/// `[env: RLOCK_PREFIX=]` when unset, and a set one may be a URL or a note
-/// that a help page should not repeat.
-/// Defaults written once, for clap and for [`plain_run`].
-const DEFAULT_PREFIX: &str = "rlock";
-const DEFAULT_CONNECT_TIMEOUT: &str = "2s";
-const DEFAULT_PROGRESS_INTERVAL: &str = "30s";
-const DEFAULT_UNREACHABLE_WAIT: &str = "60s";
+/// `--ttl` when not given (`check`, `renew`, `run` and `acquire`).
 const DEFAULT_TTL_TEXT: &str = "30s";
 
 /// `rlock run`'s definition alone, beside the global options: a command line
@@ -607,6 +601,11 @@ pub fn run_command() -> clap::Command {
     <Global as clap::Args>::augment_args(top).subcommand(run)
 }
 
+/// The command-line definition every user of it takes: parsing, `--help`,
+/// completions and the man page. Help names an option's environment variable
+/// without its value (`[env: RLOCK_PREFIX]`): a value would be shown as
+/// `[env: RLOCK_PREFIX=]` when unset, and a set one may be a URL or a note
+/// that a help page should not repeat.
 pub fn command() -> clap::Command {
     fn hide_env_values(cmd: clap::Command) -> clap::Command {
         cmd.mut_args(|arg| arg.hide_env_values(true))

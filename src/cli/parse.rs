@@ -6,8 +6,10 @@ use std::ffi::OsString;
 
 use clap::{FromArgMatches, Parser};
 
+use super::context::Context;
 use super::duration::{bare_number, is_unit};
-use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, plain_run, run_command};
+use super::words;
+use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, run_command};
 use crate::exit::Exit;
 use crate::lock::name::{InvalidName, LockName};
 
@@ -32,15 +34,7 @@ where
                 command: Command::WhilePid(w.args),
             })
             .map_err(|err| {
-                let at = Context {
-                    sub: None,
-                    unsure: false,
-                    stray: None,
-                    positional: Vec::new(),
-                    dashes_at: Vec::new(),
-                    usage: None,
-                };
-                crate::report::error(&one_line_of(&err, &at));
+                crate::report::error(&one_line_of(&Usage::Clap(err), &Context::default()));
                 Exit::Usage
             });
     }
@@ -51,10 +45,7 @@ where
         crate::report::error(&stray);
         return Err(Exit::Usage);
     }
-    match plain_run::parse(&args, &|name| std::env::var_os(name)) {
-        Some(cli) => Ok(cli),
-        None => with_clap(args),
-    }
+    with_clap(args)
 }
 
 /// [`parse_from`] by clap, for any line: `args` has passed the checks
@@ -70,48 +61,59 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
     };
     let understood = |matches: clap::ArgMatches| {
         refuse_empty_url(&matches)?;
-        let overridden = env::overridden(&matches)?;
+        let overridden = env::overridden(&matches).map_err(|message| Usage::Own {
+            message,
+            usage: None,
+        })?;
         let from_option =
             matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
-        Cli::from_arg_matches(&matches).map(|mut cli| {
-            cli.global.urls_from_option = from_option;
-            (cli, overridden)
-        })
+        let mut cli = Cli::from_arg_matches(&matches).map_err(Usage::Clap)?;
+        cli.global.urls_from_option = from_option;
+        env::drop_overridden(&mut cli.command, &overridden);
+        if let Command::Run(run) = &mut cli.command {
+            run.resolve_shell();
+        }
+        Ok(cli)
     };
     let as_run = args.iter().skip(1).any(|a| a == "run");
     let parsed = as_run
         .then(|| {
             run_command()
                 .try_get_matches_from(&args)
+                .map_err(Usage::Clap)
                 .and_then(understood)
                 .ok()
         })
         .flatten()
         .map_or_else(
-            || command().try_get_matches_from(&args).and_then(understood),
+            || {
+                command()
+                    .try_get_matches_from(&args)
+                    .map_err(Usage::Clap)
+                    .and_then(understood)
+            },
             Ok,
-        )
-        .map(|(mut cli, overridden)| {
-            env::drop_overridden(&mut cli.command, &overridden);
-            if let Command::Run(run) = &mut cli.command {
-                run.resolve_shell();
-            }
-            cli
-        });
-    let mut cli = parsed.map_err(|err| {
+        );
+    let mut cli = parsed.map_err(|usage| {
         use clap::error::ErrorKind;
-        match err.kind() {
-            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+        match &usage {
+            Usage::Clap(err)
+                if matches!(
+                    err.kind(),
+                    ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+                ) =>
+            {
                 let _ = err.print();
                 Exit::Success
             }
-            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Usage::Clap(err)
+                if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+            {
                 let _ = err.print();
                 Exit::Usage
             }
             _ => {
-                let at = Context::of(&given);
-                crate::report::error(&one_line_of(&err, &at));
+                crate::report::error(&one_line_of(&usage, &Context::of(&given)));
                 Exit::Usage
             }
         }
@@ -132,30 +134,46 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
     Ok(cli)
 }
 
+/// A usage error: clap's, or one of rlock's own checks on what clap
+/// accepted, said in rlock's words with the usage line, if any, to show.
+enum Usage {
+    Clap(clap::Error),
+    Own {
+        message: String,
+        usage: Option<String>,
+    },
+}
+
 /// The one line for a usage error: a refused NAME in the name check's own
 /// words (`invalid lock name …`, the same whichever command took it), anything
-/// else as clap words it, on one line.
-fn one_line_of(err: &clap::Error, at: &Context) -> String {
+/// else with clap's suggestions, the subcommand's usage and where its help is.
+fn one_line_of(usage: &Usage, at: &Context) -> String {
     use std::error::Error as _;
-    match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
-        Some(bad) => bad.to_string(),
-        None => one_line(&err.render().to_string(), at),
+    match usage {
+        Usage::Clap(err) => match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
+            Some(bad) => bad.to_string(),
+            None => {
+                let (message, tips) = words::of(err);
+                one_line(&message, &tips, words::usage(err), at)
+            }
+        },
+        Usage::Own { message, usage } => one_line(message, &[], usage.clone(), at),
     }
 }
 
 /// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
 /// default; an empty RLOCK_URL counts as unset, like an empty REDIS_URL.
-fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), Usage> {
     let from_command_line =
         matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
     let empty = matches
         .get_many::<String>("urls")
         .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
     if from_command_line && empty {
-        return Err(command().error(
-            clap::error::ErrorKind::InvalidValue,
-            "invalid value '' for '--url <URL>': empty URL",
-        ));
+        return Err(Usage::Own {
+            message: "invalid value '' for '--url <URL>': empty URL".to_owned(),
+            usage: Some(words::plain_usage(&mut command())),
+        });
     }
     Ok(())
 }
@@ -187,152 +205,6 @@ fn maybe_stray_unit(args: &[OsString]) -> Option<String> {
     ))
 }
 
-/// What the words of a command line are, as far as a usage error needs to
-/// know: the subcommand, the words given as its positional arguments before
-/// the first `--` (NAMEs), and where the `--`s are.
-struct Context {
-    sub: Option<String>,
-    /// An option the subcommand does not know came before its first NAME:
-    /// whether the next word was its value cannot be told, so no word is
-    /// named as the lock.
-    unsure: bool,
-    /// A duration option, its bare-number value and the unit word that
-    /// follows it (`--wait`, `10`, `m`).
-    stray: Option<(String, String, String)>,
-    /// The subcommand's words before the first `--` that are not options or
-    /// option values (for `run`: its NAMEs, and a command given without `--`).
-    positional: Vec<String>,
-    /// Indices in the argument list of every `--` after the subcommand.
-    dashes_at: Vec<usize>,
-    /// The generic usage line of the subcommand (not clap's, which repeats
-    /// the options given, as if they were needed).
-    usage: Option<String>,
-}
-
-impl Context {
-    fn of(args: &[OsString]) -> Self {
-        let mut cmd = command();
-        cmd.build();
-        // Options that take a value in the next word, at the top and in each
-        // subcommand (global ones are in every subcommand once built).
-        // Each option's spellings (aliases too), chosen by `which`.
-        let flags = |c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool| -> Vec<String> {
-            c.get_arguments()
-                .filter(|a| !a.is_positional() && which(a))
-                .flat_map(|a| {
-                    let longs = a
-                        .get_long()
-                        .into_iter()
-                        .chain(a.get_all_aliases().unwrap_or_default())
-                        .map(|l| format!("--{l}"));
-                    let shorts = a
-                        .get_short()
-                        .into_iter()
-                        .chain(a.get_all_short_aliases().unwrap_or_default())
-                        .map(|s| format!("-{s}"));
-                    longs.chain(shorts).collect::<Vec<_>>()
-                })
-                .collect()
-        };
-        let valued = |c: &clap::Command| flags(c, &|a| a.get_action().takes_values());
-        let known = |c: &clap::Command| flags(c, &|_| true);
-        let durations = |c: &clap::Command| {
-            flags(c, &|a| {
-                a.get_value_names()
-                    .is_some_and(|names| names.iter().any(|n| n == "DUR"))
-            })
-        };
-        let mut at = Context {
-            sub: None,
-            unsure: false,
-            stray: None,
-            positional: Vec::new(),
-            dashes_at: Vec::new(),
-            usage: None,
-        };
-        let mut takes = valued(&cmd);
-        let mut knows = known(&cmd);
-        let mut durs: Vec<String> = Vec::new();
-        let mut skip = false;
-        for (i, arg) in args.iter().enumerate().skip(1) {
-            let word = arg.to_string_lossy();
-            if at.sub.is_some() && word == "--" {
-                at.dashes_at.push(i);
-                continue;
-            }
-            if skip || !at.dashes_at.is_empty() {
-                skip = false;
-                continue;
-            }
-            if word.starts_with('-') && word.len() > 1 {
-                let flag = word.split_once('=').map_or(word.as_ref(), |(f, _)| f);
-                // `-nv`, `-w5`: a cluster of shorts starts with a known one.
-                let head = if flag.starts_with("--") {
-                    flag.to_owned()
-                } else {
-                    flag.chars().take(2).collect()
-                };
-                if !knows.contains(&head) && at.positional.is_empty() {
-                    at.unsure = true;
-                }
-                // `--wait 10 m` or `--wait=10 m`.
-                if at.stray.is_none() && durs.iter().any(|d| *d == flag) {
-                    let (value, next) = match word.split_once('=') {
-                        Some((_, v)) => (Some(v.to_owned()), args.get(i + 1)),
-                        None => (
-                            args.get(i + 1).map(|a| a.to_string_lossy().into_owned()),
-                            args.get(i + 2),
-                        ),
-                    };
-                    let next = next.map(|a| a.to_string_lossy().into_owned());
-                    if let (Some(value), Some(next)) = (value, next)
-                        && bare_number(&value)
-                        && is_unit(&next)
-                    {
-                        at.stray = Some((flag.to_owned(), value.trim().to_owned(), next));
-                    }
-                }
-                // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.
-                skip = !word.contains('=') && takes.iter().any(|t| *t == word);
-                continue;
-            }
-            match &at.sub {
-                None => {
-                    if let Some(sub) = cmd.find_subcommand_mut(word.as_ref()) {
-                        takes = valued(sub);
-                        knows = known(sub);
-                        durs = durations(sub);
-                        at.usage = Some(
-                            sub.render_usage()
-                                .to_string()
-                                .trim()
-                                .trim_start_matches("Usage: ")
-                                .to_owned(),
-                        );
-                        at.sub = Some(word.into_owned());
-                    } else {
-                        break;
-                    }
-                }
-                Some(_) => at.positional.push(word.into_owned()),
-            }
-        }
-        at
-    }
-
-    /// The lock the command line names, when it names a valid one.
-    fn lock(&self) -> Option<&str> {
-        let named = matches!(
-            self.sub.as_deref(),
-            Some("run" | "acquire" | "renew" | "release" | "status")
-        );
-        self.positional
-            .first()
-            .map(String::as_str)
-            .filter(|n| named && !self.unsure && LockName::new(n).is_ok())
-    }
-}
-
 /// `rlock run [OPTIONS] -- -x -- COMMAND`: NAMEs that begin with `-` go
 /// between two `--`, as `acquire -- -x` takes one after `--`. Such NAMEs
 /// stand in for clap as placeholders, put back after parsing.
@@ -359,33 +231,10 @@ fn dashed_names(args: &[OsString], at: &Context) -> Option<(Vec<OsString>, Vec<S
 /// What stands in for a NAME that begins with `-` while clap parses.
 const PLACEHOLDER: &str = "rlock-dashed-name-";
 
-/// clap renders several lines (`error: …`, usage, tips); keep them on one
-/// line: the message, clap's suggestions, the usage of the subcommand, and
-/// where its help is.
-fn one_line(rendered: &str, at: &Context) -> String {
-    let mut parts = Vec::new();
-    let mut tips = Vec::new();
-    let mut usage = at.usage.clone();
-    for line in rendered.lines() {
-        let line = line.trim();
-        if let Some(text) = line.strip_prefix("Usage: ") {
-            usage = usage.or_else(|| Some(text.to_owned()));
-            break;
-        }
-        if line.starts_with("For more information") {
-            break;
-        }
-        if let Some(tip) = line.strip_prefix("tip: ") {
-            // "to pass '-l' as a value, use '-- -l'": never right for rlock,
-            // where only COMMAND takes such words, and it goes after `--`.
-            if !tip.starts_with("to pass ") {
-                tips.push(tip);
-            }
-        } else if !line.is_empty() {
-            parts.push(line.strip_prefix("error: ").unwrap_or(line));
-        }
-    }
-    let mut text = parts.join(" ");
+/// The usage error on one line: clap's message, its suggestions, the usage
+/// of the subcommand (else `usage`, clap's for the error), and where its help is.
+fn one_line(message: &str, tips: &[String], usage: Option<String>, at: &Context) -> String {
+    let mut text = message.to_owned();
     for tip in tips {
         text.push_str("; ");
         text.push_str(tip);
@@ -397,7 +246,7 @@ fn one_line(rendered: &str, at: &Context) -> String {
     if text.contains("<COMMAND>") || (run && !dashes && text.contains("unexpected argument")) {
         text.push_str("; COMMAND goes after --: rlock run NAME -- COMMAND [ARGS...], or rlock run NAME -c 'STRING'");
     }
-    if let Some(usage) = usage {
+    if let Some(usage) = at.usage.clone().or(usage) {
         text.push_str("; usage: ");
         text.push_str(&usage);
     }
@@ -449,7 +298,7 @@ mod tests {
             let args: Vec<OsString> = args.iter().map(OsString::from).collect();
             let err = command().try_get_matches_from(&args).unwrap_err();
             assert_eq!(
-                one_line_of(&err, &Context::of(&args)),
+                one_line_of(&Usage::Clap(err), &Context::of(&args)),
                 "invalid lock name 'a b': whitespace is not allowed",
                 "{args:?}"
             );
@@ -593,148 +442,11 @@ mod tests {
         assert!(lines > 500, "{lines} command lines");
     }
 
-    /// The environment variables of `run`'s options and the global ones,
-    /// from clap's definition.
-    fn option_variables() -> Vec<String> {
-        let mut whole = command();
-        whole.build();
-        let run = whole.find_subcommand("run").unwrap();
-        let mut vars: Vec<String> = run
-            .get_arguments()
-            .filter_map(|a| a.get_env())
-            .map(|v| v.to_string_lossy().into_owned())
-            .collect();
-        vars.sort();
-        vars.dedup();
-        vars
-    }
-
-    #[test]
-    fn the_plain_form_skips_exactly_the_variables_clap_reads() {
-        let mut skipped: Vec<String> = plain_run::OPTION_VARIABLES
-            .iter()
-            .chain(&["RLOCK_URL"])
-            .map(ToString::to_string)
-            .collect();
-        skipped.sort();
-        assert_eq!(skipped, option_variables());
-    }
-
-    #[test]
-    fn the_plain_form_reads_as_clap_reads_it() {
-        let clean = option_variables()
-            .iter()
-            .all(|v| std::env::var_os(v).is_none());
-        let none = |_: &str| None;
-        let url =
-            |name: &str| (name == "RLOCK_URL").then(|| OsString::from("redis://e:1,redis://f:2"));
-        let lines: [&[&str]; 9] = [
-            &["run", "x", "--", "true"],
-            &["run", "x", "y", "--", "sh", "-c", "exit 3"],
-            &["--url", "redis://h:1", "run", "x", "--", "true"],
-            &["-u", "file:/tmp/d", "run", "x", "--", "true"],
-            &["--url=redis://a,redis://b", "run", "x", "--", "-n"],
-            &["run", "a:b.c", "--", "run", "--url", "x"],
-            &["run", "10", "m", "--", "true"],
-            &["run", "ü", "--", "true"],
-            &["-u", "redis://h:1", "run", "x", "--", "--"],
-        ];
-        let mut accepted = 0;
-        for words in lines {
-            let argv: Vec<OsString> = std::iter::once("rlock")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            if let Some(fast) = plain_run::parse(&argv, &none) {
-                accepted += 1;
-                if clean {
-                    let full = with_clap(argv.clone()).unwrap_or_else(|_| panic!("{argv:?}"));
-                    assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{argv:?}");
-                }
-            }
-            // RLOCK_URL as clap splits it, unless --url is given.
-            if let Some(Cli { global, .. }) = plain_run::parse(&argv, &url)
-                && !global.urls_from_option
-            {
-                assert_eq!(global.urls, ["redis://e:1", "redis://f:2"]);
-            }
-        }
-        assert_eq!(accepted, 8, "the last line has a second --");
-        for words in [
-            &["run", "-x", "--", "true"][..],
-            &["run", "--", "-a", "--", "true"],
-            &["-v", "run", "x", "--", "true"],
-            &["run", "x", "--"],
-            &["run", "--", "true"],
-            &["--url", "", "run", "x", "--", "true"],
-            &["--url", "redis://h:1,", "run", "x", "--", "true"],
-            &["--url=file:/tmp/d, ", "run", "x", "--", "true"],
-            &["-u", "-x", "run", "x", "--", "true"],
-            &["run", "a b", "--", "true"],
-            &["status", "x"],
-            &["run", "x", "-c", "true"],
-        ] {
-            let argv: Vec<OsString> = std::iter::once("rlock")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            assert!(plain_run::parse(&argv, &none).is_none(), "{argv:?}");
-        }
-        let both =
-            |name: &str| matches!(name, "RLOCK_TTL" | "RLOCK_LEASE").then(|| OsString::from("5s"));
-        let argv = ["rlock", "run", "x", "--", "true"].map(OsString::from);
-        assert!(plain_run::parse(&argv, &both).is_none());
-        let flag = |name: &str| (name == "RLOCK_NO_WAIT").then(|| OsString::from("0"));
-        assert!(plain_run::parse(&argv, &flag).is_none());
-    }
-
-    /// Each option variable, read by the plain reader, gives what clap gives
-    /// for the option itself (which it reads with the same value parser).
-    #[test]
-    fn the_plain_form_reads_each_variable_as_clap_reads_its_option() {
-        let clean = option_variables()
-            .iter()
-            .all(|v| std::env::var_os(v).is_none());
-        let mut whole = command();
-        whole.build();
-        let run = whole.find_subcommand("run").unwrap();
-        let mut read = 0;
-        for arg in run.get_arguments() {
-            let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else {
-                continue;
-            };
-            if var == "RLOCK_URL" {
-                continue;
-            }
-            let long = format!("--{}", arg.get_long().unwrap());
-            let mut values = sample(arg);
-            values.extend(["", "+4", "256", "4294967296", " 5"].map(String::from));
-            for value in values {
-                let env = |name: &str| (name == var).then(|| OsString::from(&value));
-                let plain = ["rlock", "run", "x", "--", "true"].map(OsString::from);
-                let Some(fast) = plain_run::parse(&plain, &env) else {
-                    continue;
-                };
-                assert!(arg.get_action().takes_values(), "{var}: a flag is clap's");
-                read += 1;
-                if !clean {
-                    continue;
-                }
-                let given: Vec<OsString> = ["rlock", "run", &long, &value, "x", "--", "true"]
-                    .map(OsString::from)
-                    .to_vec();
-                let full = with_clap(given).unwrap_or_else(|_| panic!("{var}={value:?}"));
-                assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{var}={value:?}");
-            }
-        }
-        assert!(read > 40, "{read} values read");
-    }
-
     #[test]
     fn usage_errors_fit_on_one_line() {
         let args: Vec<OsString> = ["rlock", "run", "x"].map(OsString::from).to_vec();
         let err = Cli::try_parse_from(&args).unwrap_err();
-        let line = one_line(&err.render().to_string(), &Context::of(&args));
+        let line = one_line_of(&Usage::Clap(err), &Context::of(&args));
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("COMMAND"), "{line}");
         assert!(line.ends_with("(see 'rlock run --help')"), "{line}");

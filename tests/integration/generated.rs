@@ -77,18 +77,10 @@ fn bash_completes_a_command_after_the_dashes() {
     assert!(text.lines().any(|l| l == "before:--wait"), "{text}");
 }
 
-/// The environment variables the options read (`env = "RLOCK_..."` in the
-/// clap definitions).
+/// The environment variables the options read, from the command line's
+/// definition.
 fn option_env_vars() -> Vec<String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(root.join("src/cli/mod.rs")).unwrap();
-    let mut vars: Vec<String> = source
-        .split("env = \"")
-        .skip(1)
-        .map(|rest| rest[..rest.find('"').unwrap()].to_owned())
-        .collect();
-    vars.sort();
-    vars.dedup();
+    let vars = rlock::cli::option_variables();
     assert!(vars.len() >= 20, "{vars:?}");
     vars
 }

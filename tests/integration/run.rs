@@ -590,7 +590,7 @@ fn options_come_from_the_environment_and_the_command_line_wins() {
     );
     let help = output(rlock(&redis.url()).args(["run", "--help"]));
     let text = String::from_utf8_lossy(&help.stdout).into_owned();
-    for var in rlock::OPTION_VARS {
+    for var in ::rlock::cli::option_variables() {
         assert!(text.contains(&format!("env: {var}")), "{var} in --help");
     }
 }

@@ -26,52 +26,26 @@ pub fn bin() -> String {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_rlock").to_owned())
 }
 
-/// The environment variables of run and acquire options (and
-/// --connect-timeout): never inherited from the developer's shell.
-pub const OPTION_VARS: &[&str] = &[
-    "RLOCK_WAIT",
-    "RLOCK_NO_WAIT",
-    "RLOCK_CONFLICT_EXIT_CODE",
-    "RLOCK_TTL",
-    "RLOCK_LEASE",
-    "RLOCK_KILL_AFTER",
-    "RLOCK_SHARED",
-    "RLOCK_LIMIT",
-    "RLOCK_FAIR",
-    "RLOCK_MIN_REPLICAS",
-    "RLOCK_REDISSON",
-    "RLOCK_NOTE",
-    "RLOCK_CONNECT_TIMEOUT",
-    "RLOCK_MAX_HOLD",
-    "RLOCK_METRICS_FILE",
-    "RLOCK_HISTORY",
-];
-
-/// `rlock` without a URL.
+/// `rlock` without a URL. No option's variable (the definition's list) nor
+/// any other variable rlock reads is inherited from the developer's shell.
 pub fn bare() -> Command {
     let mut cmd = Command::new(bin());
+    for var in ::rlock::cli::option_variables() {
+        cmd.env_remove(var);
+    }
     for var in [
-        "RLOCK_URL",
         "REDIS_URL",
-        "RLOCK_PREFIX",
         "RLOCK_TOKEN",
         "RLOCK_TOKENS",
         "RLOCK_NAME",
         "RLOCK_FENCE",
         "REDISCLI_AUTH",
-        "RLOCK_CACERT",
-        "RLOCK_CERT",
-        "RLOCK_KEY",
-        "RLOCK_UNREACHABLE_WAIT",
         // A CI system's job URL would become every holder's note.
         "GITHUB_RUN_ID",
         "CI_JOB_URL",
         "BUILD_URL",
         "BUILDKITE_BUILD_URL",
-    ]
-    .iter()
-    .chain(OPTION_VARS)
-    {
+    ] {
         cmd.env_remove(var);
     }
     // Off a terminal a waiting run logs a progress line first; the tests that
