@@ -24,9 +24,9 @@ pub(crate) mod supervisor;
 pub(crate) mod sys;
 pub(crate) mod wait;
 
+pub use cli::generate;
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
-pub use cli::generate;
 pub use sys::arena::StartupAllocator;
 
 use cli::{Cli, Command};

@@ -1,8 +1,9 @@
 //! The command line and the environment, resolved once: where locks live
 //! ([`Target`]) and what every command needs to reach them. Everything the
 //! environment adds (`REDIS_URL`, `REDISCLI_AUTH`, the enclosing runs'
-//! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing below this
-//! step reads the environment or parses a URL.
+//! tokens, a CI job's URL, `RLOCK_TOKEN`) is read here; nothing in the
+//! layers below (the domain, the backends) reads the environment, and
+//! nothing after this step parses a URL.
 
 mod note;
 mod spec;
@@ -122,7 +123,10 @@ impl Config {
             prefix: global.prefix.clone(),
             connect_timeout: global.connect_timeout,
             tls,
-            inherited: crate::lock::token::inherited_tokens(),
+            inherited: crate::lock::token::inherited_tokens(
+                &std::env::var("RLOCK_TOKENS").unwrap_or_default(),
+                &std::env::var("RLOCK_TOKEN").unwrap_or_default(),
+            ),
             token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
             note: crate::config::note::resolve(note),
             url_source,

@@ -128,18 +128,13 @@ impl fmt::Display for Fence {
 /// the innermost locks.
 const MAX_INHERITED: usize = 32;
 
-/// Tokens of the ancestor `rlock run`s (RLOCK_TOKENS, and RLOCK_TOKEN for a
-/// parent that set only that). Any of them that holds the lock re-enters it;
-/// malformed entries are ignored.
-pub fn inherited_tokens() -> Vec<Token> {
-    let listed = std::env::var("RLOCK_TOKENS").unwrap_or_default();
-    let single = std::env::var("RLOCK_TOKEN").unwrap_or_default();
+/// Tokens of the ancestor `rlock run`s, from the comma-separated `listed`
+/// (RLOCK_TOKENS) and `single` (RLOCK_TOKEN, for a parent that set only
+/// that). Any of them that holds the lock re-enters it; malformed entries
+/// are ignored.
+pub fn inherited_tokens(listed: &str, single: &str) -> Vec<Token> {
     let mut tokens: Vec<Token> = Vec::new();
-    for token in listed
-        .split(',')
-        .chain([single.as_str()])
-        .filter_map(Token::parse)
-    {
+    for token in listed.split(',').chain([single]).filter_map(Token::parse) {
         if !tokens.contains(&token) {
             tokens.push(token);
         }
