@@ -18,6 +18,7 @@ mod ended;
 mod ending;
 mod held;
 pub(crate) mod holder;
+mod lost;
 mod max_hold;
 mod record;
 mod release;
@@ -44,9 +45,10 @@ pub use ended::Ended;
 use ended::Holding;
 pub use ending::Ending;
 use held::HeldLock;
+use lost::{Lost, why_lapsed};
 pub use record::Recorder;
 use release::Quiet;
-use watchdog::{Lease, Lost, Watchdog, why_lapsed};
+use watchdog::{Lease, Watchdog};
 
 /// After a loss, the release and the history write share this much time, so
 /// that rlock exits within `--kill-after` + 3 s of SIGTERM even when the
