@@ -38,25 +38,7 @@ impl Context {
         cmd.build();
         // Options that take a value in the next word, at the top and in each
         // subcommand (global ones are in every subcommand once built).
-        // Each option's spellings (aliases too), chosen by `which`.
-        let flags = |c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool| -> Vec<String> {
-            c.get_arguments()
-                .filter(|a| !a.is_positional() && which(a))
-                .flat_map(|a| {
-                    let longs = a
-                        .get_long()
-                        .into_iter()
-                        .chain(a.get_all_aliases().unwrap_or_default())
-                        .map(|l| format!("--{l}"));
-                    let shorts = a
-                        .get_short()
-                        .into_iter()
-                        .chain(a.get_all_short_aliases().unwrap_or_default())
-                        .map(|s| format!("-{s}"));
-                    longs.chain(shorts).collect::<Vec<_>>()
-                })
-                .collect()
-        };
+        let flags = spellings;
         let valued = |c: &clap::Command| flags(c, &|a| a.get_action().takes_values());
         let known = |c: &clap::Command| flags(c, &|_| true);
         let durations = |c: &clap::Command| {
@@ -93,20 +75,7 @@ impl Context {
                 }
                 // `--wait 10 m` or `--wait=10 m`.
                 if at.stray.is_none() && durs.iter().any(|d| *d == flag) {
-                    let (value, next) = match word.split_once('=') {
-                        Some((_, v)) => (Some(v.to_owned()), args.get(i + 1)),
-                        None => (
-                            args.get(i + 1).map(|a| a.to_string_lossy().into_owned()),
-                            args.get(i + 2),
-                        ),
-                    };
-                    let next = next.map(|a| a.to_string_lossy().into_owned());
-                    if let (Some(value), Some(next)) = (value, next)
-                        && bare_number(&value)
-                        && is_unit(&next)
-                    {
-                        at.stray = Some((flag.to_owned(), value.trim().to_owned(), next));
-                    }
+                    at.stray = stray_unit(flag, &word, &args[i + 1..]);
                 }
                 // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.
                 skip = !word.contains('=') && takes.iter().any(|t| *t == word);
@@ -140,5 +109,45 @@ impl Context {
             .first()
             .map(String::as_str)
             .filter(|n| named && !self.unsure && LockName::new(n).is_ok())
+    }
+}
+
+/// Each option's spellings (aliases too) in `c`, of the options `which` picks.
+fn spellings(c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool) -> Vec<String> {
+    c.get_arguments()
+        .filter(|a| !a.is_positional() && which(a))
+        .flat_map(|a| {
+            let longs = a
+                .get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().unwrap_or_default())
+                .map(|l| format!("--{l}"));
+            let shorts = a
+                .get_short()
+                .into_iter()
+                .chain(a.get_all_short_aliases().unwrap_or_default())
+                .map(|s| format!("-{s}"));
+            longs.chain(shorts).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A duration option `flag`, given as `word` (`--wait` or `--wait=10`) and
+/// followed by `rest`, whose number is followed by a unit in a word of its
+/// own (`--wait 10 m`): (the option, the number, the unit).
+fn stray_unit(flag: &str, word: &str, rest: &[OsString]) -> Option<(String, String, String)> {
+    let (value, next) = match word.split_once('=') {
+        Some((_, v)) => (Some(v.to_owned()), rest.first()),
+        None => (
+            rest.first().map(|a| a.to_string_lossy().into_owned()),
+            rest.get(1),
+        ),
+    };
+    let next = next.map(|a| a.to_string_lossy().into_owned());
+    match (value, next) {
+        (Some(value), Some(next)) if bare_number(&value) && is_unit(&next) => {
+            Some((flag.to_owned(), value.trim().to_owned(), next))
+        }
+        _ => None,
     }
 }

@@ -10,6 +10,10 @@ use crate::exit::NOT_ACQUIRED_DEFAULT;
 
 /// How a lock is taken: shared by `run` and `acquire`.
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a command-line flag of its own; config resolves them into a LockSpec"
+)]
 pub struct LockOptions {
     /// Give up after waiting this long for the lock (default: wait forever).
     ///

@@ -94,30 +94,7 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
             },
             Ok,
         );
-    let mut cli = parsed.map_err(|usage| {
-        use clap::error::ErrorKind;
-        match &usage {
-            Usage::Clap(err)
-                if matches!(
-                    err.kind(),
-                    ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-                ) =>
-            {
-                let _ = err.print();
-                Exit::Success
-            }
-            Usage::Clap(err)
-                if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
-            {
-                let _ = err.print();
-                Exit::Usage
-            }
-            _ => {
-                crate::report::error(&one_line_of(&usage, &Context::of(&given)));
-                Exit::Usage
-            }
-        }
-    })?;
+    let mut cli = parsed.map_err(|usage| refused(&usage, &given))?;
     if let Command::Run(run) = &mut cli.command {
         for name in &mut run.names {
             let index = name
@@ -132,6 +109,31 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
         }
     }
     Ok(cli)
+}
+
+/// What a line clap did not take ends with: help or the version printed
+/// (0), help for a line that names no subcommand (2), or one usage line (2).
+fn refused(usage: &Usage, given: &[OsString]) -> Exit {
+    use clap::error::ErrorKind;
+    match usage {
+        Usage::Clap(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            let _ = err.print();
+            Exit::Success
+        }
+        Usage::Clap(err) if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            Exit::Usage
+        }
+        _ => {
+            crate::report::error(&one_line_of(usage, &Context::of(given)));
+            Exit::Usage
+        }
+    }
 }
 
 /// A usage error: clap's, or one of rlock's own checks on what clap

@@ -3,6 +3,9 @@
 //! On `rustix` where it has the call; raw `libc` where it has none (each such
 //! place says why).
 
+// The one module where `unsafe` is allowed (the crate denies it elsewhere).
+#![allow(unsafe_code)]
+
 pub mod arena;
 pub mod clock;
 pub mod fs;

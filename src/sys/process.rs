@@ -265,6 +265,7 @@ pub fn wait_child(pid: Pid, stops: bool) -> std::io::Result<ChildEvent> {
     };
     // SAFETY: siginfo_t is plain data; waitid with WNOWAIT leaves the child unreaped.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid siginfo_t to write to; the child is ours.
     let rc = unsafe {
         libc::waitid(
             libc::P_PID,
