@@ -145,60 +145,45 @@ impl LocalSession {
         })
         .in_lock(name)
     }
-}
 
-impl Session for LocalSession {
-    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+    /// The lock cannot be taken now: a waiter is recorded (when the request
+    /// waits and the gate was had) and told when to look again.
+    fn turn_away(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        gated: bool,
+        queued: bool,
+        holders: &[Details],
+    ) -> Result<Attempt> {
         let name = &req.keys.name;
-        if let Some(held) = self.held.get(name) {
-            return Ok(Attempt::Acquired(Hold {
-                token: held.token.clone(),
-                fence: Fence(held.fence),
-                count: 1,
-                recorded: false,
-                history_entry: None,
-            }));
-        }
-        if let Some(attempt) = self.reenter(req) {
-            return Ok(attempt);
-        }
-        // Kinds, limits and writer preference are decided from the records
-        // under a short gate lock, as one Redis script decides them (the
-        // kernel's locks alone cannot keep shared and semaphore holders apart,
-        // nor hold semaphores to the smallest limit).
-        let gate = open(&self.path(name, "gate"))
-            .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
-            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
-        self.paths.remember(name);
-        let holders = self.holders(name);
-        let fits = gate.is_some() && compatible(&holders, req.kind);
-        let queued = fits && !self.queue_allows(name, req.kind, req.token);
-        let admitted = fits && !queued;
-        let taken = if admitted {
-            self.take(name, req.kind)
-                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
-        } else {
-            None
-        };
-        let Some(mut files) = taken else {
-            if req.register.is_some() {
-                self.watch();
-                if gate.is_some() {
-                    self.register(name, req.token, req.kind, &req.holder.note)
-                        .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
-                }
-                if let Some(waiting) = self.waiting.get_mut(name) {
-                    waiting.queued = queued;
-                }
+        if req.register.is_some() {
+            self.watch();
+            if gated {
+                self.register(name, req.token, req.kind, &req.holder.note)
+                    .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
             }
-            let woken = matches!(self.watch, Some(Some(_)));
-            return Ok(Attempt::Taken {
-                pttl: Some(if woken { RETRY } else { POLL }),
-                holder: holders.first().map(Details::info),
-                // Waiters here are records, not a queue with places.
-                place: None,
-            });
-        };
+            if let Some(waiting) = self.waiting.get_mut(name) {
+                waiting.queued = queued;
+            }
+        }
+        let woken = matches!(self.watch, Some(Some(_)));
+        Ok(Attempt::Taken {
+            pttl: Some(if woken { RETRY } else { POLL }),
+            holder: holders.first().map(Details::info),
+            // Waiters here are records, not a queue with places.
+            place: None,
+        })
+    }
+
+    /// The lock's files are taken: number the hold, record its holder under
+    /// the gate, then remember the hold and, when asked, its history.
+    fn grant(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        mut files: Vec<fs::File>,
+        gate: Option<fs::File>,
+    ) -> Result<Attempt> {
+        let name = &req.keys.name;
         let fence = self
             .next_fence(name)
             .map_err(|e| self.fail_to(name, "writing the fence counter", e))?;
@@ -255,6 +240,46 @@ impl Session for LocalSession {
             recorded,
             history_entry: None,
         }))
+    }
+}
+
+impl Session for LocalSession {
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+        let name = &req.keys.name;
+        if let Some(held) = self.held.get(name) {
+            return Ok(Attempt::Acquired(Hold {
+                token: held.token.clone(),
+                fence: Fence(held.fence),
+                count: 1,
+                recorded: false,
+                history_entry: None,
+            }));
+        }
+        if let Some(attempt) = self.reenter(req) {
+            return Ok(attempt);
+        }
+        // Kinds, limits and writer preference are decided from the records
+        // under a short gate lock, as one Redis script decides them (the
+        // kernel's locks alone cannot keep shared and semaphore holders apart,
+        // nor hold semaphores to the smallest limit).
+        let gate = open(&self.path(name, "gate"))
+            .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
+            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
+        self.paths.remember(name);
+        let holders = self.holders(name);
+        let fits = gate.is_some() && compatible(&holders, req.kind);
+        let queued = fits && !self.queue_allows(name, req.kind, req.token);
+        let admitted = fits && !queued;
+        let taken = if admitted {
+            self.take(name, req.kind)
+                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
+        } else {
+            None
+        };
+        let Some(files) = taken else {
+            return self.turn_away(req, gate.is_some(), queued, &holders);
+        };
+        self.grant(req, files, gate)
     }
 
     fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
