@@ -150,48 +150,7 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
             "{name:<width$} {state:<10} {holders:>7} {:>7}",
             s.waiting
         );
-        for h in s.holders.iter().filter(|_| s.redisson) {
-            let lease = h.lease_ms.map_or_else(
-                || "no lease".to_owned(),
-                |ms| format!("lease left {}", seconds(ms)),
-            );
-            let _ = writeln!(
-                out,
-                "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
-                report::sanitize(&h.command)
-            );
-        }
-        for h in s.holders.iter().filter(|_| !s.redisson) {
-            let held = match h.since_ms {
-                0 => "an unknown time".to_owned(),
-                ms => seconds(now.saturating_sub(ms)),
-            };
-            let unknown_raw = |text: &str| match text {
-                "" => "?".to_owned(),
-                text => text.to_owned(),
-            };
-            let lease = match h.lease_ms {
-                None => "kept by the kernel (this host only)".to_owned(),
-                Some(ms) => format!("lease left {}", seconds(ms)),
-            };
-            if h.earlier {
-                let _ = writeln!(
-                    out,
-                    "  held by an earlier rlock version (this version does not read its details), {lease}"
-                );
-                continue;
-            }
-            let _ = writeln!(
-                out,
-                "  {} held for {held}, {lease}",
-                report::holder(
-                    &unknown_raw(&h.pid),
-                    &unknown_raw(&h.host),
-                    &h.command,
-                    &h.note
-                ),
-            );
-        }
+        holder_lines(&mut out, s, now);
         for w in &s.waiters {
             let _ = writeln!(out, "  waiting: {}", waiter(w));
         }
@@ -207,6 +166,53 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
         }
     }
     out
+}
+
+/// One line per holder of a lock: a Redisson client's lease, or who holds
+/// it, for how long, and its lease.
+fn holder_lines(out: &mut String, s: &LockStatus, now: u64) {
+    for h in s.holders.iter().filter(|_| s.redisson) {
+        let lease = h.lease_ms.map_or_else(
+            || "no lease".to_owned(),
+            |ms| format!("lease left {}", seconds(ms)),
+        );
+        let _ = writeln!(
+            out,
+            "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
+            report::sanitize(&h.command)
+        );
+    }
+    for h in s.holders.iter().filter(|_| !s.redisson) {
+        let held = match h.since_ms {
+            0 => "an unknown time".to_owned(),
+            ms => seconds(now.saturating_sub(ms)),
+        };
+        let unknown_raw = |text: &str| match text {
+            "" => "?".to_owned(),
+            text => text.to_owned(),
+        };
+        let lease = match h.lease_ms {
+            None => "kept by the kernel (this host only)".to_owned(),
+            Some(ms) => format!("lease left {}", seconds(ms)),
+        };
+        if h.earlier {
+            let _ = writeln!(
+                out,
+                "  held by an earlier rlock version (this version does not read its details), {lease}"
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {} held for {held}, {lease}",
+            report::holder(
+                &unknown_raw(&h.pid),
+                &unknown_raw(&h.host),
+                &h.command,
+                &h.note
+            ),
+        );
+    }
 }
 
 /// A waiter as `status` names it: `pid 43 on ci-4 (note '…') for 2s`.
