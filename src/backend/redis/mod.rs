@@ -14,6 +14,7 @@
 //! `check_probes` and `check_rights`).
 
 mod call;
+mod check_clock;
 mod check_failover;
 mod check_probes;
 mod check_rights;
