@@ -26,10 +26,11 @@ mod loss;
 mod redisson;
 mod reply;
 mod scripted;
+mod standalone;
 mod topology;
 
 use keys::Keys;
-use redisson::RedissonSession;
+pub use standalone::Standalone;
 
 use std::iter;
 use std::sync::Arc;
@@ -37,93 +38,18 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, Backend, LockStatus, ServerTime, Session, Wake};
+use super::{AcquireRequest, Attempt, LockStatus, ServerTime, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
-use crate::lock::name::{Dialect, LockId};
+use crate::lock::name::LockId;
 use crate::lock::token::{Digest, Fence, Token};
 use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
 use scripted::{Extend, migrating, with_keys};
-use topology::{Source, client_for};
-
-/// Locks on a single Redis server: a fixed one, or the master a set of
-/// Sentinels names at each connection.
-pub struct Standalone {
-    source: Arc<Source>,
-    spec: ServerSpec,
-    /// The layout of every lock its sessions are asked about.
-    dialect: Dialect,
-}
-
-impl Standalone {
-    /// A backend for `spec`, its locks stored in `dialect`; does not connect yet.
-    pub fn new(spec: ServerSpec, dialect: Dialect) -> Result<Self> {
-        let source = if spec.sentinel.is_some() {
-            Source::Sentinel(spec.clone())
-        } else if spec.cluster.is_some() {
-            Source::Cluster(spec.clone())
-        } else if spec.password_file.is_some() {
-            Source::Rotating(spec.clone())
-        } else {
-            Source::Fixed(client_for(spec.info.clone(), &spec.tls)?)
-        };
-        Ok(Standalone {
-            source: Arc::new(source),
-            spec,
-            dialect,
-        })
-    }
-}
-
-impl Backend for Standalone {
-    fn server(&self) -> &str {
-        &self.spec.display
-    }
-
-    fn connect(&self) -> Result<Box<dyn Session>> {
-        self.connect_within(self.spec.timeout)
-    }
-}
-
-impl Standalone {
-    /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
-    /// by what is left of a renewal's deadline).
-    pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
-        let session = self.open(limit)?;
-        Ok(match self.dialect {
-            Dialect::Rlock => Box::new(session),
-            Dialect::Redisson => Box::new(RedissonSession { inner: session }),
-        })
-    }
-
-    /// A session with its connection open (within `limit`).
-    fn open(&self, limit: Duration) -> Result<StandaloneSession> {
-        let mut session = StandaloneSession {
-            source: Arc::clone(&self.source),
-            spec: self.spec.clone(),
-            con: None,
-            sub: None,
-            node: None,
-            answered: false,
-            master: None,
-            master_checked: None,
-            failed_over: None,
-            evicted_before: None,
-            server_time: None,
-            connections: 0,
-            lost: None,
-            next_up: std::collections::HashMap::new(),
-        };
-        if let Err(err) = session.con(limit) {
-            return Err(session.unavailable(&err, limit));
-        }
-        Ok(session)
-    }
-}
+use topology::Source;
 
 /// One connection to the lock's server (and, for `--redisson` waiting, a
 /// second one subscribed to its channels), and the lock operations in
