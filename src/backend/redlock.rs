@@ -15,18 +15,18 @@
 //! fences as long as the servers' clocks are not set back and agree to within
 //! the time between the two acquisitions.
 
+mod answers;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
-};
+use super::{AcquireRequest, Attempt, Backend, Hold, LockStatus, Session, Standalone, Wake};
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
-use crate::lock::kind::Kind;
 use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::{Fence, Token, random_bytes};
+use answers::{Answers, token_of_a_quorum};
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.
@@ -315,59 +315,6 @@ fn on_each_server<'a>(req: &AcquireRequest<'a>) -> AcquireRequest<'a> {
         record: None,
         tentative: false,
     }
-}
-
-/// The servers' answers to one attempt, by what they said.
-struct Answers {
-    /// Servers that gave a hold.
-    holds: Vec<ServerHold>,
-    /// Servers where the lock is taken: how long it has left, and by whom.
-    taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)>,
-    /// How an enclosing run holds the lock (shared, or as a semaphore), as a
-    /// server reported it.
-    incompatible: Option<Kind>,
-    /// A key of the lock that rlock did not write.
-    foreign: Option<Error>,
-    /// Servers that did not answer, and why.
-    failed: Vec<usize>,
-    failures: Vec<Error>,
-}
-
-impl Answers {
-    fn sort(results: Vec<Result<Attempt>>) -> Self {
-        let mut answers = Answers {
-            holds: Vec::new(),
-            taken: Vec::new(),
-            incompatible: None,
-            foreign: None,
-            failed: Vec::new(),
-            failures: Vec::new(),
-        };
-        for (i, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(Attempt::Acquired(hold)) => answers.holds.push((i, hold)),
-                Ok(Attempt::Taken { pttl, holder, .. }) => answers.taken.push((i, pttl, holder)),
-                Ok(Attempt::Incompatible { held }) => answers.incompatible = Some(held),
-                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
-                    answers.foreign = Some(err)
-                }
-                Err(err) => {
-                    answers.failed.push(i);
-                    answers.failures.push(err);
-                }
-            }
-        }
-        answers
-    }
-}
-
-/// The token that holds the lock on at least `quorum` servers, if any.
-fn token_of_a_quorum(holds: &[ServerHold], quorum: usize) -> Option<Token> {
-    holds
-        .iter()
-        .map(|(_, h)| &h.token)
-        .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
-        .cloned()
 }
 
 impl Session for RedlockSession {
