@@ -6,8 +6,10 @@
 //! password needed, not a Redis server, TLS on one end only) and never shows
 //! a password, a URL or script internals (those go to `-v`).
 
+mod contact;
+
 use super::keys::Keys;
-use std::path::Path;
+pub use contact::{Contact, Endpoint, Stage, Transport};
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
@@ -15,72 +17,6 @@ use redis::{ErrorKind, RedisError};
 use crate::error::{Cause, Error};
 use crate::lock::name::LockId;
 use crate::report;
-
-/// What is known about the connection an error came from.
-pub struct Contact<'a> {
-    /// `host:port`, a socket path, or a Sentinel/Cluster description.
-    pub server: &'a str,
-    /// Where the server was looked for.
-    pub endpoint: Endpoint<'a>,
-    /// Whether rlock spoke TLS.
-    pub transport: Transport,
-    /// Whether a reply had been read on this connection yet.
-    pub stage: Stage,
-    /// The database number asked for in the URL.
-    pub db: i64,
-    /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
-    /// password written where the user goes (`redis://PASSWORD@host`).
-    pub user_without_password: bool,
-}
-
-/// Where the server an error came from was looked for.
-#[derive(Clone, Copy)]
-pub enum Endpoint<'a> {
-    /// A fixed TCP server: hints may name it.
-    FixedTcp,
-    /// The socket path of a `unix://` server.
-    Socket(&'a Path),
-    /// A server found through sentinels or cluster seeds.
-    Found,
-}
-
-/// Whether rlock spoke TLS.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Plain,
-    Tls,
-}
-
-/// How far the connection had come when the error happened.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// No reply had been read yet: the error is about reaching the server
-    /// at all (wrong port, wrong protocol).
-    FirstContact,
-    /// The server had answered before.
-    Answered,
-}
-
-impl Contact<'_> {
-    fn fixed_tcp(&self) -> bool {
-        matches!(self.endpoint, Endpoint::FixedTcp)
-    }
-
-    fn socket(&self) -> Option<&Path> {
-        match self.endpoint {
-            Endpoint::Socket(path) => Some(path),
-            _ => None,
-        }
-    }
-
-    fn tls(&self) -> bool {
-        self.transport == Transport::Tls
-    }
-
-    fn first_contact(&self) -> bool {
-        self.stage == Stage::FirstContact
-    }
-}
 
 /// The error for `err` met within `limit`: a usage error (2) when the URL asks
 /// for something the server does not have, else the server is unavailable (69).
