@@ -2,16 +2,18 @@
 //! master a set of Sentinels names, or on the Cluster node that serves the
 //! lock's slot.
 //!
-//! This file holds the backend and its session's lock operations in rlock's
-//! own layout, each a script or a command sent through one bounded call. A
-//! backend is opened for one dialect: its sessions are these, or, for locks
-//! in Redisson's layout (`--redisson`), `redisson/`'s, which talk through
-//! one of these. Beside it: `topology` (where a connection goes: Sentinel,
-//! Cluster), `call` (one call with its retries, redirects and failover
-//! window), `reply` (decoding the scripts' replies), `list` (SCAN for lock
-//! names), `diagnose` (an error as one line a user can act on) and `checks`
-//! (`rlock check`: is this server fit for locks?, with its probes in
-//! `check_probes` and `check_rights`).
+//! This file holds the session and its lock operations in rlock's own
+//! layout, each a script or a command sent through one bounded call. The
+//! backend (`standalone`) is opened for one dialect: its sessions are these,
+//! or, for locks in Redisson's layout (`--redisson`), `redisson/`'s, which
+//! talk through one of these. Beside it: `scripted` (a lock script called
+//! with its keys, and the wake-ups it could not deliver), `topology` (where a
+//! connection goes: Sentinel, Cluster), `call` (one call with its retries,
+//! redirects and failover window), `reply` (decoding the scripts' replies),
+//! `list` (SCAN for lock names), `diagnose` (an error as one line a user can
+//! act on) and `checks` (`rlock check`: is this server fit for locks?, with
+//! its probes in `check_probes` and `check_rights`, and its clock and
+//! failover checks in `check_clock` and `check_failover`).
 
 mod call;
 mod check_clock;
