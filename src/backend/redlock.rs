@@ -20,7 +20,10 @@ mod answers;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, LockStatus, Session, Standalone, Wake};
+use super::{
+    AcquireRequest, Administer, Attempt, Backend, Hold, Inspect, LockStatus, Session, Standalone,
+    Wake,
+};
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
@@ -70,10 +73,25 @@ impl Backend for Redlock {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.open()?))
+    }
+
+    fn inspect(&self) -> Result<Box<dyn Inspect>> {
+        Ok(Box::new(self.open()?))
+    }
+
+    fn administer(&self) -> Result<Box<dyn Administer>> {
+        Ok(Box::new(self.open()?))
+    }
+}
+
+impl Redlock {
+    /// A session on every server that answers; an error when too few do.
+    fn open(&self) -> Result<RedlockSession> {
         let mut sessions = Vec::with_capacity(self.servers.len());
         let mut failures = Vec::new();
         for server in &self.servers {
-            match server.connect() {
+            match server.administer() {
                 Ok(session) => sessions.push(Some(session)),
                 Err(err) => {
                     failures.push(err);
@@ -91,7 +109,7 @@ impl Backend for Redlock {
         if answered < quorum(self.servers.len()) {
             return Err(session.no_quorum(None, answered, &failures));
         }
-        Ok(Box::new(session))
+        Ok(session)
     }
 }
 
@@ -99,7 +117,7 @@ struct RedlockSession {
     servers: Vec<Arc<Standalone>>,
     display: String,
     /// One session per server; None until (re)connected.
-    sessions: Vec<Option<Box<dyn Session>>>,
+    sessions: Vec<Option<Box<dyn Administer>>>,
     /// The server whose wake-up list the next block waits on: one where the
     /// lock was found taken (and where this waiter is registered).
     waiting_on: Option<usize>,
@@ -111,7 +129,7 @@ impl RedlockSession {
     }
 
     /// Runs `op` on every server, reconnecting to those without a session.
-    fn each<T>(&mut self, op: impl FnMut(&mut dyn Session) -> Result<T>) -> Vec<Result<T>> {
+    fn each<T>(&mut self, op: impl FnMut(&mut dyn Administer) -> Result<T>) -> Vec<Result<T>> {
         self.each_until(None, true, op)
     }
 
@@ -121,7 +139,7 @@ impl RedlockSession {
         &mut self,
         deadline: Option<Instant>,
         reconnect: bool,
-        mut op: impl FnMut(&mut dyn Session) -> Result<T>,
+        mut op: impl FnMut(&mut dyn Administer) -> Result<T>,
     ) -> Vec<Result<T>> {
         let mut results = Vec::with_capacity(self.servers.len());
         for (server, slot) in self.servers.iter().zip(self.sessions.iter_mut()) {
@@ -437,30 +455,6 @@ impl Session for RedlockSession {
         Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    /// The longest wait any server sees (a waiter registers on every server).
-    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
-        let results = self.each(|s| s.longest_wait(lock));
-        Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
-    }
-
-    /// Read from the first server that answers (the servers' histories may
-    /// differ by the events written while one was unreachable).
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        let mut failures = Vec::new();
-        for slot in 0..self.sessions.len() {
-            if self.sessions[slot].is_none() {
-                self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
-            }
-            if let Some(session) = self.sessions[slot].as_mut() {
-                match session.history(lock, limit) {
-                    Ok(events) => return Ok(events),
-                    Err(err) => failures.push(err),
-                }
-            }
-        }
-        Err(self.no_quorum(Some(&lock.name), 0, &failures))
-    }
-
     fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // Only the connections that wrote the holds can vouch for them.
         let results = self.each_until(None, false, |s| s.confirm_replicas(lock, replicas, limit));
@@ -480,20 +474,9 @@ impl Session for RedlockSession {
         let _ = self.each(|s| s.raise_fence(lock, fence));
         Ok(())
     }
+}
 
-    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
-        let results = self.each(|s| s.force_release(lock));
-        let mut removed = None;
-        let mut failures = Vec::new();
-        for result in results {
-            match result {
-                Ok(n) => removed = Some(removed.unwrap_or(0).max(n)),
-                Err(err) => failures.push(err),
-            }
-        }
-        removed.ok_or_else(|| self.no_quorum(Some(&lock.name), 0, &failures))
-    }
-
+impl Inspect for RedlockSession {
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         // A hold counts only on a quorum: every server is asked, and the
         // holders shown are those a quorum agrees on.
@@ -534,5 +517,44 @@ impl Session for RedlockSession {
         names.sort();
         names.dedup();
         Ok(names)
+    }
+
+    /// Read from the first server that answers (the servers' histories may
+    /// differ by the events written while one was unreachable).
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let mut failures = Vec::new();
+        for slot in 0..self.sessions.len() {
+            if self.sessions[slot].is_none() {
+                self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
+            }
+            if let Some(session) = self.sessions[slot].as_mut() {
+                match session.history(lock, limit) {
+                    Ok(events) => return Ok(events),
+                    Err(err) => failures.push(err),
+                }
+            }
+        }
+        Err(self.no_quorum(Some(&lock.name), 0, &failures))
+    }
+
+    /// The longest wait any server sees (a waiter registers on every server).
+    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
+        let results = self.each(|s| s.longest_wait(lock));
+        Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
+    }
+}
+
+impl Administer for RedlockSession {
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let results = self.each(|s| s.force_release(lock));
+        let mut removed = None;
+        let mut failures = Vec::new();
+        for result in results {
+            match result {
+                Ok(n) => removed = Some(removed.unwrap_or(0).max(n)),
+                Err(err) => failures.push(err),
+            }
+        }
+        removed.ok_or_else(|| self.no_quorum(Some(&lock.name), 0, &failures))
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{LockStatus, Session, WaiterStatus};
+use crate::backend::{Inspect, LockStatus, WaiterStatus};
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
@@ -30,12 +30,11 @@ pub fn status(
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
     let mut session = backend
-        .connect()
+        .inspect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match (names.as_slice(), redisson) {
-        ([], false) => session.list(&config.prefix, "*")?,
-        ([], true) => session.list_redisson("*")?,
-        (given, _) => given.to_vec(),
+    let names = match names.as_slice() {
+        [] => session.list(&config.prefix, "*")?,
+        given => given.to_vec(),
     };
     let states = read_all(session.as_mut(), config, redisson, &names)?;
     if check {
@@ -60,11 +59,8 @@ pub fn status(
 pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
-    let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
-    let names = match redisson {
-        true => session.list_redisson(pattern)?,
-        false => session.list(&config.prefix, pattern)?,
-    };
+    let mut session = backend.inspect().map_err(|e| e.in_lock(pattern))?;
+    let names = session.list(&config.prefix, pattern)?;
     let states = read_all(session.as_mut(), config, redisson, &names)?;
     let out = if json {
         let server = config.server_json();
@@ -91,7 +87,7 @@ fn refuse_redisson(config: &Config, redisson: bool) -> Result<()> {
 }
 
 fn read_all(
-    session: &mut dyn Session,
+    session: &mut dyn Inspect,
     config: &Config,
     redisson: bool,
     names: &[String],

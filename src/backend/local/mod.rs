@@ -49,7 +49,10 @@ use lock_dir::absolute_dir;
 use records::{Details, OpenHold, Waiting, read_live};
 use wait::{POLL, RETRY};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
+use super::{
+    AcquireRequest, Administer, Attempt, Backend, Hold, HolderStatus, Inspect, LockStatus, Session,
+    Wake,
+};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock;
 use crate::lock::event::Event;
@@ -88,14 +91,28 @@ impl Backend for Local {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
-        Ok(Box::new(LocalSession {
+        Ok(Box::new(self.session()))
+    }
+
+    fn inspect(&self) -> Result<Box<dyn Inspect>> {
+        Ok(Box::new(self.session()))
+    }
+
+    fn administer(&self) -> Result<Box<dyn Administer>> {
+        Ok(Box::new(self.session()))
+    }
+}
+
+impl Local {
+    fn session(&self) -> LocalSession {
+        LocalSession {
             paths: self.paths.clone(),
             display: self.display.clone(),
             held: HashMap::new(),
             waiting: HashMap::new(),
             watch: None,
             inherited: self.inherited.clone(),
-        }))
+        }
     }
 }
 
@@ -290,11 +307,6 @@ impl Session for LocalSession {
             .map_err(|e| self.fail_to(&lock.name, "writing the lock's history", e))
     }
 
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        history::read(&self.path(&lock.name, "history"), limit)
-            .map_err(|e| self.fail_to(&lock.name, "reading the lock's history", e))
-    }
-
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
         self.block_in_dir(lock, token, timeout)
     }
@@ -373,39 +385,15 @@ impl Session for LocalSession {
         Ok(())
     }
 
-    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
-        let name = &lock.name;
-        let holders: Vec<(Token, Details)> = self
-            .live(name, "h")
-            .iter()
-            .filter_map(|(token, text)| Some((Token::parse(token)?, Details::parse(text)?)))
-            .collect();
-        let runs: Vec<&str> = holders
-            .iter()
-            .filter(|(_, d)| !d.keeper)
-            .map(|(_, d)| d.pid.as_str())
-            .collect();
-        if !runs.is_empty() {
-            return Err(Error::usage(format!(
-                "{name}: release --force cannot break a lock the kernel keeps for a running rlock run on this host; stop its holder instead (pid {})",
-                runs.join(", ")
-            )));
-        }
-        // Every keeper is asked, even when one of them is stuck.
-        let mut released = 0;
-        let mut stuck = None;
-        for (token, _) in &holders {
-            match self.release_kept(name, token) {
-                Ok(done) => released += u64::from(done),
-                Err(err) => stuck = Some(err),
-            }
-        }
-        match stuck {
-            Some(err) => Err(err),
-            None => Ok(released),
-        }
+    fn handover(&self, lock: &LockId) -> Vec<RawFd> {
+        self.held
+            .get(&lock.name)
+            .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
+            .unwrap_or_default()
     }
+}
 
+impl Inspect for LocalSession {
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         self.readable(&lock.name)?;
         let holders = self.holders(&lock.name);
@@ -468,11 +456,44 @@ impl Session for LocalSession {
         Ok(names)
     }
 
-    fn handover(&self, lock: &LockId) -> Vec<RawFd> {
-        self.held
-            .get(&lock.name)
-            .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
-            .unwrap_or_default()
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        history::read(&self.path(&lock.name, "history"), limit)
+            .map_err(|e| self.fail_to(&lock.name, "reading the lock's history", e))
+    }
+}
+
+impl Administer for LocalSession {
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let name = &lock.name;
+        let holders: Vec<(Token, Details)> = self
+            .live(name, "h")
+            .iter()
+            .filter_map(|(token, text)| Some((Token::parse(token)?, Details::parse(text)?)))
+            .collect();
+        let runs: Vec<&str> = holders
+            .iter()
+            .filter(|(_, d)| !d.keeper)
+            .map(|(_, d)| d.pid.as_str())
+            .collect();
+        if !runs.is_empty() {
+            return Err(Error::usage(format!(
+                "{name}: release --force cannot break a lock the kernel keeps for a running rlock run on this host; stop its holder instead (pid {})",
+                runs.join(", ")
+            )));
+        }
+        // Every keeper is asked, even when one of them is stuck.
+        let mut released = 0;
+        let mut stuck = None;
+        for (token, _) in &holders {
+            match self.release_kept(name, token) {
+                Ok(done) => released += u64::from(done),
+                Err(err) => stuck = Some(err),
+            }
+        }
+        match stuck {
+            Some(err) => Err(err),
+            None => Ok(released),
+        }
     }
 }
 

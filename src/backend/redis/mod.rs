@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, LockStatus, ServerTime, Session, Wake};
+use super::{AcquireRequest, Administer, Attempt, Inspect, LockStatus, ServerTime, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
@@ -340,6 +340,88 @@ impl Session for StandaloneSession {
         Ok(())
     }
 
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
+        // WAIT counts the replicas that have this connection's writes: on a
+        // connection opened since the acquire it would prove nothing.
+        if self.con.is_none() {
+            return Ok(0);
+        }
+        let ms = millis(limit);
+        // WAIT itself may take `limit`: allow for its reply on top.
+        let window = limit + self.timeout();
+        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
+            redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
+        })?;
+        Ok(u32::try_from(confirmed).unwrap_or(0))
+    }
+
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
+        let fence_key = Keys::of(lock).fence;
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            script::RAISE_FENCE
+                .key(&fence_key)
+                .arg("fence", fence.0)
+                .invoke::<i64>(con)
+                .map(drop)
+        })
+    }
+
+    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
+        if let Some((from, to)) = &self.failed_over {
+            return Some(format!(
+                "the master changed from {from} to {to}; the new master does not have the hold"
+            ));
+        }
+        let info = self.info(lock, "default")?;
+        Some(loss::cause(
+            &loss::parse(&info),
+            self.evicted_before,
+            held_for,
+        ))
+    }
+}
+
+impl Inspect for StandaloneSession {
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
+        })?;
+        decode(reply, &lock.name, "status")
+    }
+
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        self.status_batches(locks)
+    }
+
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        self.list_locks(prefix, pattern)
+    }
+
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let stream = Keys::of(lock).history;
+        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            redis::cmd("XREVRANGE")
+                .arg(&stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit.max(1))
+                .query::<Value>(con)
+        });
+        match entries {
+            Ok(entries) => Ok(reply::events(entries)),
+            // The server's own words say nothing of which key: say it.
+            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                Err(Error::from(Cause::ForeignKey(format!(
+                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
+                )))
+                .in_lock(&lock.name))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
         let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
@@ -375,57 +457,9 @@ impl Session for StandaloneSession {
             .min();
         Ok(oldest.map(|at| Duration::from_micros(now_us.saturating_sub(at))))
     }
+}
 
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        let stream = Keys::of(lock).history;
-        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            redis::cmd("XREVRANGE")
-                .arg(&stream)
-                .arg("+")
-                .arg("-")
-                .arg("COUNT")
-                .arg(limit.max(1))
-                .query::<Value>(con)
-        });
-        match entries {
-            Ok(entries) => Ok(reply::events(entries)),
-            // The server's own words say nothing of which key: say it.
-            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
-                Err(Error::from(Cause::ForeignKey(format!(
-                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
-                )))
-                .in_lock(&lock.name))
-            }
-            Err(err) => Err(err),
-        }
-    }
-
-    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
-        // WAIT counts the replicas that have this connection's writes: on a
-        // connection opened since the acquire it would prove nothing.
-        if self.con.is_none() {
-            return Ok(0);
-        }
-        let ms = millis(limit);
-        // WAIT itself may take `limit`: allow for its reply on top.
-        let window = limit + self.timeout();
-        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
-            redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
-        })?;
-        Ok(u32::try_from(confirmed).unwrap_or(0))
-    }
-
-    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
-        let fence_key = Keys::of(lock).fence;
-        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            script::RAISE_FENCE
-                .key(&fence_key)
-                .arg("fence", fence.0)
-                .invoke::<i64>(con)
-                .map(drop)
-        })
-    }
-
+impl Administer for StandaloneSession {
     fn force_release(&mut self, lock: &LockId) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
@@ -443,36 +477,6 @@ impl Session for StandaloneSession {
         )?;
         let removed: i64 = decode(reply, &lock.name, "release --force")?;
         Ok(u64::try_from(removed).unwrap_or(0))
-    }
-
-    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
-        })?;
-        decode(reply, &lock.name, "status")
-    }
-
-    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
-        self.status_batches(locks)
-    }
-
-    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        self.list_locks(prefix, pattern)
-    }
-
-    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
-        if let Some((from, to)) = &self.failed_over {
-            return Some(format!(
-                "the master changed from {from} to {to}; the new master does not have the hold"
-            ));
-        }
-        let info = self.info(lock, "default")?;
-        Some(loss::cause(
-            &loss::parse(&info),
-            self.evicted_before,
-            held_for,
-        ))
     }
 }
 

@@ -7,7 +7,7 @@ use super::StandaloneSession;
 use super::redisson::RedissonSession;
 use super::topology::{Source, client_for};
 use crate::backend::url::ServerSpec;
-use crate::backend::{Backend, Session};
+use crate::backend::{Administer, Backend, Inspect, Session};
 use crate::error::Result;
 use crate::lock::name::Dialect;
 
@@ -46,6 +46,14 @@ impl Backend for Standalone {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
+        Ok(self.connect_within(self.spec.timeout)?)
+    }
+
+    fn inspect(&self) -> Result<Box<dyn Inspect>> {
+        Ok(self.connect_within(self.spec.timeout)?)
+    }
+
+    fn administer(&self) -> Result<Box<dyn Administer>> {
         self.connect_within(self.spec.timeout)
     }
 }
@@ -53,7 +61,7 @@ impl Backend for Standalone {
 impl Standalone {
     /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
     /// by what is left of a renewal's deadline).
-    pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
+    pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Administer>> {
         let session = self.open(limit)?;
         Ok(match self.dialect {
             Dialect::Rlock => Box::new(session),
