@@ -1,9 +1,11 @@
 //! The lock operations every backend provides.
 //!
-//! `run` talks only to these traits, so a Redlock quorum, Sentinel or Cluster
-//! connections, or a local `file:` backend can stand behind them later. A
+//! The commands talk only to these traits, so a Redlock quorum, Sentinel or
+//! Cluster connections, or a local `file:` backend can stand behind them. A
 //! [`Backend`] is a cheap, shareable description of where locks live; a
-//! [`Session`] is one connection doing the work, owned by one thread at a time.
+//! session is one connection doing the work, owned by one thread at a time,
+//! and typed by its audience: a [`Session`] holds locks for a run, an
+//! [`Inspect`] reads them, an [`Administer`] breaks them.
 
 pub mod fitness;
 mod local;
@@ -208,16 +210,23 @@ pub enum Wake {
     TimedOut,
 }
 
-/// Where locks live; cheap to share between threads.
+/// Where locks live; cheap to share between threads. Each audience opens
+/// its own kind of session (one connection): a run, a reader, an
+/// administrator.
 pub trait Backend: Send + Sync {
     /// The server(s), for messages: `host:port`, never a URL.
     fn server(&self) -> &str;
-    /// Opens a session (one connection) within the connect timeout.
+    /// Opens a session for holding locks, within the connect timeout.
     fn connect(&self) -> Result<Box<dyn Session>>;
+    /// Opens a session for reading locks, within the connect timeout.
+    fn inspect(&self) -> Result<Box<dyn Inspect>>;
+    /// Opens a session for administering locks, within the connect timeout.
+    fn administer(&self) -> Result<Box<dyn Administer>>;
 }
 
-/// One connection's worth of lock operations. Every call is bounded in time:
-/// nothing here can hang on a stalled server.
+/// One connection's worth of the lock operations a run needs: taking,
+/// waiting for, keeping and giving back its own holds. Every call is bounded
+/// in time: nothing here can hang on a stalled server.
 pub trait Session: Send {
     /// Takes or re-enters the lock, or reports who holds it.
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt>;
@@ -290,38 +299,12 @@ pub trait Session: Send {
     /// (0: nothing is written) and ends [`IDLE`](crate::lock::event::IDLE) after the
     /// last one.
     fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()>;
-    /// The lock's last `limit` events, newest first.
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>>;
-    /// How long the longest-waiting live waiter has waited (`rlock
-    /// metrics`); None when nobody waits, or when the backend cannot tell.
-    fn longest_wait(&mut self, _lock: &LockId) -> Result<Option<Duration>> {
-        Ok(None)
-    }
     /// Waits (WAIT) until `replicas` replicas have every write this session
     /// made, at most `limit`; returns how many confirmed.
     fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32>;
     /// Lifts the lock's fencing counter to at least `fence` (Redlock keeps the
     /// servers' counters in step this way).
     fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()>;
-    /// Ends every hold of the lock, whoever owns it; returns how many there were.
-    fn force_release(&mut self, lock: &LockId) -> Result<u64>;
-    /// Reads the lock's state without changing it.
-    fn status(&mut self, lock: &LockId) -> Result<LockStatus>;
-    /// Reads the state of each lock of `locks`, in order (`list`, `status`
-    /// of many names); a backend with round trips to save batches them.
-    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
-        locks.iter().map(|keys| self.status(keys)).collect()
-    }
-    /// Names of the locks under `prefix` whose name matches the glob `pattern`
-    /// and that are held or waited for (SCAN, never KEYS).
-    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
-    /// Names of the locks stored in Redisson's layout (`--redisson`) whose
-    /// key matches the glob `pattern` (SCAN, never KEYS).
-    fn list_redisson(&mut self, _pattern: &str) -> Result<Vec<String>> {
-        Err(crate::error::Error::usage(
-            "--redisson locks live on one Redis server: not with file: or several --url",
-        ))
-    }
     /// Why the hold on `keys` was found gone (a server restart, an eviction),
     /// as far as the server can tell: asked once, when a renewal or a release
     /// finds it missing. `held_for` is how long ago the hold began, when
@@ -334,4 +317,34 @@ pub trait Session: Send {
     fn handover(&self, _lock: &LockId) -> Vec<std::os::fd::RawFd> {
         Vec::new()
     }
+}
+
+/// Reading locks without changing them (`status`, `list`, `history`,
+/// `metrics`). Every call is bounded in time.
+pub trait Inspect: Send {
+    /// Reads the lock's state without changing it.
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus>;
+    /// Reads the state of each lock of `locks`, in order (`list`, `status`
+    /// of many names); a backend with round trips to save batches them.
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        locks.iter().map(|keys| self.status(keys)).collect()
+    }
+    /// Names of the locks under `prefix` whose name matches the glob `pattern`
+    /// and that are held or waited for (SCAN, never KEYS); in Redisson's
+    /// layout (`--redisson`), whose key matches `pattern`.
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>>;
+    /// The lock's last `limit` events, newest first.
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>>;
+    /// How long the longest-waiting live waiter has waited (`rlock
+    /// metrics`); None when nobody waits, or when the backend cannot tell.
+    fn longest_wait(&mut self, _lock: &LockId) -> Result<Option<Duration>> {
+        Ok(None)
+    }
+}
+
+/// Changing locks that are not one's own (`release --force`), with the lock
+/// operations and the reading that go with it. Every call is bounded in time.
+pub trait Administer: Session + Inspect {
+    /// Ends every hold of the lock, whoever owns it; returns how many there were.
+    fn force_release(&mut self, lock: &LockId) -> Result<u64>;
 }

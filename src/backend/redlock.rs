@@ -15,18 +15,21 @@
 //! fences as long as the servers' clocks are not set back and agree to within
 //! the time between the two acquisitions.
 
+mod answers;
+mod inspect;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{
-    AcquireRequest, Attempt, Backend, Hold, HolderInfo, LockStatus, Session, Standalone, Wake,
+    AcquireRequest, Administer, Attempt, Backend, Hold, Inspect, Session, Standalone, Wake,
 };
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
-use crate::lock::kind::Kind;
 use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::{Fence, Token, random_bytes};
+use answers::{Answers, token_of_a_quorum};
 
 /// The longest any one server may take to answer: far below any useful ttl,
 /// so a stalled server cannot eat the lease of a quorum of live ones.
@@ -70,10 +73,25 @@ impl Backend for Redlock {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.open()?))
+    }
+
+    fn inspect(&self) -> Result<Box<dyn Inspect>> {
+        Ok(Box::new(self.open()?))
+    }
+
+    fn administer(&self) -> Result<Box<dyn Administer>> {
+        Ok(Box::new(self.open()?))
+    }
+}
+
+impl Redlock {
+    /// A session on every server that answers; an error when too few do.
+    fn open(&self) -> Result<RedlockSession> {
         let mut sessions = Vec::with_capacity(self.servers.len());
         let mut failures = Vec::new();
         for server in &self.servers {
-            match server.connect() {
+            match server.administer() {
                 Ok(session) => sessions.push(Some(session)),
                 Err(err) => {
                     failures.push(err);
@@ -91,7 +109,7 @@ impl Backend for Redlock {
         if answered < quorum(self.servers.len()) {
             return Err(session.no_quorum(None, answered, &failures));
         }
-        Ok(Box::new(session))
+        Ok(session)
     }
 }
 
@@ -99,7 +117,7 @@ struct RedlockSession {
     servers: Vec<Arc<Standalone>>,
     display: String,
     /// One session per server; None until (re)connected.
-    sessions: Vec<Option<Box<dyn Session>>>,
+    sessions: Vec<Option<Box<dyn Administer>>>,
     /// The server whose wake-up list the next block waits on: one where the
     /// lock was found taken (and where this waiter is registered).
     waiting_on: Option<usize>,
@@ -111,7 +129,7 @@ impl RedlockSession {
     }
 
     /// Runs `op` on every server, reconnecting to those without a session.
-    fn each<T>(&mut self, op: impl FnMut(&mut dyn Session) -> Result<T>) -> Vec<Result<T>> {
+    fn each<T>(&mut self, op: impl FnMut(&mut dyn Administer) -> Result<T>) -> Vec<Result<T>> {
         self.each_until(None, true, op)
     }
 
@@ -121,7 +139,7 @@ impl RedlockSession {
         &mut self,
         deadline: Option<Instant>,
         reconnect: bool,
-        mut op: impl FnMut(&mut dyn Session) -> Result<T>,
+        mut op: impl FnMut(&mut dyn Administer) -> Result<T>,
     ) -> Vec<Result<T>> {
         let mut results = Vec::with_capacity(self.servers.len());
         for (server, slot) in self.servers.iter().zip(self.sessions.iter_mut()) {
@@ -317,59 +335,6 @@ fn on_each_server<'a>(req: &AcquireRequest<'a>) -> AcquireRequest<'a> {
     }
 }
 
-/// The servers' answers to one attempt, by what they said.
-struct Answers {
-    /// Servers that gave a hold.
-    holds: Vec<ServerHold>,
-    /// Servers where the lock is taken: how long it has left, and by whom.
-    taken: Vec<(usize, Option<Duration>, Option<HolderInfo>)>,
-    /// How an enclosing run holds the lock (shared, or as a semaphore), as a
-    /// server reported it.
-    incompatible: Option<Kind>,
-    /// A key of the lock that rlock did not write.
-    foreign: Option<Error>,
-    /// Servers that did not answer, and why.
-    failed: Vec<usize>,
-    failures: Vec<Error>,
-}
-
-impl Answers {
-    fn sort(results: Vec<Result<Attempt>>) -> Self {
-        let mut answers = Answers {
-            holds: Vec::new(),
-            taken: Vec::new(),
-            incompatible: None,
-            foreign: None,
-            failed: Vec::new(),
-            failures: Vec::new(),
-        };
-        for (i, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(Attempt::Acquired(hold)) => answers.holds.push((i, hold)),
-                Ok(Attempt::Taken { pttl, holder, .. }) => answers.taken.push((i, pttl, holder)),
-                Ok(Attempt::Incompatible { held }) => answers.incompatible = Some(held),
-                Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
-                    answers.foreign = Some(err)
-                }
-                Err(err) => {
-                    answers.failed.push(i);
-                    answers.failures.push(err);
-                }
-            }
-        }
-        answers
-    }
-}
-
-/// The token that holds the lock on at least `quorum` servers, if any.
-fn token_of_a_quorum(holds: &[ServerHold], quorum: usize) -> Option<Token> {
-    holds
-        .iter()
-        .map(|(_, h)| &h.token)
-        .find(|t| holds.iter().filter(|(_, h)| &h.token == *t).count() >= quorum)
-        .cloned()
-}
-
 impl Session for RedlockSession {
     fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
         let start = Instant::now();
@@ -490,30 +455,6 @@ impl Session for RedlockSession {
         Err(self.no_quorum(Some(&lock.name), 0, &failures))
     }
 
-    /// The longest wait any server sees (a waiter registers on every server).
-    fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
-        let results = self.each(|s| s.longest_wait(lock));
-        Ok(results.into_iter().filter_map(|r| r.ok().flatten()).max())
-    }
-
-    /// Read from the first server that answers (the servers' histories may
-    /// differ by the events written while one was unreachable).
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        let mut failures = Vec::new();
-        for slot in 0..self.sessions.len() {
-            if self.sessions[slot].is_none() {
-                self.sessions[slot] = self.servers[slot].connect_within(PER_SERVER).ok();
-            }
-            if let Some(session) = self.sessions[slot].as_mut() {
-                match session.history(lock, limit) {
-                    Ok(events) => return Ok(events),
-                    Err(err) => failures.push(err),
-                }
-            }
-        }
-        Err(self.no_quorum(Some(&lock.name), 0, &failures))
-    }
-
     fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         // Only the connections that wrote the holds can vouch for them.
         let results = self.each_until(None, false, |s| s.confirm_replicas(lock, replicas, limit));
@@ -533,7 +474,9 @@ impl Session for RedlockSession {
         let _ = self.each(|s| s.raise_fence(lock, fence));
         Ok(())
     }
+}
 
+impl Administer for RedlockSession {
     fn force_release(&mut self, lock: &LockId) -> Result<u64> {
         let results = self.each(|s| s.force_release(lock));
         let mut removed = None;
@@ -545,47 +488,5 @@ impl Session for RedlockSession {
             }
         }
         removed.ok_or_else(|| self.no_quorum(Some(&lock.name), 0, &failures))
-    }
-
-    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        // A hold counts only on a quorum: every server is asked, and the
-        // holders shown are those a quorum agrees on.
-        let mut views = Vec::new();
-        let mut failures = Vec::new();
-        for result in self.each(|s| s.status(lock)) {
-            match result {
-                Ok(view) => views.push(view),
-                Err(err) => failures.push(err),
-            }
-        }
-        if views.len() < self.quorum() {
-            return Err(self.no_quorum(Some(&lock.name), views.len(), &failures));
-        }
-        Ok(super::quorum_status::merge(
-            &views,
-            self.servers.len(),
-            self.quorum(),
-        ))
-    }
-
-    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        let mut names = Vec::new();
-        let mut failures = Vec::new();
-        let mut answered = 0;
-        for result in self.each(|s| s.list(prefix, pattern)) {
-            match result {
-                Ok(found) => {
-                    answered += 1;
-                    names.extend(found);
-                }
-                Err(err) => failures.push(err),
-            }
-        }
-        if answered == 0 {
-            return Err(self.no_quorum(None, 0, &failures));
-        }
-        names.sort();
-        names.dedup();
-        Ok(names)
     }
 }

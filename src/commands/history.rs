@@ -19,7 +19,7 @@ pub fn history(
 ) -> Result<Exit> {
     let keys = config.lock_id(redisson, name);
     let backend = config.backend(keys.dialect())?;
-    let mut session = backend.connect().map_err(|e| e.in_lock(name))?;
+    let mut session = backend.inspect().map_err(|e| e.in_lock(name))?;
     let events = session.history(&keys, limit).map_err(|e| e.in_lock(name))?;
     let out = if json {
         crate::report::json::to_string(&events) + "\n"

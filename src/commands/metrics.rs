@@ -171,7 +171,7 @@ pub fn metrics(config: &Config, patterns: &[String]) -> Result<Exit> {
     }
     let backend = config.backend(Dialect::Rlock)?;
     let mut session = backend
-        .connect()
+        .inspect()
         .map_err(|e| e.in_lock(&patterns.join(", ")))?;
     let mut names: Vec<String> = Vec::new();
     for pattern in &patterns {

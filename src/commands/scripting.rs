@@ -14,7 +14,7 @@ use crate::report;
 /// hold (host, pid, command, fence, how long it was held), and by whom in the
 /// note.
 fn force(
-    session: &mut dyn crate::backend::Session,
+    session: &mut dyn crate::backend::Administer,
     lock: &crate::lock::name::LockId,
     args: &ReleaseArgs,
     caller: &crate::backend::HolderInfo,
@@ -143,18 +143,19 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     };
     let keys = config.lock_id(args.redisson, &args.name);
     let backend = config.backend(keys.dialect())?;
-    let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     // The caller (the script that releases) as the event's process.
     let caller = crate::supervisor::holder::described(&caller_argv(), &config.note);
     let caller_pid = crate::sys::process::parent_pid();
+    let Some(token) = token else {
+        let mut session = backend.administer().map_err(|e| e.in_lock(&args.name))?;
+        return force(session.as_mut(), &keys, args, &caller, caller_pid);
+    };
+    let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     let released = crate::lock::event::Event {
         pid: Some(u64::from(caller_pid)),
         ..crate::supervisor::holder::event(crate::lock::event::EventKind::Released, &caller)
     };
     let record = (args.history > 0).then_some((args.history, &released));
-    let Some(token) = token else {
-        return force(session.as_mut(), &keys, args, &caller, caller_pid);
-    };
     match session.release_recorded(&keys, &token, record)? {
         Some(left) => {
             report::verbose(|| {

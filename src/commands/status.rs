@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{LockStatus, Session, WaiterStatus};
+use crate::backend::{Inspect, LockStatus, WaiterStatus};
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
@@ -30,12 +30,11 @@ pub fn status(
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
     let mut session = backend
-        .connect()
+        .inspect()
         .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match (names.as_slice(), redisson) {
-        ([], false) => session.list(&config.prefix, "*")?,
-        ([], true) => session.list_redisson("*")?,
-        (given, _) => given.to_vec(),
+    let names = match names.as_slice() {
+        [] => session.list(&config.prefix, "*")?,
+        given => given.to_vec(),
     };
     let states = read_all(session.as_mut(), config, redisson, &names)?;
     if check {
@@ -60,11 +59,8 @@ pub fn status(
 pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
     refuse_redisson(config, redisson)?;
     let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
-    let mut session = backend.connect().map_err(|e| e.in_lock(pattern))?;
-    let names = match redisson {
-        true => session.list_redisson(pattern)?,
-        false => session.list(&config.prefix, pattern)?,
-    };
+    let mut session = backend.inspect().map_err(|e| e.in_lock(pattern))?;
+    let names = session.list(&config.prefix, pattern)?;
     let states = read_all(session.as_mut(), config, redisson, &names)?;
     let out = if json {
         let server = config.server_json();
@@ -91,7 +87,7 @@ fn refuse_redisson(config: &Config, redisson: bool) -> Result<()> {
 }
 
 fn read_all(
-    session: &mut dyn Session,
+    session: &mut dyn Inspect,
     config: &Config,
     redisson: bool,
     names: &[String],
@@ -150,48 +146,7 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
             "{name:<width$} {state:<10} {holders:>7} {:>7}",
             s.waiting
         );
-        for h in s.holders.iter().filter(|_| s.redisson) {
-            let lease = h.lease_ms.map_or_else(
-                || "no lease".to_owned(),
-                |ms| format!("lease left {}", seconds(ms)),
-            );
-            let _ = writeln!(
-                out,
-                "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
-                report::sanitize(&h.command)
-            );
-        }
-        for h in s.holders.iter().filter(|_| !s.redisson) {
-            let held = match h.since_ms {
-                0 => "an unknown time".to_owned(),
-                ms => seconds(now.saturating_sub(ms)),
-            };
-            let unknown_raw = |text: &str| match text {
-                "" => "?".to_owned(),
-                text => text.to_owned(),
-            };
-            let lease = match h.lease_ms {
-                None => "kept by the kernel (this host only)".to_owned(),
-                Some(ms) => format!("lease left {}", seconds(ms)),
-            };
-            if h.earlier {
-                let _ = writeln!(
-                    out,
-                    "  held by an earlier rlock version (this version does not read its details), {lease}"
-                );
-                continue;
-            }
-            let _ = writeln!(
-                out,
-                "  {} held for {held}, {lease}",
-                report::holder(
-                    &unknown_raw(&h.pid),
-                    &unknown_raw(&h.host),
-                    &h.command,
-                    &h.note
-                ),
-            );
-        }
+        holder_lines(&mut out, s, now);
         for w in &s.waiters {
             let _ = writeln!(out, "  waiting: {}", waiter(w));
         }
@@ -207,6 +162,53 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
         }
     }
     out
+}
+
+/// One line per holder of a lock: a Redisson client's lease, or who holds
+/// it, for how long, and its lease.
+fn holder_lines(out: &mut String, s: &LockStatus, now: u64) {
+    for h in s.holders.iter().filter(|_| s.redisson) {
+        let lease = h.lease_ms.map_or_else(
+            || "no lease".to_owned(),
+            |ms| format!("lease left {}", seconds(ms)),
+        );
+        let _ = writeln!(
+            out,
+            "  a Redisson client ({}; Redisson records no host, pid or command), {lease}",
+            report::sanitize(&h.command)
+        );
+    }
+    for h in s.holders.iter().filter(|_| !s.redisson) {
+        let held = match h.since_ms {
+            0 => "an unknown time".to_owned(),
+            ms => seconds(now.saturating_sub(ms)),
+        };
+        let unknown_raw = |text: &str| match text {
+            "" => "?".to_owned(),
+            text => text.to_owned(),
+        };
+        let lease = match h.lease_ms {
+            None => "kept by the kernel (this host only)".to_owned(),
+            Some(ms) => format!("lease left {}", seconds(ms)),
+        };
+        if h.earlier {
+            let _ = writeln!(
+                out,
+                "  held by an earlier rlock version (this version does not read its details), {lease}"
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {} held for {held}, {lease}",
+            report::holder(
+                &unknown_raw(&h.pid),
+                &unknown_raw(&h.host),
+                &h.command,
+                &h.note
+            ),
+        );
+    }
 }
 
 /// A waiter as `status` names it: `pid 43 on ci-4 (note '…') for 2s`.

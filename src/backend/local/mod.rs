@@ -49,7 +49,10 @@ use lock_dir::absolute_dir;
 use records::{Details, OpenHold, Waiting, read_live};
 use wait::{POLL, RETRY};
 
-use super::{AcquireRequest, Attempt, Backend, Hold, HolderStatus, LockStatus, Session, Wake};
+use super::{
+    AcquireRequest, Administer, Attempt, Backend, Hold, HolderStatus, Inspect, LockStatus, Session,
+    Wake,
+};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock;
 use crate::lock::event::Event;
@@ -88,14 +91,28 @@ impl Backend for Local {
     }
 
     fn connect(&self) -> Result<Box<dyn Session>> {
-        Ok(Box::new(LocalSession {
+        Ok(Box::new(self.session()))
+    }
+
+    fn inspect(&self) -> Result<Box<dyn Inspect>> {
+        Ok(Box::new(self.session()))
+    }
+
+    fn administer(&self) -> Result<Box<dyn Administer>> {
+        Ok(Box::new(self.session()))
+    }
+}
+
+impl Local {
+    fn session(&self) -> LocalSession {
+        LocalSession {
             paths: self.paths.clone(),
             display: self.display.clone(),
             held: HashMap::new(),
             waiting: HashMap::new(),
             watch: None,
             inherited: self.inherited.clone(),
-        }))
+        }
     }
 }
 
@@ -145,60 +162,45 @@ impl LocalSession {
         })
         .in_lock(name)
     }
-}
 
-impl Session for LocalSession {
-    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+    /// The lock cannot be taken now: a waiter is recorded (when the request
+    /// waits and the gate was had) and told when to look again.
+    fn turn_away(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        gated: bool,
+        queued: bool,
+        holders: &[Details],
+    ) -> Result<Attempt> {
         let name = &req.keys.name;
-        if let Some(held) = self.held.get(name) {
-            return Ok(Attempt::Acquired(Hold {
-                token: held.token.clone(),
-                fence: Fence(held.fence),
-                count: 1,
-                recorded: false,
-                history_entry: None,
-            }));
-        }
-        if let Some(attempt) = self.reenter(req) {
-            return Ok(attempt);
-        }
-        // Kinds, limits and writer preference are decided from the records
-        // under a short gate lock, as one Redis script decides them (the
-        // kernel's locks alone cannot keep shared and semaphore holders apart,
-        // nor hold semaphores to the smallest limit).
-        let gate = open(&self.path(name, "gate"))
-            .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
-            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
-        self.paths.remember(name);
-        let holders = self.holders(name);
-        let fits = gate.is_some() && compatible(&holders, req.kind);
-        let queued = fits && !self.queue_allows(name, req.kind, req.token);
-        let admitted = fits && !queued;
-        let taken = if admitted {
-            self.take(name, req.kind)
-                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
-        } else {
-            None
-        };
-        let Some(mut files) = taken else {
-            if req.register.is_some() {
-                self.watch();
-                if gate.is_some() {
-                    self.register(name, req.token, req.kind, &req.holder.note)
-                        .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
-                }
-                if let Some(waiting) = self.waiting.get_mut(name) {
-                    waiting.queued = queued;
-                }
+        if req.register.is_some() {
+            self.watch();
+            if gated {
+                self.register(name, req.token, req.kind, &req.holder.note)
+                    .map_err(|e| self.fail_to(name, "recording a waiter", e))?;
             }
-            let woken = matches!(self.watch, Some(Some(_)));
-            return Ok(Attempt::Taken {
-                pttl: Some(if woken { RETRY } else { POLL }),
-                holder: holders.first().map(Details::info),
-                // Waiters here are records, not a queue with places.
-                place: None,
-            });
-        };
+            if let Some(waiting) = self.waiting.get_mut(name) {
+                waiting.queued = queued;
+            }
+        }
+        let woken = matches!(self.watch, Some(Some(_)));
+        Ok(Attempt::Taken {
+            pttl: Some(if woken { RETRY } else { POLL }),
+            holder: holders.first().map(Details::info),
+            // Waiters here are records, not a queue with places.
+            place: None,
+        })
+    }
+
+    /// The lock's files are taken: number the hold, record its holder under
+    /// the gate, then remember the hold and, when asked, its history.
+    fn grant(
+        &mut self,
+        req: &AcquireRequest<'_>,
+        mut files: Vec<fs::File>,
+        gate: Option<fs::File>,
+    ) -> Result<Attempt> {
+        let name = &req.keys.name;
         let fence = self
             .next_fence(name)
             .map_err(|e| self.fail_to(name, "writing the fence counter", e))?;
@@ -256,6 +258,46 @@ impl Session for LocalSession {
             history_entry: None,
         }))
     }
+}
+
+impl Session for LocalSession {
+    fn acquire(&mut self, req: &AcquireRequest<'_>) -> Result<Attempt> {
+        let name = &req.keys.name;
+        if let Some(held) = self.held.get(name) {
+            return Ok(Attempt::Acquired(Hold {
+                token: held.token.clone(),
+                fence: Fence(held.fence),
+                count: 1,
+                recorded: false,
+                history_entry: None,
+            }));
+        }
+        if let Some(attempt) = self.reenter(req) {
+            return Ok(attempt);
+        }
+        // Kinds, limits and writer preference are decided from the records
+        // under a short gate lock, as one Redis script decides them (the
+        // kernel's locks alone cannot keep shared and semaphore holders apart,
+        // nor hold semaphores to the smallest limit).
+        let gate = open(&self.path(name, "gate"))
+            .and_then(|gate| Ok(files::lock_within(&gate, GATE)?.then_some(gate)))
+            .map_err(|e| self.fail_to(name, "opening the lock's gate file", e))?;
+        self.paths.remember(name);
+        let holders = self.holders(name);
+        let fits = gate.is_some() && compatible(&holders, req.kind);
+        let queued = fits && !self.queue_allows(name, req.kind, req.token);
+        let admitted = fits && !queued;
+        let taken = if admitted {
+            self.take(name, req.kind)
+                .map_err(|e| self.fail_to(name, "locking the lock file", e))?
+        } else {
+            None
+        };
+        let Some(files) = taken else {
+            return self.turn_away(req, gate.is_some(), queued, &holders);
+        };
+        self.grant(req, files, gate)
+    }
 
     fn record(&mut self, lock: &LockId, cap: u32, event: &Event) -> Result<()> {
         if cap == 0 {
@@ -263,11 +305,6 @@ impl Session for LocalSession {
         }
         history::append(&self.path(&lock.name, "history"), cap, event)
             .map_err(|e| self.fail_to(&lock.name, "writing the lock's history", e))
-    }
-
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        history::read(&self.path(&lock.name, "history"), limit)
-            .map_err(|e| self.fail_to(&lock.name, "reading the lock's history", e))
     }
 
     fn block(&mut self, lock: &LockId, token: &Token, timeout: Duration) -> Result<Wake> {
@@ -348,39 +385,15 @@ impl Session for LocalSession {
         Ok(())
     }
 
-    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
-        let name = &lock.name;
-        let holders: Vec<(Token, Details)> = self
-            .live(name, "h")
-            .iter()
-            .filter_map(|(token, text)| Some((Token::parse(token)?, Details::parse(text)?)))
-            .collect();
-        let runs: Vec<&str> = holders
-            .iter()
-            .filter(|(_, d)| !d.keeper)
-            .map(|(_, d)| d.pid.as_str())
-            .collect();
-        if !runs.is_empty() {
-            return Err(Error::usage(format!(
-                "{name}: release --force cannot break a lock the kernel keeps for a running rlock run on this host; stop its holder instead (pid {})",
-                runs.join(", ")
-            )));
-        }
-        // Every keeper is asked, even when one of them is stuck.
-        let mut released = 0;
-        let mut stuck = None;
-        for (token, _) in &holders {
-            match self.release_kept(name, token) {
-                Ok(done) => released += u64::from(done),
-                Err(err) => stuck = Some(err),
-            }
-        }
-        match stuck {
-            Some(err) => Err(err),
-            None => Ok(released),
-        }
+    fn handover(&self, lock: &LockId) -> Vec<RawFd> {
+        self.held
+            .get(&lock.name)
+            .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
+            .unwrap_or_default()
     }
+}
 
+impl Inspect for LocalSession {
     fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
         self.readable(&lock.name)?;
         let holders = self.holders(&lock.name);
@@ -443,11 +456,44 @@ impl Session for LocalSession {
         Ok(names)
     }
 
-    fn handover(&self, lock: &LockId) -> Vec<RawFd> {
-        self.held
-            .get(&lock.name)
-            .map(|h| h.files.iter().map(AsRawFd::as_raw_fd).collect())
-            .unwrap_or_default()
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        history::read(&self.path(&lock.name, "history"), limit)
+            .map_err(|e| self.fail_to(&lock.name, "reading the lock's history", e))
+    }
+}
+
+impl Administer for LocalSession {
+    fn force_release(&mut self, lock: &LockId) -> Result<u64> {
+        let name = &lock.name;
+        let holders: Vec<(Token, Details)> = self
+            .live(name, "h")
+            .iter()
+            .filter_map(|(token, text)| Some((Token::parse(token)?, Details::parse(text)?)))
+            .collect();
+        let runs: Vec<&str> = holders
+            .iter()
+            .filter(|(_, d)| !d.keeper)
+            .map(|(_, d)| d.pid.as_str())
+            .collect();
+        if !runs.is_empty() {
+            return Err(Error::usage(format!(
+                "{name}: release --force cannot break a lock the kernel keeps for a running rlock run on this host; stop its holder instead (pid {})",
+                runs.join(", ")
+            )));
+        }
+        // Every keeper is asked, even when one of them is stuck.
+        let mut released = 0;
+        let mut stuck = None;
+        for (token, _) in &holders {
+            match self.release_kept(name, token) {
+                Ok(done) => released += u64::from(done),
+                Err(err) => stuck = Some(err),
+            }
+        }
+        match stuck {
+            Some(err) => Err(err),
+            None => Ok(released),
+        }
     }
 }
 

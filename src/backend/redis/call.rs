@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
 
 use super::StandaloneSession;
-use super::diagnose::{self, Contact, acl_denial, failing_over};
+use super::diagnose::{self, Contact, Endpoint, Stage, Transport, acl_denial, failing_over};
 use super::topology::{Source, node_client};
 use crate::error::{Cause, Error, Result};
 use crate::lock::name::LockId;
@@ -190,17 +190,26 @@ impl StandaloneSession {
 
     /// The error for `err`, met within `limit` on this session's server.
     pub(super) fn unavailable(&self, err: &RedisError, limit: Duration) -> Error {
-        let socket = match self.spec.info.addr() {
-            ConnectionAddr::Unix(path) => Some(path.as_path()),
-            _ => None,
+        let endpoint = match self.spec.info.addr() {
+            ConnectionAddr::Unix(path) => Endpoint::Socket(path.as_path()),
+            _ if matches!(*self.source, Source::Fixed(_) | Source::Rotating(_)) => {
+                Endpoint::FixedTcp
+            }
+            _ => Endpoint::Found,
         };
         let contact = Contact {
             server: &self.spec.display,
-            fixed_tcp: matches!(*self.source, Source::Fixed(_) | Source::Rotating(_))
-                && socket.is_none(),
-            socket,
-            tls: self.spec.is_tls(),
-            first_contact: !self.answered,
+            endpoint,
+            transport: if self.spec.is_tls() {
+                Transport::Tls
+            } else {
+                Transport::Plain
+            },
+            stage: if self.answered {
+                Stage::Answered
+            } else {
+                Stage::FirstContact
+            },
             db: self.spec.info.redis_settings().db(),
             user_without_password: {
                 let settings = self.spec.info.redis_settings();

@@ -135,9 +135,28 @@ const PROBES: &[Probe] = &[
     ),
 ];
 
+/// The commands the user was refused, each with the server's words.
+struct Refusals {
+    refused: Vec<(&'static Probe, String)>,
+    /// PEXPIRE or DEL was refused, so commands that would create a key were
+    /// not tried.
+    no_cleanup: bool,
+}
+
 impl StandaloneSession {
     /// The user's rights on the prefix, command by command.
     pub(super) fn rights(&mut self, prefix: &str, keys: &ProbeKeys) -> (Verdict, String) {
+        let mut found = match self.probe_commands(keys) {
+            Ok(found) => found,
+            Err(not_tried) => return not_tried,
+        };
+        self.probe_scripts(&mut found.refused);
+        verdict(prefix, &found)
+    }
+
+    /// Runs [`PROBES`] on the probe keys; an answer other than a refusal
+    /// (a read-only server, a lost connection) ends the probe unknown.
+    fn probe_commands(&mut self, keys: &ProbeKeys) -> Result<Refusals, (Verdict, String)> {
         let key = |tag: &str| format!("{}:{tag}", keys.base);
         let (s, l, h, z, x, m) = (
             key("s"),
@@ -171,10 +190,10 @@ impl StandaloneSession {
                 Ok(()) => {}
                 // A replica refuses every write, whoever asks.
                 Err(err) if err.code() == Some("READONLY") => {
-                    return (
+                    return Err((
                         Verdict::Unknown,
                         format!("not tried: the server is read-only ({})", server_said(&err)),
-                    );
+                    ));
                 }
                 Err(err) if is_refusal(&err) => {
                     if matches!(p.rule, "pexpire" | "del") {
@@ -192,14 +211,21 @@ impl StandaloneSession {
                     }
                 }
                 Err(err) => {
-                    return (
+                    return Err((
                         Verdict::Unknown,
                         super::check_probes::refused(args[0], &err),
-                    );
+                    ));
                 }
             }
         }
-        // The script commands, with a script as their argument.
+        Ok(Refusals {
+            refused,
+            no_cleanup,
+        })
+    }
+
+    /// The script commands, with a script as their argument.
+    fn probe_scripts(&mut self, refused: &mut Vec<(&'static Probe, String)>) {
         let code = script::CHECK_SCRIPT.code();
         let sha = script::CHECK_SCRIPT.get_hash();
         for (p, args) in [
@@ -212,64 +238,70 @@ impl StandaloneSession {
                 _ => {}
             }
         }
-        let under = if prefix.is_empty() {
-            "{...} keys".to_owned()
-        } else {
-            format!("keys under {prefix}:")
-        };
-        let mut rules: Vec<&str> = PROBES.iter().map(|p| p.rule).collect();
-        rules.sort_unstable();
-        rules.dedup();
-        let count = rules.len() + 3;
-        let always: Vec<&(&Probe, String)> = refused
-            .iter()
-            .filter(|(p, _)| p.need == Need::Always)
-            .collect();
-        if let Some((_, first)) = always.first() {
-            let rules: Vec<String> = always.iter().map(|(p, _)| format!("+{}", p.rule)).collect();
-            let names: Vec<String> = always.iter().map(|(p, _)| p.rule.to_uppercase()).collect();
-            let skipped = if no_cleanup {
-                " (commands that would create a key were not tried)"
-            } else {
-                ""
-            };
-            return (
-                Verdict::Fail,
-                format!(
-                    "this user may not run {} on {under} ({first}){skipped}: rlock cannot work; allow {} (see \"ACL users\" in the README)",
-                    names.join(" "),
-                    rules.join(" ")
-                ),
-            );
-        }
-        if !refused.is_empty() {
-            let lost: Vec<String> = refused
-                .iter()
-                .map(|(p, _)| match p.need {
-                    Need::For(what) => format!("{} ({what})", p.rule.to_uppercase()),
-                    Need::Always => p.rule.to_uppercase(),
-                })
-                .collect();
-            let rules: Vec<String> = refused
-                .iter()
-                .map(|(p, _)| format!("+{}", p.rule))
-                .collect();
-            return (
-                Verdict::Warn,
-                format!(
-                    "this user may not run {}: allow {} (see \"ACL users\" in the README)",
-                    lost.join(", "),
-                    rules.join(" ")
-                ),
-            );
-        }
-        (
-            Verdict::Ok,
-            format!(
-                "this user ran each of the {count} commands rlock sends on {under} (the scripts' commands included)"
-            ),
-        )
     }
+}
+
+/// The verdict on the refusals: failing when a command every lock needs was
+/// refused, warning when only a feature's was.
+fn verdict(prefix: &str, found: &Refusals) -> (Verdict, String) {
+    let refused = &found.refused;
+    let under = if prefix.is_empty() {
+        "{...} keys".to_owned()
+    } else {
+        format!("keys under {prefix}:")
+    };
+    let mut rules: Vec<&str> = PROBES.iter().map(|p| p.rule).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    let count = rules.len() + 3;
+    let always: Vec<&(&Probe, String)> = refused
+        .iter()
+        .filter(|(p, _)| p.need == Need::Always)
+        .collect();
+    if let Some((_, first)) = always.first() {
+        let rules: Vec<String> = always.iter().map(|(p, _)| format!("+{}", p.rule)).collect();
+        let names: Vec<String> = always.iter().map(|(p, _)| p.rule.to_uppercase()).collect();
+        let skipped = if found.no_cleanup {
+            " (commands that would create a key were not tried)"
+        } else {
+            ""
+        };
+        return (
+            Verdict::Fail,
+            format!(
+                "this user may not run {} on {under} ({first}){skipped}: rlock cannot work; allow {} (see \"ACL users\" in the README)",
+                names.join(" "),
+                rules.join(" ")
+            ),
+        );
+    }
+    if !refused.is_empty() {
+        let lost: Vec<String> = refused
+            .iter()
+            .map(|(p, _)| match p.need {
+                Need::For(what) => format!("{} ({what})", p.rule.to_uppercase()),
+                Need::Always => p.rule.to_uppercase(),
+            })
+            .collect();
+        let rules: Vec<String> = refused
+            .iter()
+            .map(|(p, _)| format!("+{}", p.rule))
+            .collect();
+        return (
+            Verdict::Warn,
+            format!(
+                "this user may not run {}: allow {} (see \"ACL users\" in the README)",
+                lost.join(", "),
+                rules.join(" ")
+            ),
+        );
+    }
+    (
+        Verdict::Ok,
+        format!(
+            "this user ran each of the {count} commands rlock sends on {under} (the scripts' commands included)"
+        ),
+    )
 }
 
 /// The script commands, tried apart from [`PROBES`] (their argument is a script).

@@ -6,8 +6,10 @@
 //! password needed, not a Redis server, TLS on one end only) and never shows
 //! a password, a URL or script internals (those go to `-v`).
 
+mod contact;
+
 use super::keys::Keys;
-use std::path::Path;
+pub use contact::{Contact, Endpoint, Stage, Transport};
 use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
@@ -15,27 +17,6 @@ use redis::{ErrorKind, RedisError};
 use crate::error::{Cause, Error};
 use crate::lock::name::LockId;
 use crate::report;
-
-/// What is known about the connection an error came from.
-pub struct Contact<'a> {
-    /// `host:port`, a socket path, or a Sentinel/Cluster description.
-    pub server: &'a str,
-    /// A fixed TCP server (not found through sentinels or cluster seeds):
-    /// hints may name it.
-    pub fixed_tcp: bool,
-    /// The socket path of a `unix://` server.
-    pub socket: Option<&'a Path>,
-    /// Whether rlock spoke TLS.
-    pub tls: bool,
-    /// No reply had been read on this connection yet: the error is about
-    /// reaching the server at all (wrong port, wrong protocol).
-    pub first_contact: bool,
-    /// The database number asked for in the URL.
-    pub db: i64,
-    /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
-    /// password written where the user goes (`redis://PASSWORD@host`).
-    pub user_without_password: bool,
-}
 
 /// The error for `err` met within `limit`: a usage error (2) when the URL asks
 /// for something the server does not have, else the server is unavailable (69).
@@ -64,7 +45,7 @@ pub fn unavailable(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> 
 /// been carried out; not a TLS handshake that never finished (nothing was
 /// asked yet).
 fn no_reply_in_time(err: &RedisError, contact: &Contact<'_>) -> bool {
-    err.is_timeout() && !(contact.first_contact && contact.tls)
+    err.is_timeout() && !(contact.first_contact() && contact.tls())
 }
 
 /// Errors a restart or a failover causes, which pass on their own: nothing
@@ -80,7 +61,7 @@ fn is_transient(err: &RedisError, contact: &Contact<'_>) -> bool {
     if err.is_timeout() {
         return no_reply_in_time(err, contact);
     }
-    !contact.first_contact
+    !contact.first_contact()
         && err.is_io_error()
         && !err.to_string().contains("lookup address information")
 }
@@ -114,8 +95,6 @@ pub fn failing_over(err: &RedisError) -> bool {
 
 /// One line saying why `err` happened.
 pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> String {
-    let limit = Duration::from_millis(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
-    let within = humantime::format_duration(limit);
     let text = err.to_string();
     let detail = err.detail().unwrap_or_default();
     if err.kind() == ErrorKind::InvalidClientConfig
@@ -123,98 +102,17 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
     {
         return detail.to_owned();
     }
-    if err.code() == Some("NOAUTH")
-        || (err.code() == Some("ERR") && detail.contains("unauthenticated"))
-    {
-        if contact.user_without_password {
-            // (The user name is not repeated: it may be the password.)
-            return "the server needs a password, and the URL has a user name but no password: a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH or --password-file".into();
-        }
-        return "the server needs a password: put it in the URL, REDISCLI_AUTH or --password-file"
-            .into();
-    }
-    if contact.user_without_password
-        && (matches!(err.kind(), ErrorKind::AuthenticationFailed)
-            || err.code() == Some("WRONGPASS"))
-    {
-        return "authentication failed: the URL has a user name but no password; a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH".into();
-    }
-    if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
-        return "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
-            .into();
+    if let Some(line) = refused_credentials(err, detail, contact) {
+        return line;
     }
     if matches!(err.kind(), ErrorKind::Parse) {
         return "did not answer as a Redis server (wrong port?)".into();
     }
-    // A failover demoted it (or the FAILOVER command, or a managed endpoint's
-    // name now points at another node): each try connects afresh, resolving
-    // the host name again.
-    if readonly(err) {
-        let what = "the server became a replica (READONLY: a failover, or the FAILOVER command)";
-        return if contact.fixed_tcp {
-            format!(
-                "{what}; the lock lives on its master: use a redis+sentinel:// URL, or a host \
-                 name that follows the master"
-            )
-        } else {
-            what.into()
-        };
+    if let Some(line) = connection_trouble(err, &text, limit, contact) {
+        return line;
     }
-    if err.is_timeout() {
-        return if no_reply_in_time(err, contact) {
-            format!("no reply within {within}")
-        } else {
-            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
-        };
-    }
-    if err.is_connection_refusal() {
-        if let Some(path) = contact.socket.filter(|p| !p.exists()) {
-            return format!(
-                "no such socket (is redis-server running with unixsocket {}?)",
-                path.display()
-            );
-        }
-        return if contact.fixed_tcp {
-            format!(
-                "connection refused (is redis-server running on {}?)",
-                contact.server
-            )
-        } else {
-            "connection refused".into()
-        };
-    }
-    if text.contains("lookup address information") {
-        let reason = text.rsplit(": ").next().unwrap_or_default();
-        return one_line(&format!("cannot resolve the host name ({reason})"));
-    }
-    if err.is_connection_dropped() {
-        return if contact.first_contact && !contact.tls {
-            "connection closed by the server before any reply (if this is a TLS port, use rediss://)"
-                .into()
-        } else {
-            "connection closed by the server".into()
-        };
-    }
-    // rustls reads the system's trust store at connection time; a minimal
-    // image without ca-certificates has none.
-    if contact.tls
-        && (text.contains("opening directory")
-            || text.contains("native root CA certificates")
-            || text.contains("no CA certificates"))
-    {
-        return one_line(&format!(
-            "no system CA certificates ({text}): install ca-certificates, or pass --cacert FILE"
-        ));
-    }
-    if contact.tls && text.contains("certificate") {
-        return one_line(&format!(
-            "TLS: {text} (check --cacert, or --cert and --key)"
-        ));
-    }
-    if contact.tls && contact.first_contact && is_tls_failure(&text) {
-        return one_line(&format!(
-            "TLS handshake failed ({text}); if this is a plain port, use redis://"
-        ));
+    if let Some(line) = tls_trouble(&text, contact) {
+        return line;
     }
     match (err.code(), err.detail()) {
         (Some(code), Some(detail)) => {
@@ -222,6 +120,125 @@ pub fn describe(err: &RedisError, limit: Duration, contact: &Contact<'_>) -> Str
         }
         _ => one_line(&text),
     }
+}
+
+/// The server wanted a password, or refused the one given.
+fn refused_credentials(err: &RedisError, detail: &str, contact: &Contact<'_>) -> Option<String> {
+    if err.code() == Some("NOAUTH")
+        || (err.code() == Some("ERR") && detail.contains("unauthenticated"))
+    {
+        if contact.user_without_password {
+            // (The user name is not repeated: it may be the password.)
+            return Some("the server needs a password, and the URL has a user name but no password: a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH or --password-file".into());
+        }
+        return Some(
+            "the server needs a password: put it in the URL, REDISCLI_AUTH or --password-file"
+                .into(),
+        );
+    }
+    if contact.user_without_password
+        && (matches!(err.kind(), ErrorKind::AuthenticationFailed)
+            || err.code() == Some("WRONGPASS"))
+    {
+        return Some("authentication failed: the URL has a user name but no password; a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH".into());
+    }
+    if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
+        return Some(
+            "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// The server was demoted, did not answer, refused the connection, could not
+/// be found or dropped the connection.
+fn connection_trouble(
+    err: &RedisError,
+    text: &str,
+    limit: Duration,
+    contact: &Contact<'_>,
+) -> Option<String> {
+    // A failover demoted it (or the FAILOVER command, or a managed endpoint's
+    // name now points at another node): each try connects afresh, resolving
+    // the host name again.
+    if readonly(err) {
+        let what = "the server became a replica (READONLY: a failover, or the FAILOVER command)";
+        return Some(if contact.fixed_tcp() {
+            format!(
+                "{what}; the lock lives on its master: use a redis+sentinel:// URL, or a host \
+                 name that follows the master"
+            )
+        } else {
+            what.into()
+        });
+    }
+    if err.is_timeout() {
+        let limit = Duration::from_millis(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
+        let within = humantime::format_duration(limit);
+        return Some(if no_reply_in_time(err, contact) {
+            format!("no reply within {within}")
+        } else {
+            format!("no TLS handshake within {within} (if this is a plain port, use redis://)")
+        });
+    }
+    if err.is_connection_refusal() {
+        if let Some(path) = contact.socket().filter(|p| !p.exists()) {
+            return Some(format!(
+                "no such socket (is redis-server running with unixsocket {}?)",
+                path.display()
+            ));
+        }
+        return Some(if contact.fixed_tcp() {
+            format!(
+                "connection refused (is redis-server running on {}?)",
+                contact.server
+            )
+        } else {
+            "connection refused".into()
+        });
+    }
+    if text.contains("lookup address information") {
+        let reason = text.rsplit(": ").next().unwrap_or_default();
+        return Some(one_line(&format!(
+            "cannot resolve the host name ({reason})"
+        )));
+    }
+    if err.is_connection_dropped() {
+        return Some(if contact.first_contact() && !contact.tls() {
+            "connection closed by the server before any reply (if this is a TLS port, use rediss://)"
+                .into()
+        } else {
+            "connection closed by the server".into()
+        });
+    }
+    None
+}
+
+/// TLS failed: no trust store, a certificate refused, or no handshake.
+fn tls_trouble(text: &str, contact: &Contact<'_>) -> Option<String> {
+    // rustls reads the system's trust store at connection time; a minimal
+    // image without ca-certificates has none.
+    if contact.tls()
+        && (text.contains("opening directory")
+            || text.contains("native root CA certificates")
+            || text.contains("no CA certificates"))
+    {
+        return Some(one_line(&format!(
+            "no system CA certificates ({text}): install ca-certificates, or pass --cacert FILE"
+        )));
+    }
+    if contact.tls() && text.contains("certificate") {
+        return Some(one_line(&format!(
+            "TLS: {text} (check --cacert, or --cert and --key)"
+        )));
+    }
+    if contact.tls() && contact.first_contact() && is_tls_failure(text) {
+        return Some(one_line(&format!(
+            "TLS handshake failed ({text}); if this is a plain port, use redis://"
+        )));
+    }
+    None
 }
 
 /// What the server said (or what went wrong on the way), on one line, without

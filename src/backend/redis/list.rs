@@ -13,7 +13,7 @@ use super::topology::Source;
 use super::{StandaloneSession, with_keys};
 use crate::backend::script;
 use crate::backend::url::host_port;
-use crate::backend::{LockStatus, Session};
+use crate::backend::{Inspect, LockStatus};
 use crate::error::Result;
 use crate::lock::name::LockId;
 use crate::lock::token::Token;

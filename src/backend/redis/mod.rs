@@ -2,18 +2,22 @@
 //! master a set of Sentinels names, or on the Cluster node that serves the
 //! lock's slot.
 //!
-//! This file holds the backend and its session's lock operations in rlock's
-//! own layout, each a script or a command sent through one bounded call. A
-//! backend is opened for one dialect: its sessions are these, or, for locks
-//! in Redisson's layout (`--redisson`), `redisson/`'s, which talk through
-//! one of these. Beside it: `topology` (where a connection goes: Sentinel,
-//! Cluster), `call` (one call with its retries, redirects and failover
-//! window), `reply` (decoding the scripts' replies), `list` (SCAN for lock
-//! names), `diagnose` (an error as one line a user can act on) and `checks`
-//! (`rlock check`: is this server fit for locks?, with its probes in
-//! `check_probes` and `check_rights`).
+//! This file holds the session and its lock operations in rlock's own
+//! layout, each a script or a command sent through one bounded call. The
+//! backend (`standalone`) is opened for one dialect: its sessions are these,
+//! or, for locks in Redisson's layout (`--redisson`), `redisson/`'s, which
+//! talk through one of these. Beside it: `scripted` (a lock script called
+//! with its keys, and the wake-ups it could not deliver), `topology` (where a
+//! connection goes: Sentinel, Cluster), `call` (one call with its retries,
+//! redirects and failover window), `reply` (decoding the scripts' replies),
+//! `list` (SCAN for lock names), `diagnose` (an error as one line a user can
+//! act on) and `checks` (`rlock check`: is this server fit for locks?, with
+//! its probes in `check_probes` and `check_rights`, and its clock and
+//! failover checks in `check_clock` and `check_failover`).
 
 mod call;
+mod check_clock;
+mod check_failover;
 mod check_probes;
 mod check_rights;
 mod checks;
@@ -23,10 +27,12 @@ mod list;
 mod loss;
 mod redisson;
 mod reply;
+mod scripted;
+mod standalone;
 mod topology;
 
 use keys::Keys;
-use redisson::RedissonSession;
+pub use standalone::Standalone;
 
 use std::iter;
 use std::sync::Arc;
@@ -34,92 +40,18 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError, Value};
 
-use super::{AcquireRequest, Attempt, Backend, LockStatus, ServerTime, Session, Wake};
+use super::{AcquireRequest, Administer, Attempt, Inspect, LockStatus, ServerTime, Session, Wake};
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
-use crate::lock::name::{Dialect, LockId};
+use crate::lock::name::LockId;
 use crate::lock::token::{Digest, Fence, Token};
 use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
-use topology::{Source, client_for};
-
-/// Locks on a single Redis server: a fixed one, or the master a set of
-/// Sentinels names at each connection.
-pub struct Standalone {
-    source: Arc<Source>,
-    spec: ServerSpec,
-    /// The layout of every lock its sessions are asked about.
-    dialect: Dialect,
-}
-
-impl Standalone {
-    /// A backend for `spec`, its locks stored in `dialect`; does not connect yet.
-    pub fn new(spec: ServerSpec, dialect: Dialect) -> Result<Self> {
-        let source = if spec.sentinel.is_some() {
-            Source::Sentinel(spec.clone())
-        } else if spec.cluster.is_some() {
-            Source::Cluster(spec.clone())
-        } else if spec.password_file.is_some() {
-            Source::Rotating(spec.clone())
-        } else {
-            Source::Fixed(client_for(spec.info.clone(), &spec.tls)?)
-        };
-        Ok(Standalone {
-            source: Arc::new(source),
-            spec,
-            dialect,
-        })
-    }
-}
-
-impl Backend for Standalone {
-    fn server(&self) -> &str {
-        &self.spec.display
-    }
-
-    fn connect(&self) -> Result<Box<dyn Session>> {
-        self.connect_within(self.spec.timeout)
-    }
-}
-
-impl Standalone {
-    /// Opens a session, connecting within `limit` (Redlock bounds a reconnect
-    /// by what is left of a renewal's deadline).
-    pub fn connect_within(&self, limit: Duration) -> Result<Box<dyn Session>> {
-        let session = self.open(limit)?;
-        Ok(match self.dialect {
-            Dialect::Rlock => Box::new(session),
-            Dialect::Redisson => Box::new(RedissonSession { inner: session }),
-        })
-    }
-
-    /// A session with its connection open (within `limit`).
-    fn open(&self, limit: Duration) -> Result<StandaloneSession> {
-        let mut session = StandaloneSession {
-            source: Arc::clone(&self.source),
-            spec: self.spec.clone(),
-            con: None,
-            sub: None,
-            node: None,
-            answered: false,
-            master: None,
-            master_checked: None,
-            failed_over: None,
-            evicted_before: None,
-            server_time: None,
-            connections: 0,
-            lost: None,
-            next_up: std::collections::HashMap::new(),
-        };
-        if let Err(err) = session.con(limit) {
-            return Err(session.unavailable(&err, limit));
-        }
-        Ok(session)
-    }
-}
+use scripted::{Extend, migrating, with_keys};
+use topology::Source;
 
 /// One connection to the lock's server (and, for `--redisson` waiting, a
 /// second one subscribed to its channels), and the lock operations in
@@ -169,132 +101,6 @@ impl StandaloneSession {
     /// The bound on each connection attempt and each reply.
     fn timeout(&self) -> Duration {
         self.spec.timeout
-    }
-}
-
-/// The lock's slot is being migrated, and a script that declares all its
-/// keys cannot run here: TRYAGAIN (some of them are here, some not; Redis 7),
-/// or ASK (not all of them are here; Redis 6). The holds' key alone is asked
-/// for here first (after ASKING, harmless on the owner); where it has gone,
-/// that answers ASK, which the call follows.
-fn migrating(err: &RedisError) -> bool {
-    matches!(err.code(), Some("TRYAGAIN" | "ASK"))
-}
-
-/// How a renewal sets the lease.
-#[derive(Clone, Copy)]
-enum Extend {
-    /// To the ttl from now, unless it lasts longer already (a nested holder's).
-    AtLeast,
-    /// To exactly the ttl from now (the server's clock stepped back).
-    Exactly,
-}
-
-/// A script invocation with every key of `keys` (see `src/backend/lua/prelude/1-layout.lua`),
-/// and the wake-up lists of the waiters whose digests are `others`.
-fn with_keys<'a>(
-    script: &'a script::Script,
-    keys: &Keys,
-    token: &Token,
-    others: &[Digest],
-) -> script::Invocation<'a> {
-    let mut invocation = script.prepare_invoke();
-    for key in keys.script_keys(token, others) {
-        invocation.key(key);
-    }
-    invocation
-}
-
-impl StandaloneSession {
-    /// release.lua for `token`'s hold, with `tail` after the digest in ARGV
-    /// (a history cap and the event's fields, or a retraction: see the
-    /// script). Not idempotent (it decrements a hold count): never repeated
-    /// blindly.
-    fn release_script<S: AsRef<str>>(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        tail: &[S],
-    ) -> Result<Option<u64>> {
-        let stored = Keys::of(lock);
-        let others = self.others(&stored);
-        let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
-            let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
-            invocation.arg("owner", token.digest().as_str());
-            for (i, arg) in tail.iter().enumerate() {
-                let name = if i == 0 { "history_cap" } else { "event" };
-                invocation.arg(name, arg.as_ref());
-            }
-            invocation.invoke(con)
-        })?;
-        let (reply, _) = self.outcome(lock, &stored, token, reply, "release", self.timeout())?;
-        let left: i64 = decode(reply, &lock.name, "release")?;
-        if left == 0 {
-            self.next_up.remove(&stored.holds);
-        }
-        Ok(u64::try_from(left).ok())
-    }
-    /// renew.lua for `token`'s hold, within `limit`.
-    fn renew_script(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-        extend: Extend,
-    ) -> Result<bool> {
-        let limit = limit.min(self.timeout());
-        let start = Instant::now();
-        self.follow_master(limit);
-        let deadline = limit;
-        let limit = limit.saturating_sub(start.elapsed());
-        let stored = Keys::of(lock);
-        let others = self.others(&stored);
-        let reply: Value = self.call_within(lock, limit, limit, Retry::Idempotent, |con| {
-            let mut invocation = with_keys(&script::RENEW, &stored, token, &others);
-            invocation
-                .arg("owner", token.digest().as_str())
-                .arg("lease_ms", millis(ttl));
-            if let Extend::Exactly = extend {
-                invocation.arg("exact", "exact");
-            }
-            match invocation.invoke(con) {
-                // The slot is being migrated: renew from the holds' key alone.
-                Err(err) if migrating(&err) => {
-                    let mut alone = script::RENEW_ALONE.key(&stored.holds);
-                    alone
-                        .arg("owner", token.digest().as_str())
-                        .arg("lease_ms", millis(ttl));
-                    if let Extend::Exactly = extend {
-                        alone.arg("exact", "exact");
-                    }
-                    alone.invoke_asking(con)
-                }
-                other => other,
-            }
-        })?;
-        // Any delivery within what is left of the renewal's bound.
-        let left = deadline.saturating_sub(start.elapsed());
-        let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
-        let (held, now) = reply::renewed(reply, &lock.name, "renew")?;
-        // Each connection is its own baseline: a reconnection may reach
-        // another machine (a failover, a name that now points elsewhere).
-        let node = format!("{}#{}", self.spec.display, self.connections);
-        self.server_time = Some(ServerTime { node, ms: now });
-        if held == 1 {
-            // The hold is on the master followed: a later loss is not the
-            // failover's.
-            self.failed_over = None;
-            self.next_up.insert(stored.holds.clone(), next);
-        } else {
-            self.next_up.remove(&stored.holds);
-        }
-        if held == 1 && self.evicted_before.is_none() {
-            self.evicted_before = self
-                .info(lock, "stats")
-                .and_then(|i| loss::parse(&i).evicted);
-        }
-        Ok(held == 1)
     }
 }
 
@@ -534,6 +340,88 @@ impl Session for StandaloneSession {
         Ok(())
     }
 
+    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
+        // WAIT counts the replicas that have this connection's writes: on a
+        // connection opened since the acquire it would prove nothing.
+        if self.con.is_none() {
+            return Ok(0);
+        }
+        let ms = millis(limit);
+        // WAIT itself may take `limit`: allow for its reply on top.
+        let window = limit + self.timeout();
+        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
+            redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
+        })?;
+        Ok(u32::try_from(confirmed).unwrap_or(0))
+    }
+
+    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
+        let fence_key = Keys::of(lock).fence;
+        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            script::RAISE_FENCE
+                .key(&fence_key)
+                .arg("fence", fence.0)
+                .invoke::<i64>(con)
+                .map(drop)
+        })
+    }
+
+    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
+        if let Some((from, to)) = &self.failed_over {
+            return Some(format!(
+                "the master changed from {from} to {to}; the new master does not have the hold"
+            ));
+        }
+        let info = self.info(lock, "default")?;
+        Some(loss::cause(
+            &loss::parse(&info),
+            self.evicted_before,
+            held_for,
+        ))
+    }
+}
+
+impl Inspect for StandaloneSession {
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
+        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
+        })?;
+        decode(reply, &lock.name, "status")
+    }
+
+    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
+        self.status_batches(locks)
+    }
+
+    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        self.list_locks(prefix, pattern)
+    }
+
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        let stream = Keys::of(lock).history;
+        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+            redis::cmd("XREVRANGE")
+                .arg(&stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit.max(1))
+                .query::<Value>(con)
+        });
+        match entries {
+            Ok(entries) => Ok(reply::events(entries)),
+            // The server's own words say nothing of which key: say it.
+            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
+                Err(Error::from(Cause::ForeignKey(format!(
+                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
+                )))
+                .in_lock(&lock.name))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     fn longest_wait(&mut self, lock: &LockId) -> Result<Option<Duration>> {
         let stored = Keys::of(lock);
         type Scores = Vec<(String, f64)>;
@@ -569,57 +457,9 @@ impl Session for StandaloneSession {
             .min();
         Ok(oldest.map(|at| Duration::from_micros(now_us.saturating_sub(at))))
     }
+}
 
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        let stream = Keys::of(lock).history;
-        let entries = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            redis::cmd("XREVRANGE")
-                .arg(&stream)
-                .arg("+")
-                .arg("-")
-                .arg("COUNT")
-                .arg(limit.max(1))
-                .query::<Value>(con)
-        });
-        match entries {
-            Ok(entries) => Ok(reply::events(entries)),
-            // The server's own words say nothing of which key: say it.
-            Err(err) if matches!(err.cause(), Cause::ForeignKey(_)) => {
-                Err(Error::from(Cause::ForeignKey(format!(
-                    "key {stream} is not a stream (another program's?); rlock never reads or overwrites it"
-                )))
-                .in_lock(&lock.name))
-            }
-            Err(err) => Err(err),
-        }
-    }
-
-    fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
-        // WAIT counts the replicas that have this connection's writes: on a
-        // connection opened since the acquire it would prove nothing.
-        if self.con.is_none() {
-            return Ok(0);
-        }
-        let ms = millis(limit);
-        // WAIT itself may take `limit`: allow for its reply on top.
-        let window = limit + self.timeout();
-        let confirmed: i64 = self.call_within(lock, window, window, Retry::Never, |con| {
-            redis::cmd("WAIT").arg(replicas).arg(ms).query(con)
-        })?;
-        Ok(u32::try_from(confirmed).unwrap_or(0))
-    }
-
-    fn raise_fence(&mut self, lock: &LockId, fence: Fence) -> Result<()> {
-        let fence_key = Keys::of(lock).fence;
-        self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            script::RAISE_FENCE
-                .key(&fence_key)
-                .arg("fence", fence.0)
-                .invoke::<i64>(con)
-                .map(drop)
-        })
-    }
-
+impl Administer for StandaloneSession {
     fn force_release(&mut self, lock: &LockId) -> Result<u64> {
         // Any token names the (unused) own-list key; the script ignores it.
         let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
@@ -638,88 +478,9 @@ impl Session for StandaloneSession {
         let removed: i64 = decode(reply, &lock.name, "release --force")?;
         Ok(u64::try_from(removed).unwrap_or(0))
     }
-
-    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        let nobody = Token::parse(&"0".repeat(32)).expect("a valid token");
-        let reply: Value = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
-            with_keys(&script::STATUS, &Keys::of(lock), &nobody, &[]).invoke(con)
-        })?;
-        decode(reply, &lock.name, "status")
-    }
-
-    fn statuses(&mut self, locks: &[LockId]) -> Result<Vec<LockStatus>> {
-        self.status_batches(locks)
-    }
-
-    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        self.list_locks(prefix, pattern)
-    }
-
-    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
-        if let Some((from, to)) = &self.failed_over {
-            return Some(format!(
-                "the master changed from {from} to {to}; the new master does not have the hold"
-            ));
-        }
-        let info = self.info(lock, "default")?;
-        Some(loss::cause(
-            &loss::parse(&info),
-            self.evicted_before,
-            held_for,
-        ))
-    }
 }
 
 impl StandaloneSession {
-    /// The digests of the waiters this session last heard stand first in
-    /// line for lock `stored`: their lists go with its next script there.
-    fn others(&self, stored: &Keys) -> Vec<Digest> {
-        self.next_up.get(&stored.holds).cloned().unwrap_or_default()
-    }
-
-    /// A lock script's own reply and the waiters first in line, once the
-    /// messages it could not deliver (for lists it was not given) are
-    /// delivered by wake.lua, which is given them. That second call is best
-    /// effort: a message it fails to deliver (the connection lost, this
-    /// process killed) costs its waiter only latency, as the waiter looks
-    /// again when its block times out (half its ttl at most). `limit` bounds
-    /// that call (none is made when it is zero).
-    fn outcome(
-        &mut self,
-        lock: &LockId,
-        stored: &Keys,
-        token: &Token,
-        reply: Value,
-        what: &str,
-        limit: Duration,
-    ) -> Result<(Value, Vec<Digest>)> {
-        let Some((reply, outbox, next)) = reply::split(reply) else {
-            return Err(crate::error::Error::internal(format!(
-                "{}: unexpected reply to {what}",
-                lock.name
-            )));
-        };
-        if outbox.len() >= 2 && !limit.is_zero() {
-            let lists: Vec<Digest> = outbox
-                .iter()
-                .step_by(2)
-                .cloned()
-                .map(Digest::named)
-                .collect();
-            let delivered = self.call_within(lock, limit, limit, Retry::Never, |con| {
-                with_keys(&script::WAKE, stored, token, &lists)
-                    .arg("outbox", &outbox)
-                    .invoke::<i64>(con)
-            });
-            if let Err(err) = delivered {
-                crate::report::verbose(|| {
-                    format!("{}: waking the waiters after {what}: {err}", lock.name)
-                });
-            }
-        }
-        Ok((reply, next.into_iter().map(Digest::named).collect()))
-    }
-
     /// Whether locks live on a Redis Cluster.
     fn is_cluster(&self) -> bool {
         matches!(*self.source, Source::Cluster(_))

@@ -17,7 +17,7 @@ use super::keys::Keys;
 use super::reply::attempt;
 use super::{StandaloneSession, millis};
 use crate::backend::script;
-use crate::backend::{AcquireRequest, Attempt, LockStatus, Session, Wake};
+use crate::backend::{AcquireRequest, Administer, Attempt, Inspect, LockStatus, Session, Wake};
 use crate::error::Result;
 use crate::lock::event::Event;
 use crate::lock::name::LockId;
@@ -207,10 +207,6 @@ impl Session for RedissonSession {
         self.inner.record(lock, cap, event)
     }
 
-    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
-        self.inner.history(lock, limit)
-    }
-
     fn confirm_replicas(&mut self, lock: &LockId, replicas: u32, limit: Duration) -> Result<u32> {
         self.inner.confirm_replicas(lock, replicas, limit)
     }
@@ -219,6 +215,26 @@ impl Session for RedissonSession {
         self.inner.raise_fence(lock, fence)
     }
 
+    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
+        self.inner.why_gone(lock, held_for)
+    }
+}
+
+impl Inspect for RedissonSession {
+    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
+        self.hash_status(lock)
+    }
+
+    fn list(&mut self, _prefix: &str, pattern: &str) -> Result<Vec<String>> {
+        self.list_hashes(pattern)
+    }
+
+    fn history(&mut self, lock: &LockId, limit: usize) -> Result<Vec<Event>> {
+        self.inner.history(lock, limit)
+    }
+}
+
+impl Administer for RedissonSession {
     fn force_release(&mut self, lock: &LockId) -> Result<u64> {
         let stored = Keys::of(lock);
         let channel = stored.unlock_channel();
@@ -246,21 +262,5 @@ impl Session for RedissonSession {
             Ok(count)
         })?;
         Ok(u64::try_from(removed).unwrap_or(0))
-    }
-
-    fn status(&mut self, lock: &LockId) -> Result<LockStatus> {
-        self.hash_status(lock)
-    }
-
-    fn list(&mut self, prefix: &str, pattern: &str) -> Result<Vec<String>> {
-        self.inner.list(prefix, pattern)
-    }
-
-    fn list_redisson(&mut self, pattern: &str) -> Result<Vec<String>> {
-        self.list_hashes(pattern)
-    }
-
-    fn why_gone(&mut self, lock: &LockId, held_for: Option<Duration>) -> Option<String> {
-        self.inner.why_gone(lock, held_for)
     }
 }
