@@ -477,6 +477,7 @@ fn a_full_or_read_only_filesystem_exits_69_and_leaves_no_temporary_file() {
         echo "not-a-dir: $(rl "$M/locks/x.lock" y)"
         "#
     );
+    // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let mut cmd = std::process::Command::new("unshare");
     if !root {
