@@ -38,8 +38,6 @@ use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
-use crate::sys::process::Pid;
-use crate::sys::signal::Signal;
 use crate::wait::{self, Wanted};
 pub use ended::Ended;
 use ended::Holding;
@@ -48,7 +46,7 @@ use held::HeldLock;
 use lost::{Lost, why_lapsed};
 pub use record::Recorder;
 use release::Quiet;
-use watchdog::{Lease, Watchdog};
+use watchdog::{Lease, Renewing};
 
 /// After a loss, the release and the history write share this much time, so
 /// that rlock exits within `--kill-after` + 3 s of SIGTERM even when the
@@ -499,50 +497,6 @@ fn judge(run: &Run<'_>, seen: Option<Lost>, held_in_time: bool, emptied: bool) -
         (_, true) => None,
         (Some(lost), false) => Some(lost),
         (None, false) => Some(why_lapsed(run.lease, None, run.shared.late())),
-    }
-}
-
-/// What renews the lease while COMMAND runs.
-enum Renewing {
-    /// Nobody yet: COMMAND ended before its first renewal was due.
-    Idle(Box<dyn Session>),
-    /// The watchdog thread.
-    Watching(Watchdog),
-    /// The watchdog could not be started; COMMAND was killed.
-    Failed,
-}
-
-impl Renewing {
-    /// Starts the watchdog (and the signal thread); when that fails, kills
-    /// COMMAND's group.
-    fn start(
-        session: Box<dyn Session>,
-        renewal: watchdog::Renewal,
-        shared: &Arc<Shared>,
-        pgid: Pid,
-    ) -> Renewing {
-        let display = renewal.display.clone();
-        // From here on rlock renews for as long as COMMAND runs: what it
-        // allocates it also frees, so the start-up arena (which keeps what
-        // it hands out) gives way to the system allocator. A COMMAND that
-        // ends before its first renewal never gets here, and its release
-        // allocates from the arena still.
-        crate::sys::arena::close();
-        // COMMAND runs on: a signal must reach it while rlock waits.
-        let started = shared
-            .watch_signals()
-            .map_err(|e| std::io::Error::other(e.to_string()))
-            .and_then(|()| Watchdog::start(session, renewal, Arc::clone(shared)));
-        match started {
-            Ok(watchdog) => Renewing::Watching(watchdog),
-            Err(e) => {
-                report::error(&format!(
-                    "{display}: cannot start the watchdog ({e}); stopping COMMAND"
-                ));
-                crate::sys::process::signal_group(pgid, Signal::KILL);
-                Renewing::Failed
-            }
-        }
     }
 }
 

@@ -25,6 +25,7 @@ pub use crate::lock::lease::{Lease, fit_grace};
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::guardian::Deadlines;
+use crate::sys::process::Pid;
 use crate::sys::signal::Signal;
 
 /// How soon a renewal that failed fast (a refused connection) is first
@@ -34,6 +35,50 @@ use crate::sys::signal::Signal;
 const RETRY_SPACING: Duration = Duration::from_millis(50);
 /// The widest spacing of retries.
 const MAX_RETRY_SPACING: Duration = Duration::from_millis(500);
+
+/// What renews the lease while COMMAND runs.
+pub(super) enum Renewing {
+    /// Nobody yet: COMMAND ended before its first renewal was due.
+    Idle(Box<dyn Session>),
+    /// The watchdog thread.
+    Watching(Watchdog),
+    /// The watchdog could not be started; COMMAND was killed.
+    Failed,
+}
+
+impl Renewing {
+    /// Starts the watchdog (and the signal thread); when that fails, kills
+    /// COMMAND's group.
+    pub(super) fn start(
+        session: Box<dyn Session>,
+        renewal: Renewal,
+        shared: &Arc<Shared>,
+        pgid: Pid,
+    ) -> Renewing {
+        let display = renewal.display.clone();
+        // From here on rlock renews for as long as COMMAND runs: what it
+        // allocates it also frees, so the start-up arena (which keeps what
+        // it hands out) gives way to the system allocator. A COMMAND that
+        // ends before its first renewal never gets here, and its release
+        // allocates from the arena still.
+        crate::sys::arena::close();
+        // COMMAND runs on: a signal must reach it while rlock waits.
+        let started = shared
+            .watch_signals()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|()| Watchdog::start(session, renewal, Arc::clone(shared)));
+        match started {
+            Ok(watchdog) => Renewing::Watching(watchdog),
+            Err(e) => {
+                report::error(&format!(
+                    "{display}: cannot start the watchdog ({e}); stopping COMMAND"
+                ));
+                crate::sys::process::signal_group(pgid, Signal::KILL);
+                Renewing::Failed
+            }
+        }
+    }
+}
 
 /// A running watchdog thread.
 pub struct Watchdog {
