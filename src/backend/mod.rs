@@ -170,9 +170,32 @@ pub struct Hold {
     pub count: u64,
     /// The request's `acquired` event was added to the history with the hold.
     pub recorded: bool,
-    /// The history entry of that event, when the backend can retract it
+    /// Where that event is, when the backend can retract it
     /// ([`Session::release_retracting`]).
-    pub history_entry: Option<String>,
+    pub history_entry: Option<AcquiredEvent>,
+}
+
+/// Where a hold's `acquired` event is in the lock's history, to take it back
+/// with a hold no run kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquiredEvent {
+    /// The entry the acquiring script wrote: its id.
+    Entry(String),
+    /// Written earlier, without telling this request its id (by the release
+    /// that handed the hold over, or by a request whose reply was lost):
+    /// found by the hold's fence.
+    HandedOver,
+}
+
+impl AcquiredEvent {
+    /// How [`Session::release_retracting`] names the event of a hold with
+    /// `fence`: the entry's id, or `fence:N`.
+    pub fn retraction(&self, fence: Fence) -> String {
+        match self {
+            AcquiredEvent::Entry(id) => id.clone(),
+            AcquiredEvent::HandedOver => format!("fence:{fence}"),
+        }
+    }
 }
 
 /// What an attempt found.
@@ -267,8 +290,8 @@ pub trait Session: Send {
     /// `token` did not hold the lock.
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>>;
     /// [`release`](Self::release) of a hold given back in the round that took
-    /// it, also removing its `acquired` event (`entry`, a
-    /// [`Hold::history_entry`]) from the history: no run held it.
+    /// it, also removing its `acquired` event (`entry`, an
+    /// [`AcquiredEvent::retraction`]) from the history: no run held it.
     fn release_retracting(
         &mut self,
         lock: &LockId,

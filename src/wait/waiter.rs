@@ -11,7 +11,9 @@ mod holds;
 
 use super::Wanted;
 use super::registrations::Registrations;
-use crate::backend::{AcquireRequest, Attempt, Backend, Hold, HolderInfo, Session, Wake};
+use crate::backend::{
+    AcquireRequest, AcquiredEvent, Attempt, Backend, Hold, HolderInfo, Session, Wake,
+};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
@@ -498,7 +500,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
             fence,
             count: 1,
             recorded: true,
-            history_entry: None,
+            history_entry: Some(AcquiredEvent::HandedOver),
         };
         match refresh(
             self.session,

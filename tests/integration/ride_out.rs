@@ -175,6 +175,99 @@ fn a_grant_read_after_the_wait_deadline_is_given_back() {
     assert_eq!(code(&next), 0, "{}", show(&next));
 }
 
+/// A hold a release hands over to a waiter that reads it only after its
+/// `--wait` deadline (the waiter was stopped meanwhile) is given back with
+/// the `acquired` event that release wrote for it: no run kept the hold.
+#[test]
+fn a_handed_over_hold_read_after_the_deadline_takes_its_event_back() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = rlock::output(rlock(&redis.url()).args(["acquire", "--ttl", "30s", "handed"]));
+    assert_eq!(code(&holder), 0, "{}", show(&holder));
+    let token = rlock::stdout(&holder).trim().to_owned();
+    let started = dir.file("started");
+    let waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "1s", "handed", "--", "touch", &started]));
+    let asked = Instant::now();
+    expect_within(rlock::LIMIT, "the waiter to stand in line", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{handed}:waiters"]) == 1
+    });
+    // The fault: the waiter stops, the release hands it the lock, and it
+    // reads the grant only after its deadline.
+    waiter.signal(libc::SIGSTOP);
+    let released = rlock::output(
+        rlock(&redis.url())
+            .args(["release", "handed"])
+            .env("RLOCK_TOKEN", &token),
+    );
+    assert_eq!(code(&released), 0, "{}", show(&released));
+    expect_within(rlock::LIMIT, "the release to hand the lock over", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{handed}:waiters"]) == 0
+    });
+    std::thread::sleep(Duration::from_millis(1500).saturating_sub(asked.elapsed()));
+    waiter.signal(libc::SIGCONT);
+    let out = waiter.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 75);
+    assert_lines(
+        &err,
+        "rlock: handed: not acquired: acquired only [..]s after --wait 1s ran out \
+         (the server answered late); given back",
+    );
+    assert!(
+        !std::path::Path::new(&started).exists(),
+        "COMMAND started late"
+    );
+    let history = rlock::output(rlock(&redis.url()).args(["history", "handed", "--json"]));
+    assert_eq!(code(&history), 0, "{}", show(&history));
+    let text = String::from_utf8_lossy(&history.stdout);
+    let waiter: Vec<&str> = text.split('}').filter(|e| e.contains("touch")).collect();
+    assert_eq!(
+        waiter.len(),
+        1,
+        "the waiter's one event is its busy: {text}"
+    );
+    assert!(waiter[0].contains("\"event\":\"busy\""), "{text}");
+    let next = rlock::output(rlock(&redis.url()).args(["run", "-n", "handed", "--", "true"]));
+    assert_eq!(code(&next), 0, "{}", show(&next));
+}
+
+/// A waiter stopped and continued while the lock was handed to it (its
+/// read of the grant interrupted, it asks again and finds the hold its
+/// own) runs COMMAND, and the lock's history has one `acquired` event for
+/// it: the one the release wrote.
+#[test]
+fn a_handed_over_hold_found_on_asking_again_is_recorded_once() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = rlock::output(rlock(&redis.url()).args(["acquire", "--ttl", "30s", "once"]));
+    assert_eq!(code(&holder), 0, "{}", show(&holder));
+    let token = rlock::stdout(&holder).trim().to_owned();
+    let started = dir.file("started");
+    let waiter =
+        spawn(rlock(&redis.url()).args(["run", "--wait", "30s", "once", "--", "touch", &started]));
+    expect_within(rlock::LIMIT, "the waiter to stand in line", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{once}:waiters"]) == 1
+    });
+    waiter.signal(libc::SIGSTOP);
+    let released = rlock::output(
+        rlock(&redis.url())
+            .args(["release", "once"])
+            .env("RLOCK_TOKEN", &token),
+    );
+    assert_eq!(code(&released), 0, "{}", show(&released));
+    waiter.signal(libc::SIGCONT);
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(std::path::Path::new(&started).exists(), "COMMAND ran");
+    let history = rlock::output(rlock(&redis.url()).args(["history", "once", "--json"]));
+    let text = String::from_utf8_lossy(&history.stdout);
+    let acquired = text
+        .split('}')
+        .filter(|e| e.contains("touch") && e.contains("\"event\":\"acquired\""))
+        .count();
+    assert_eq!(acquired, 1, "{text}");
+}
+
 /// The server's clock stepped forward 60 s under a 6 s lease ended it at
 /// once (another run got the lock): the holder's next renewal ends the run
 /// with 70, naming the clock.

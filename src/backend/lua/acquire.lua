@@ -26,7 +26,9 @@
 --   that now holds (an inherited one on re-entry), count its hold count after
 --   this call, and event there when a new hold was made: the id of its
 --   `acquired` event in the history (when ARGV[13] gave a cap and the write
---   succeeded), else 1;
+--   succeeded), else 1; or "handed" for the caller's own hold made earlier
+--   (handed over by a release, or taken by a request whose reply was lost),
+--   whose event, if any, was written then: found by its fence;
 -- REPLY taken {0, wait_ms, holder, place?} when not: wait_ms is how long until
 --   a holder's lease or another waiter's registration could run out (-1:
 --   neither), holder a current holder or false, place the caller's place
@@ -128,7 +130,7 @@ if own then
     -- it was not reading began earlier: start the lease again.
     lengthen(own)
     H.settle()
-    return done({1, token, fence_of(own), own.count}, H.next_waiters())
+    return done({1, token, fence_of(own), own.count, 'handed'}, H.next_waiters())
 end
 
 for inherited in string.gmatch(ARGV[2], '[^,]+') do

@@ -6,7 +6,8 @@
 -- ARGV[3..] event: the event's fields, recorded in KEYS[8] when the hold ends
 --         (see add_event); or, after a cap of 0, "retract" and the id of the
 --         hold's `acquired` event, which goes (a hold given back in the round
---         that took it: no run held it)
+--         that took it: no run held it), or "fence:N" for the event of a hold
+--         a release handed over, found by its fence
 --
 -- REPLY done {reply, outbox, next}: through done() in prelude/1-layout.lua,
 -- with the outbox; reply is -1 when ARGV[1] does not hold the lock (nothing

@@ -16,7 +16,8 @@ use crate::backend::protocol::{
     DONE, HELD, HOLDER, HOLDING, RENEWED, STATUS, TAKEN, WAITING, WEAKER,
 };
 use crate::backend::{
-    AcquireRequest, Attempt, Hold, HolderInfo, HolderStatus, LockStatus, WaiterStatus,
+    AcquireRequest, AcquiredEvent, Attempt, Hold, HolderInfo, HolderStatus, LockStatus,
+    WaiterStatus,
 };
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
@@ -133,9 +134,16 @@ fn parse_attempt(reply: Value, owner: impl FnOnce(&str) -> Option<Token>) -> Opt
             token: owner(&as_string(field!(items, HELD, "owner")?)?)?,
             fence: Fence(u64::try_from(as_int(field!(items, HELD, "fence")?)?).ok()?),
             count: u64::try_from(as_int(field!(items, HELD, "count")?)?).ok()?,
-            // 1, or the entry id of the `acquired` event the script wrote.
+            // 1, the entry id of the `acquired` event the script wrote, or
+            // "handed": written before this request (found by its fence).
             recorded: event.is_some(),
-            history_entry: event.filter(|v| as_int(v).is_none()).and_then(as_string),
+            history_entry: event
+                .filter(|v| as_int(v).is_none())
+                .and_then(as_string)
+                .map(|id| match id.as_str() {
+                    "handed" => AcquiredEvent::HandedOver,
+                    _ => AcquiredEvent::Entry(id),
+                }),
         })),
         IS_WEAKER => Some(Attempt::Incompatible {
             held: Kind::from_code(&as_string(field!(items, WEAKER, "kind")?)?, 0)?,

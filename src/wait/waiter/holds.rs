@@ -24,7 +24,9 @@ pub(super) enum Say {
 pub(super) fn give_back(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold], say: Say) {
     for (keys, hold) in wanted.locks.iter().zip(holds).rev() {
         let released = match &hold.history_entry {
-            Some(entry) => session.release_retracting(keys, &hold.token, entry),
+            Some(event) => {
+                session.release_retracting(keys, &hold.token, &event.retraction(hold.fence))
+            }
             None => session.release(keys, &hold.token),
         };
         if let (Err(err), Say::Failures) = (released, say) {

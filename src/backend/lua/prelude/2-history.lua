@@ -35,14 +35,40 @@ local function history_add(cap, fields)
     return nil
 end
 
+-- Removes the entry `what` names: its id, or "fence:N", the `acquired` event
+-- of the hold with fence N, which the release that handed the hold over
+-- wrote without telling the new holder its id (among the last events: the
+-- hold is given back as soon as its grant is read).
+local function retract(what)
+    local fence = string.match(what, '^fence:(%d+)$')
+    if not fence then
+        redis.pcall('XDEL', K_HISTORY, what)
+        return
+    end
+    local last = redis.pcall('XREVRANGE', K_HISTORY, '+', '-', 'COUNT', 32)
+    if type(last) ~= 'table' or last.err then return end
+    for _, entry in ipairs(last) do
+        local fields, event, its = entry[2], nil, nil
+        for i = 1, #fields, 2 do
+            if fields[i] == 'event' then event = fields[i + 1] end
+            if fields[i] == 'fence' then its = fields[i + 1] end
+        end
+        if event == 'acquired' and its == fence then
+            redis.pcall('XDEL', K_HISTORY, entry[1])
+            return
+        end
+    end
+end
+
 -- The caller's event: when it passed a cap in ARGV[at] (not 0 or absent),
 -- the field/value pairs in ARGV[at + 1] on, and the fence when given.
 -- Returns the entry's id (nil when nothing was written). A cap of 0 followed
--- by "retract" and an id removes that entry instead (see release.lua).
+-- by "retract" and an id removes that entry instead, and by "retract" and
+-- "fence:N" the `acquired` event of the hold with fence N (see release.lua).
 local function add_event(at, fence)
     local cap = ARGV[at]
     if cap == '0' and ARGV[at + 1] == 'retract' and ARGV[at + 2] then
-        redis.pcall('XDEL', K_HISTORY, ARGV[at + 2])
+        retract(ARGV[at + 2])
         return nil
     end
     if not cap or cap == '0' then return nil end
