@@ -5,7 +5,6 @@
 
 use crate::support::cluster::Cluster;
 use crate::support::expect_within;
-use crate::support::redis_server::{RedisServer, free_port};
 use crate::support::rlock::{LIMIT, assert_fails, bare, code, output, show, spawn_quiet};
 use crate::support::sentinel::Sentinels;
 use crate::support::tls::Tls;
@@ -189,10 +188,11 @@ fn lock_works_through(tls: &Tls, url: &str, name: &str) {
 #[test]
 fn rediss_sentinel_finds_a_tls_master_through_tls_sentinels() {
     let tls = Tls::new();
-    let master_tls = free_port();
-    let master_args = tls.server_args(master_tls, false);
-    let master =
-        RedisServer::start_with(&master_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let master = tls.start(false);
+    let master_tls: u16 = master
+        .arg_after("--tls-port")
+        .and_then(|p| p.parse().ok())
+        .unwrap();
     let sentinel = Sentinels::start_tls(&tls, master_tls);
     let url = sentinel.url();
     lock_works_through(&tls, &url, "via-tls-sentinel");

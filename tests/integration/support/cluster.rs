@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use super::expect_within;
-use super::redis_server::{RedisServer, free_port};
+use super::redis_server::{FREE_PORT, RedisServer};
 use super::rlock::LIMIT;
 use super::tls::Tls;
 
@@ -39,15 +39,15 @@ impl Cluster {
     }
 
     fn create(tls: Option<&Tls>, count: usize) -> Self {
-        let tls_ports: Vec<u16> = match tls {
-            Some(_) => (0..count).map(|_| free_port()).collect(),
-            None => Vec::new(),
-        };
         let nodes: Vec<RedisServer> = (0..count)
-            .map(|i| {
+            .map(|_| {
                 let mut args = Vec::new();
                 if let Some(tls) = tls {
-                    args = tls.server_args(tls_ports[i], false);
+                    args = tls.server_args(0, false);
+                    // Chosen with the node's port, again if either was taken.
+                    if let Some(at) = args.iter().position(|a| a == "--tls-port") {
+                        args[at + 1] = FREE_PORT.to_owned();
+                    }
                     args.extend(["--tls-cluster", "yes"].map(String::from));
                 }
                 args.extend(
@@ -65,6 +65,17 @@ impl Cluster {
                 RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
             })
             .collect();
+        let tls_ports: Vec<u16> = match tls {
+            Some(_) => nodes
+                .iter()
+                .map(|n| {
+                    n.arg_after("--tls-port")
+                        .and_then(|p| p.parse().ok())
+                        .unwrap()
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let mut create = Command::new("redis-cli");
         match tls {
             Some(tls) => {

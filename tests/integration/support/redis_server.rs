@@ -48,6 +48,11 @@ pub fn server_version() -> (u32, u32) {
 }
 
 /// A 127.0.0.1 port nothing listens on (at the moment of asking).
+/// In the arguments of [`RedisServer::start_with`], a port of its own (a
+/// TLS port, say), chosen again with the server's port when either was
+/// taken meanwhile; [`RedisServer::arg_after`] reads it back.
+pub const FREE_PORT: &str = "{free-port}";
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -102,10 +107,18 @@ impl RedisServer {
             .iter()
             .position(|a| a == "--requirepass")
             .map(|i| extra[i + 1].clone());
-        // The port may be taken between choosing it and binding it: retry.
+        // The port may be taken between choosing it and binding it: retry,
+        // with a fresh port for each FREE_PORT of `extra` too.
         for _ in 0..10 {
             let dir = Scratch::new();
             let port = free_port();
+            let extra: Vec<String> = extra
+                .iter()
+                .map(|a| match a.as_str() {
+                    FREE_PORT => free_port().to_string(),
+                    _ => a.clone(),
+                })
+                .collect();
             let proc = spawn(port, &dir, &extra, &env);
             let mut server = RedisServer {
                 port,
@@ -125,6 +138,13 @@ impl RedisServer {
             );
         }
         panic!("could not find a free port for redis-server");
+    }
+
+    /// The argument the server was started with after `flag` (a port
+    /// [`FREE_PORT`] stood for).
+    pub fn arg_after(&self, flag: &str) -> Option<&str> {
+        let at = self.extra.iter().position(|a| a == flag)?;
+        self.extra.get(at + 1).map(String::as_str)
     }
 
     /// A primary and a replica in sync with it.

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use super::redis_server::{RedisServer, free_port};
+use super::redis_server::{FREE_PORT, RedisServer};
 use super::scratch::Scratch;
 
 /// A directory holding `ca.crt`, `server.{crt,key}` and `client.{crt,key}`
@@ -52,10 +52,19 @@ impl Tls {
     /// A server with a plain port (for the test) and a TLS port (for rlock),
     /// and the `rediss://` URL of the TLS port.
     pub fn server(&self, clients_need_certificates: bool) -> (RedisServer, String) {
-        let port = free_port();
-        let args = self.server_args(port, clients_need_certificates);
-        let redis = RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let redis = self.start(clients_need_certificates);
+        let port = redis.arg_after("--tls-port").unwrap_or_default().to_owned();
         (redis, format!("rediss://127.0.0.1:{port}"))
+    }
+
+    /// A server with a plain port and a TLS port (both chosen again if
+    /// either was taken meanwhile: [`FREE_PORT`]).
+    pub fn start(&self, clients_need_certificates: bool) -> RedisServer {
+        let mut args = self.server_args(0, clients_need_certificates);
+        if let Some(at) = args.iter().position(|a| a == "--tls-port") {
+            args[at + 1] = FREE_PORT.to_owned();
+        }
+        RedisServer::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
     }
 }
 
