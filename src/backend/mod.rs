@@ -181,10 +181,10 @@ pub struct Hold {
 pub enum AcquiredEvent {
     /// The entry the acquiring script wrote: its id.
     Entry(String),
-    /// Written earlier, without telling this request its id (by the release
-    /// that handed the hold over, or by a request whose reply was lost):
-    /// found by the hold's fence.
-    HandedOver,
+    /// Written without telling the holder its id (by the release that
+    /// handed the hold over, by a request whose reply was lost, or in a
+    /// round trip of its own): found by the hold's fence.
+    ByFence,
 }
 
 impl AcquiredEvent {
@@ -193,7 +193,7 @@ impl AcquiredEvent {
     pub fn retraction(&self, fence: Fence) -> String {
         match self {
             AcquiredEvent::Entry(id) => id.clone(),
-            AcquiredEvent::HandedOver => format!("fence:{fence}"),
+            AcquiredEvent::ByFence => format!("fence:{fence}"),
         }
     }
 }
@@ -300,6 +300,20 @@ pub trait Session: Send {
     ) -> Result<Option<u64>> {
         let _ = entry;
         self.release(lock, token)
+    }
+    /// Gives back `hold`, which no run kept (COMMAND never ran under it,
+    /// nobody got its token): released, and a new hold's `acquired` event
+    /// taken back with it where the backend can find it. A hold re-entered
+    /// (count above 1) keeps the enclosing one's event.
+    fn give_back(&mut self, lock: &LockId, hold: &Hold) -> Result<Option<u64>> {
+        if hold.count != 1 {
+            return self.release(lock, &hold.token);
+        }
+        let event = hold
+            .history_entry
+            .as_ref()
+            .unwrap_or(&AcquiredEvent::ByFence);
+        self.release_retracting(lock, &hold.token, &event.retraction(hold.fence))
     }
     /// [`release`](Self::release), adding `event` to the lock's history
     /// (keeping `cap` events) when the hold ended. The Redis backend writes it

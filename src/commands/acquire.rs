@@ -25,9 +25,9 @@ use crate::wait::{self, Wanted};
 pub fn acquire(config: &Config, spec: &LockSpec, args: &AcquireArgs) -> Result<Exit> {
     let acquisition = Acquisition::prepare(config, spec, args)?;
     let (mut session, holds) = acquisition.wait()?;
-    let token = &holds[0].token;
-    let keeper = acquisition.hand_to_keeper(session.as_mut(), token)?;
-    acquisition.print_token(session.as_mut(), token, keeper)
+    let hold = &holds[0];
+    let keeper = acquisition.hand_to_keeper(session.as_mut(), hold)?;
+    acquisition.print_token(session.as_mut(), hold, keeper)
 }
 
 /// One `rlock acquire`: what it asks for and on behalf of whom.
@@ -164,7 +164,8 @@ impl<'a> Acquisition<'a> {
     /// With `--while-pid`, starts the keeper that holds the lock while PID
     /// lives. A signal, or PID gone, meanwhile gives the hold back: the script
     /// is not there to take it.
-    fn hand_to_keeper(&self, session: &mut dyn Session, token: &Token) -> Result<Option<Keeper>> {
+    fn hand_to_keeper(&self, session: &mut dyn Session, hold: &Hold) -> Result<Option<Keeper>> {
+        let token = &hold.token;
         let Some(watched) = &self.watched else {
             return Ok(None);
         };
@@ -187,11 +188,11 @@ impl<'a> Acquisition<'a> {
                 Ok(started) => keeper = Some(started),
                 Err(StartError::Interrupted(signal)) => {
                     let err = Error::from(Cause::Interrupted(signal)).in_lock(name);
-                    return Err(self.give_back(session, token, err));
+                    return Err(self.give_back(session, hold, err));
                 }
                 Err(StartError::Failed(err)) => {
                     let cause = format!("{name}: cannot start the --while-pid watchdog: {err}");
-                    return Err(self.give_back(session, token, Error::internal(cause)));
+                    return Err(self.give_back(session, hold, Error::internal(cause)));
                 }
             }
         }
@@ -200,7 +201,7 @@ impl<'a> Acquisition<'a> {
                 keeper.stop();
             }
             let err = Error::from(Cause::Interrupted(signal)).in_lock(name);
-            return Err(self.give_back(session, token, err));
+            return Err(self.give_back(session, hold, err));
         }
         Ok(keeper)
     }
@@ -210,9 +211,10 @@ impl<'a> Acquisition<'a> {
     fn print_token(
         &self,
         session: &mut dyn Session,
-        token: &Token,
+        hold: &Hold,
         keeper: Option<Keeper>,
     ) -> Result<Exit> {
+        let token = &hold.token;
         self.shared.set(Phase::Finished);
         let printed = if crate::commands::output::stdout_was_closed() {
             Err(std::io::Error::other("standard output is closed"))
@@ -234,7 +236,7 @@ impl<'a> Acquisition<'a> {
             Ok(()) => Ok(Exit::Success),
             Err(err) => {
                 let cause = format!("{}: cannot hand the token over: {err}", self.args.name);
-                Err(self.give_back(session, token, Error::internal(cause)))
+                Err(self.give_back(session, hold, Error::internal(cause)))
             }
         }
     }
@@ -256,8 +258,8 @@ impl<'a> Acquisition<'a> {
 
     /// Releases the hold `err` leaves nobody to use, and says so when `err`
     /// is rlock's own failure.
-    fn give_back(&self, session: &mut dyn Session, token: &Token, err: Error) -> Error {
-        let _ = session.release(&self.lock[0], token);
+    fn give_back(&self, session: &mut dyn Session, hold: &Hold, err: Error) -> Error {
+        let _ = session.give_back(&self.lock[0], hold);
         match self.caller_gone(err) {
             err if matches!(err.cause(), Cause::Internal(_)) => {
                 Error::internal(format!("{err}; the lock was given back"))

@@ -45,7 +45,6 @@ pub use ending::Ending;
 use held::HeldLock;
 use lost::{Lost, why_lapsed};
 pub use record::Recorder;
-use release::Quiet;
 use watchdog::{Lease, Renewing};
 
 /// After a loss, the release and the history write share this much time, so
@@ -303,18 +302,22 @@ impl Run<'_> {
         deadlines
     }
 
-    /// Gives back holds COMMAND never ran under; a failure is said with -v
-    /// only (the run ends in a line of its own).
-    fn give_back(&self, session: Box<dyn Session>, held: &[HeldLock]) {
-        release::release(
-            self.backend.as_ref(),
-            &mut Some(session),
-            held,
-            self.lease.ttl(),
-            Quiet::Yes,
-            None,
-            None,
-        );
+    /// Gives back holds COMMAND never ran under, with their `acquired`
+    /// events (as the wait gives back what it cannot keep); a failure is
+    /// said with -v only (the run ends in a line of its own).
+    fn give_back(&self, mut session: Box<dyn Session>, held: &[HeldLock]) {
+        for lock in held.iter().rev() {
+            if let Err(err) = session.give_back(&lock.id, &lock.hold) {
+                report::verbose(|| {
+                    format!(
+                        "{}: not released ({}); it expires within {}",
+                        lock.name(),
+                        report::without_lock(&err.to_string(), lock.name()),
+                        humantime::format_duration(self.lease.ttl())
+                    )
+                });
+            }
+        }
     }
 }
 

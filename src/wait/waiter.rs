@@ -500,7 +500,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
             fence,
             count: 1,
             recorded: true,
-            history_entry: Some(AcquiredEvent::HandedOver),
+            history_entry: Some(AcquiredEvent::ByFence),
         };
         match refresh(
             self.session,

@@ -23,6 +23,10 @@ fn acquire_with_stdout_closed_gives_the_lock_back() {
     let out = rlock::output(std::process::Command::new("sh").args(["-c", &script]));
     let err = assert_fails(&out, 125);
     assert!(err.contains("the lock was given back"), "{err}");
+    // Nobody got the token: the hold leaves no `acquired` event behind.
+    let history = rlock::output(rlock(&redis.url()).args(["history", "closed", "--json"]));
+    assert_eq!(code(&history), 0, "{}", show(&history));
+    assert_eq!(rlock::stdout(&history).trim(), "[]", "{}", show(&history));
     assert!(
         redis
             .lock_keys("closed")

@@ -141,7 +141,7 @@ fn parse_attempt(reply: Value, owner: impl FnOnce(&str) -> Option<Token>) -> Opt
                 .filter(|v| as_int(v).is_none())
                 .and_then(as_string)
                 .map(|id| match id.as_str() {
-                    "handed" => AcquiredEvent::HandedOver,
+                    "handed" => AcquiredEvent::ByFence,
                     _ => AcquiredEvent::Entry(id),
                 }),
         })),

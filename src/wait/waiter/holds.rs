@@ -23,12 +23,7 @@ pub(super) enum Say {
 /// one, goes with it: no run kept the hold.
 pub(super) fn give_back(session: &mut dyn Session, wanted: &Wanted<'_>, holds: &[Hold], say: Say) {
     for (keys, hold) in wanted.locks.iter().zip(holds).rev() {
-        let released = match &hold.history_entry {
-            Some(event) => {
-                session.release_retracting(keys, &hold.token, &event.retraction(hold.fence))
-            }
-            None => session.release(keys, &hold.token),
-        };
+        let released = session.give_back(keys, hold);
         if let (Err(err), Say::Failures) = (released, say) {
             report::error(&format!(
                 "{}: could not release after a partial acquisition ({}); it expires within {}",
