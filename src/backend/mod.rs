@@ -227,7 +227,7 @@ pub enum Wake {
     Released,
     /// A release handed the lock to us: we hold it, with this fence.
     Granted(Fence),
-    /// A signal handler interrupted the wait.
+    /// A caught signal interrupted the wait (the signal thread woke it).
     Interrupted,
     /// The timeout passed (the holder's lease may have expired).
     TimedOut,
