@@ -335,6 +335,15 @@ impl<'a> Watch<'a> {
         if renewal.deadlines.stop_now(renewal.grace) {
             self.shared.signal_group(Signal::TERM);
             self.shared.signal_group(Signal::CONT);
+        } else {
+            // The guardian had stopped COMMAND before the answer came: if
+            // rlock itself was stopped meanwhile (within the renewal's round
+            // trip), the lease lapsed under the suspension, and another
+            // holder's taking the lock is what the refusal shows.
+            let lapsed = why_lapsed(renewal.lease, None, self.shared.late());
+            if matches!(lapsed, Lost::Suspended(_)) {
+                return Next::Lost(lapsed);
+            }
         }
         Next::Lost(match step {
             Some(step @ ClockStep::Forward(_)) => Lost::ClockJumped {
