@@ -60,6 +60,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed leas
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l max-hold -d 'Stop COMMAND this long after it started, as timeout(1) does: SIGTERM to its process group, SIGKILL --kill-after later; the lock is released and rlock exits 124' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l metrics-file -d 'When the run ends, write its outcome to FILE in Prometheus\' text format (for node_exporter\'s textfile collector), keeping other locks\' series' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l signal-grace -d 'After forwarding SIGINT, SIGTERM or SIGHUP to COMMAND, kill COMMAND\'s process group (SIGKILL) if it still runs this long after the first of them, release the lock, and exit 128+N for that signal N [default: off]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r

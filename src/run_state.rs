@@ -17,6 +17,7 @@
 //! directly and never rlock: forwarding what rlock receives cannot double them.
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -69,6 +70,12 @@ pub struct Shared {
     late: AtomicU64,
     /// Set once the signal thread runs.
     watching: OnceLock<()>,
+    /// The first SIGINT, SIGTERM or SIGHUP forwarded to COMMAND, and when:
+    /// `--signal-grace` counts from it.
+    stop_signal: OnceLock<(Signal, Stamp)>,
+    /// Told when [`Shared::stop_signal`] is set (the timer of COMMAND's
+    /// limits, when one runs).
+    on_stop_signal: Mutex<Option<Sender<()>>>,
 }
 
 impl Shared {
@@ -81,6 +88,8 @@ impl Shared {
             deadlines: OnceLock::new(),
             late: AtomicU64::new(0),
             watching: OnceLock::new(),
+            stop_signal: OnceLock::new(),
+            on_stop_signal: Mutex::new(None),
         })
     }
 
@@ -139,6 +148,21 @@ impl Shared {
         if let Phase::Running { exited, .. } = &mut *self.phase() {
             *exited = true;
         }
+    }
+
+    /// The first SIGINT, SIGTERM or SIGHUP forwarded to COMMAND, and when
+    /// it was forwarded.
+    pub fn stop_signal(&self) -> Option<(Signal, Stamp)> {
+        self.stop_signal.get().copied()
+    }
+
+    /// Has `tell` sent a wake-up when the first stop signal is forwarded
+    /// (at most once; check [`Shared::stop_signal`] after registering).
+    pub fn tell_stop_signal(&self, tell: Sender<()>) {
+        *self
+            .on_stop_signal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(tell);
     }
 
     /// The lock's name, for messages.
@@ -203,6 +227,13 @@ impl Shared {
             Phase::Running { pid, exited: false } => {
                 // Not reaped while the phase is locked: the pid is COMMAND's.
                 crate::sys::process::signal_process(*pid, signal);
+                let stops = matches!(signal, Signal::INT | Signal::TERM | Signal::HUP);
+                if stops && self.stop_signal.set((signal, Stamp::now())).is_ok() {
+                    let tell = self.on_stop_signal.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(tell) = &*tell {
+                        let _ = tell.send(());
+                    }
+                }
             }
             Phase::Running { .. } | Phase::Finished => {}
             Phase::Acquiring => self.note_interrupt(signal),

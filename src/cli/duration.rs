@@ -35,6 +35,15 @@ pub(super) fn wait_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--signal-grace`: a positive [`duration`] (a grace of 0 would leave
+/// COMMAND no time to stop at all), or `forever` / `infinity` for none.
+pub(super) fn signal_grace_duration(text: &str) -> Result<Duration, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "forever" | "infinity" => Ok(FOREVER),
+        _ => positive_duration(text).map_err(|e| format!("{e} (or forever)")),
+    }
+}
+
 fn bounded(text: &str, min: Duration, min_text: &str) -> Result<Duration, String> {
     let d = duration(text)?;
     if d < min {

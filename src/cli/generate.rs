@@ -286,6 +286,9 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP
+\fBRLOCK_SIGNAL_GRACE\fR
+\fB--signal-grace\fR: kill COMMAND's group this long after forwarding it SIGINT, SIGTERM or SIGHUP, release, exit 128+N (\fBrun\fR; default: off).
+.TP
 \fBRLOCK_SHARED\fR
 \fB--shared\fR: a shared (read) lock.
 .TP

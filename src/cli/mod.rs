@@ -19,7 +19,7 @@ mod scripting_args;
 mod words;
 
 pub use duration::{FOREVER, duration};
-use duration::{grace_duration, lease_duration, positive_duration};
+use duration::{grace_duration, lease_duration, positive_duration, signal_grace_duration};
 pub use generate::option_variables;
 pub use lock_options::LockOptions;
 pub use parse::{parse, parse_from};
@@ -351,6 +351,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = grace_duration, env = "RLOCK_KILL_AFTER",
           help_heading = LEASE)]
     pub kill_after: Option<Duration>,
+
+    /// After forwarding SIGINT, SIGTERM or SIGHUP to COMMAND, kill COMMAND's
+    /// process group (SIGKILL) if it still runs this long after the first of
+    /// them, release the lock, and exit 128+N for that signal N [default: off].
+    ///
+    /// For CI runners that kill the whole job soon after cancelling it
+    /// (GitHub Actions: SIGINT, SIGTERM 7.5s later, SIGKILL 2.5s after that;
+    /// --signal-grace 5s fits): the lock is released before rlock is killed,
+    /// instead of being held until its lease ends. `forever` turns it off.
+    #[arg(long, value_name = "DUR", value_parser = signal_grace_duration,
+          env = "RLOCK_SIGNAL_GRACE", help_heading = LEASE)]
+    pub signal_grace: Option<Duration>,
 
     /// Lock name(s): 1-200 bytes, no whitespace, control characters, '{' or '}'.
     ///

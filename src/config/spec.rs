@@ -100,6 +100,8 @@ pub struct RunSpec {
     pub max_hold: Option<Duration>,
     /// `--kill-after`, as given (fitted into the lease later).
     pub kill_after: Option<Duration>,
+    /// `--signal-grace` (None: off, as `forever` gives it too).
+    pub signal_grace: Option<Duration>,
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
 }
@@ -114,6 +116,7 @@ impl RunSpec {
             lease: args.lease,
             max_hold: args.max_hold,
             kill_after: args.kill_after,
+            signal_grace: args.signal_grace.filter(|g| *g != crate::cli::FOREVER),
             metrics_file: args.metrics_file.clone(),
         })
     }

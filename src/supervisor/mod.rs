@@ -111,8 +111,8 @@ pub struct Running<'a> {
     session: Box<dyn Session>,
     holding: Holding,
     deadlines: Deadlines,
-    /// The `--max-hold` timer, when asked for.
-    max_hold: Option<max_hold::MaxHold>,
+    /// The timer of `--max-hold` and `--signal-grace`, when asked for.
+    limits: Option<max_hold::MaxHold>,
 }
 
 /// COMMAND and its process group are gone.
@@ -149,13 +149,22 @@ enum CommandEnd {
 }
 
 impl CommandEnd {
-    /// COMMAND's end from its exit `status`, and whether `--max-hold`
-    /// stopped it.
-    fn of(max_held: bool, status: Result<std::process::ExitStatus>) -> Result<CommandEnd> {
-        match (max_held, status) {
-            (true, _) => Ok(CommandEnd::MaxHold),
-            (false, Ok(status)) => Ok(CommandEnd::Exited(child::status_code(status))),
-            (false, Err(err)) => Err(err),
+    /// COMMAND's end from its exit `status`, and what its limits' timer
+    /// did to it: killed after `--signal-grace`, it ends as the signal
+    /// forwarded first would have ended it (128+N).
+    fn of(
+        stopped: max_hold::Stopped,
+        status: Result<std::process::ExitStatus>,
+    ) -> Result<CommandEnd> {
+        match (stopped, status) {
+            (max_hold::Stopped::MaxHold, _) => Ok(CommandEnd::MaxHold),
+            (max_hold::Stopped::SignalGrace(signal), _) => {
+                Ok(CommandEnd::Exited(signal.exit_status()))
+            }
+            (max_hold::Stopped::No, Ok(status)) => {
+                Ok(CommandEnd::Exited(child::status_code(status)))
+            }
+            (max_hold::Stopped::No, Err(err)) => Err(err),
         }
     }
 
@@ -254,6 +263,15 @@ impl<'a> Prepared<'a> {
 }
 
 impl Run<'_> {
+    /// COMMAND's time limits, as asked for.
+    fn limits(&self) -> max_hold::Limits {
+        max_hold::Limits {
+            max_hold: self.spec.max_hold,
+            signal_grace: self.spec.signal_grace,
+            kill_after: self.grace,
+        }
+    }
+
     /// What the run asks for: every lock, for this holder, with the
     /// `acquired` event the acquiring script writes.
     fn wanted<'w>(
@@ -374,9 +392,7 @@ impl<'a> Held<'a> {
                 return Err(holding.ended(err));
             }
         };
-        let max_hold = run.spec.max_hold.and_then(|limit| {
-            max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
-        });
+        let limits = max_hold::MaxHold::start(run.limits(), Stamp::now(), &run.shared);
         let unrecorded = holding.recorder.unrecorded(&holding.locks, holding.waited);
         // Off the path to COMMAND, which runs already; a signal that comes
         // meanwhile is forwarded by the signal thread, not held until these
@@ -396,7 +412,7 @@ impl<'a> Held<'a> {
             session,
             holding,
             deadlines,
-            max_hold,
+            limits,
         })
     }
 }
@@ -412,7 +428,7 @@ impl<'a> Running<'a> {
             session,
             holding,
             deadlines,
-            max_hold,
+            limits,
         } = self;
         let pgid = command.pid();
         let renewal = watchdog::Renewal {
@@ -437,7 +453,7 @@ impl<'a> Running<'a> {
             };
         let status = child::wait(command, &run.shared, foreground);
         crate::report::mark("exited");
-        let max_held = max_hold.is_some_and(max_hold::MaxHold::finish);
+        let stopped = limits.map_or(max_hold::Stopped::No, max_hold::MaxHold::finish);
         if let Renewing::Idle(session) = renewing {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
@@ -447,7 +463,14 @@ impl<'a> Running<'a> {
                 Renewing::Idle(session)
             };
         }
-        let emptied = child::stop_leftovers(pgid, run.grace, &run.shared, max_held);
+        // Under --signal-grace, what COMMAND left is stopped by the time its
+        // grace ends, as COMMAND itself would have been.
+        let grace = run
+            .limits()
+            .grace_left(&run.shared)
+            .map_or(run.grace, |left| left.min(run.grace));
+        let stopping = !matches!(stopped, max_hold::Stopped::No);
+        let emptied = child::stop_leftovers(pgid, grace, &run.shared, stopping);
         // Closed at once: the guardian must not act on a group that is gone
         // (its number could be reused) while the watchdog finishes a renewal.
         let held_in_time = deadlines.close(Stamp::now());
@@ -469,7 +492,7 @@ impl<'a> Running<'a> {
             Watched::Failed => Fate::Unwatched,
             Watched::Kept(seen) => match judge(&run, seen, held_in_time, emptied) {
                 Some(lost) => Fate::Lost(lost),
-                None => Fate::Kept(CommandEnd::of(max_held, status)),
+                None => Fate::Kept(CommandEnd::of(stopped, status)),
             },
         };
         Finished {

@@ -63,6 +63,8 @@ mod chaos;
 mod faults;
 /// waiting runs wait out a restarting server, within bounds
 mod outage;
+/// run --signal-grace: a cancelled CI job (GitHub's schedule) releases at once
+mod signal_grace;
 /// forwarding (kill and terminal), interrupts while waiting
 mod signals;
 
