@@ -89,7 +89,7 @@ _rlock() {
 
     case "${cmd}" in
         rlock)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version run acquire renew release status list check history metrics completions help"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version run acquire renew release status list check history metrics completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,6 +123,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -135,7 +139,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__acquire)
-            opts="-w -n -E -x -s -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --while-pid --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --while-pid --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -221,6 +225,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -233,7 +241,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__check)
-            opts="-u -v -q -h -V --json --ttl --kill-after --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --ttl --kill-after --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -275,6 +283,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -287,7 +299,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__completions)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version bash elvish fish powershell zsh"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -318,6 +330,10 @@ _rlock() {
                     return 0
                     ;;
                 --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -501,7 +517,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__history)
-            opts="-u -v -q -h -V --limit --json --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --limit --json --redisson --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -539,6 +555,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -551,7 +571,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__list)
-            opts="-u -v -q -h -V --json --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --redisson --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -582,6 +602,10 @@ _rlock() {
                     return 0
                     ;;
                 --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -597,7 +621,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__metrics)
-            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -631,6 +655,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -643,7 +671,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__release)
-            opts="-u -v -q -h -V --token --force --history --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --token --force --history --redisson --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -685,6 +713,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -697,7 +729,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__renew)
-            opts="-u -v -q -h -V --token --ttl --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --token --ttl --redisson --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -739,6 +771,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -751,7 +787,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --lease --max-hold --metrics-file --kill-after --signal-grace --command --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --lease --max-hold --metrics-file --kill-after --signal-grace --command --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -872,6 +908,10 @@ _rlock() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --password-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -884,7 +924,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__status)
-            opts="-u -v -q -h -V --json --check --redisson --url --prefix --cacert --cert --key --password-file --connect-timeout --verbose --quiet --help --version"
+            opts="-u -v -q -h -V --json --check --redisson --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -915,6 +955,10 @@ _rlock() {
                     return 0
                     ;;
                 --password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --password-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_rlock_global_optspecs
-    string join \n u/url= prefix= cacert= cert= key= password-file= connect-timeout= v/verbose q/quiet h/help V/version
+    string join \n u/url= prefix= cacert= cert= key= password-file= password-command= connect-timeout= v/verbose q/quiet h/help V/version
 end
 
 function __fish_rlock_needs_command
@@ -31,6 +31,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certific
 complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_needs_command" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
@@ -68,6 +69,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA c
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s n -l no-wait -l nonblock -l nb -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s x -l exclusive -d 'Exclusive lock: one holder at a time (the default; flock\'s -x)'
@@ -94,6 +96,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: 
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s n -l no-wait -l nonblock -l nb -d 'Give up at once if the lock is taken (same as --wait 0)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s x -l exclusive -d 'Exclusive lock: one holder at a time (the default; flock\'s -x)'
@@ -112,6 +115,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
@@ -126,6 +130,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: 
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l force -d 'Remove every holder\'s hold, whatever holds the lock (operator break-glass); says on stderr whom it removed (-q: nothing)'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
@@ -139,6 +144,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: C
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l json -d 'One JSON object per lock, one per line'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l check -d 'Print nothing; exit 0 when every NAME is held, 1 when one is free, 69 when it cannot tell (for monitoring scripts)'
@@ -153,6 +159,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA 
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l json -d 'A JSON array of status objects'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l redisson -d 'List the locks stored in Redisson\'s layout (keys matching PATTERN, no prefix) instead of rlock\'s'
@@ -168,6 +175,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -l cacert -d 'TLS: CA
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l json -d 'One JSON object: {"server": ..., "checks": [{"name", "server", "result", "detail"}]}'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
@@ -181,6 +189,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: 
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l json -d 'A JSON array of events, newest first'
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
@@ -194,6 +203,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cacert -d 'TLS: 
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
@@ -205,6 +215,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'T
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'

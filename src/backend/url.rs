@@ -4,14 +4,16 @@
 //! Nothing here ever formats a URL into a message: servers are shown as
 //! `host:port` (or the socket path), so a password cannot leak.
 
+mod password;
 mod scheme_hint;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{Error, Result};
+pub use password::PasswordFrom;
 use scheme_hint::wrong_scheme;
 
 /// `host:port`, with an IPv6 address in brackets (`[::1]:6379`), as
@@ -46,9 +48,10 @@ pub struct ServerSpec {
     /// slot is found by following MOVED and ASK (`info` then holds only the
     /// credentials).
     pub cluster: Option<Vec<String>>,
-    /// `--password-file`: the password is read from this file again for each
-    /// new connection (short-lived tokens such as cloud IAM tokens rotate).
-    pub password_file: Option<PathBuf>,
+    /// `--password-file` or `--password-command`: the password is fetched
+    /// again for each new connection (short-lived tokens such as cloud IAM
+    /// tokens rotate).
+    pub password_from: Option<PasswordFrom>,
 }
 
 /// A master known by name to a set of Sentinels.
@@ -70,19 +73,29 @@ pub struct TlsFiles<'a> {
 }
 
 impl ServerSpec {
-    /// Takes the password from `file` (`--password-file`) instead of the URL:
-    /// checked now, read again at each connection.
-    pub fn with_password_file(mut self, file: Option<&Path>) -> Result<Self> {
-        let Some(file) = file else {
+    /// Takes the password from `from` instead of the URL, fetched again at
+    /// each connection: a `--password-file` is checked now; a
+    /// `--password-command` first runs for the first connection.
+    pub fn with_password(mut self, from: Option<&PasswordFrom>) -> Result<Self> {
+        let Some(from) = from else {
             return Ok(self);
         };
+        let option = match from {
+            PasswordFrom::File(_) => "--password-file",
+            PasswordFrom::Command(_) => "--password-command",
+        };
         if self.info.redis_settings().password().is_some() {
-            return Err(Error::usage(
-                "--password-file and a password in the URL: give the password once",
-            ));
+            return Err(Error::usage(format!(
+                "{option} and a password in the URL: give the password once"
+            )));
         }
-        read_password_file(file).map_err(Error::usage)?;
-        self.password_file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
+        self.password_from = Some(match from {
+            PasswordFrom::File(file) => {
+                read_password_file(file).map_err(Error::usage)?;
+                PasswordFrom::File(std::path::absolute(file).unwrap_or_else(|_| file.clone()))
+            }
+            PasswordFrom::Command(_) => from.clone(),
+        });
         Ok(self)
     }
 
@@ -176,7 +189,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         tls: None,
         sentinel: None,
         cluster: None,
-        password_file: None,
+        password_from: None,
     })
 }
 

@@ -235,6 +235,9 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_PASSWORD_FILE\fR
 \fB--password-file\fR: a file holding the password (mode 0600), read again for every new connection.
 .TP
+\fBRLOCK_PASSWORD_COMMAND\fR
+\fB--password-command\fR: a command run with \fBsh -c\fR for every new connection; its first line of output is the password (at most 10s; a failure is exit 69 with its stderr's first line).
+.TP
 \fBRLOCK_PREFIX\fR
 \fB--prefix\fR: key namespace (default rlock).
 .TP

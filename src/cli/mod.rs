@@ -111,6 +111,19 @@ pub struct Global {
           help_heading = CONNECTION)]
     pub password_file: Option<std::path::PathBuf>,
 
+    /// Run CMD with `sh -c` for each new connection; the first line it
+    /// prints is the password (for short-lived tokens from a cloud's SDK or
+    /// CLI, such as ElastiCache IAM or Entra tokens).
+    ///
+    /// CMD's stdin is /dev/null and its stderr is read, not shown. A CMD that
+    /// fails, prints no password or takes longer than 10s fails the
+    /// connection (exit 69) with the first line of its stderr; the password
+    /// is never printed. It stands in for a password in the URL, for
+    /// REDISCLI_AUTH and for --password-file; the URL may still name the user.
+    #[arg(long, value_name = "CMD", env = "RLOCK_PASSWORD_COMMAND", global = true,
+          value_hint = clap::ValueHint::CommandString, help_heading = CONNECTION)]
+    pub password_command: Option<String>,
+
     /// Bound on each connection attempt and each reply; an unreachable or stalled
     /// server fails with exit 69 instead of hanging.
     #[arg(long, value_name = "DUR", default_value = "2s", value_parser = positive_duration,

@@ -134,6 +134,7 @@ impl Launch<'_> {
             "RLOCK_CERT",
             "RLOCK_KEY",
             "RLOCK_PASSWORD_FILE",
+            "RLOCK_PASSWORD_COMMAND",
         ] {
             cmd.env_remove(var);
         }
@@ -150,6 +151,9 @@ impl Launch<'_> {
             cmd.arg("--redisson");
         }
         self.pass_files(&mut cmd)?;
+        if let Some(command) = &config.password_command {
+            cmd.env("RLOCK_PASSWORD_COMMAND", command);
+        }
         // After `--`, a NAME such as `-v` is a name, not an option.
         cmd.arg("--")
             .arg(self.name)

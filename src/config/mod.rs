@@ -10,11 +10,11 @@ mod spec;
 
 pub use spec::{LockSpec, RunSpec};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::url::{self, ServerSpec};
+use crate::backend::url::{self, PasswordFrom, ServerSpec};
 use crate::backend::{Backend, Local, Redlock, Standalone};
 use crate::cli::Global;
 use crate::error::{Error, Result};
@@ -51,6 +51,8 @@ pub struct Config {
     pub tls: TlsPaths,
     /// `--password-file`, as given (for the `--while-pid` keeper).
     pub password_file: Option<PathBuf>,
+    /// `--password-command`, as given (for the `--while-pid` keeper).
+    pub password_command: Option<String>,
     /// The tokens of the enclosing `rlock run`s (RLOCK_TOKENS, RLOCK_TOKEN):
     /// a lock one of them holds is re-entered.
     pub inherited: Vec<Token>,
@@ -111,14 +113,20 @@ impl Config {
             cert: global.cert.clone(),
             key: global.key.clone(),
         };
+        let password = match (&global.password_file, &global.password_command) {
+            (Some(_), Some(_)) => {
+                return Err(Error::usage(
+                    "--password-file and --password-command: give the password once",
+                ));
+            }
+            (Some(file), None) => Some(PasswordFrom::File(file.clone())),
+            (None, Some(command)) => Some(PasswordFrom::Command(command.clone())),
+            (None, None) => None,
+        };
         Ok(Config {
-            target: target(
-                &urls,
-                &tls,
-                global.password_file.as_deref(),
-                global.connect_timeout,
-            )?,
+            target: target(&urls, &tls, password.as_ref(), global.connect_timeout)?,
             password_file: global.password_file.clone(),
+            password_command: global.password_command.clone(),
             urls,
             prefix: global.prefix.clone(),
             connect_timeout: global.connect_timeout,
@@ -226,7 +234,7 @@ impl Config {
 fn target(
     urls: &[String],
     tls: &TlsPaths,
-    password_file: Option<&Path>,
+    password: Option<&PasswordFrom>,
     timeout: Duration,
 ) -> Result<Target> {
     if let Some(dir) = urls.iter().find_map(|u| u.strip_prefix("file:")) {
@@ -237,8 +245,8 @@ fn target(
         }
         return Ok(Target::Local(local_dir(dir)?));
     }
-    // --password-file stands in for REDISCLI_AUTH.
-    let auth = match password_file {
+    // --password-file and --password-command stand in for REDISCLI_AUTH.
+    let auth = match password {
         Some(_) => None,
         None => std::env::var("REDISCLI_AUTH").ok(),
     };
@@ -252,7 +260,7 @@ fn target(
         .map(|url| {
             url::parse_url(url, auth.as_deref(), timeout)
                 .and_then(|spec| spec.with_tls(&files))
-                .and_then(|spec| spec.with_password_file(password_file))
+                .and_then(|spec| spec.with_password(password))
         })
         .collect::<Result<Vec<_>>>()?;
     if specs.len() == 1 {

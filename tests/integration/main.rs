@@ -89,6 +89,8 @@ mod check;
 mod history;
 /// run --metrics-file and rlock metrics, read by prometheus_client's parser
 mod metrics;
+/// --password-command: run for each new connection, failures say why (69)
+mod password_command;
 /// no password or token stored with a hold; tokens from RLOCK_TOKEN
 mod secrets;
 /// a rolling upgrade: the previous release's rlock (built from history) beside this one

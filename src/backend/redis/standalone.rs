@@ -27,7 +27,7 @@ impl Standalone {
             Source::Sentinel(spec.clone())
         } else if spec.cluster.is_some() {
             Source::Cluster(spec.clone())
-        } else if spec.password_file.is_some() {
+        } else if spec.password_from.is_some() {
             Source::Rotating(spec.clone())
         } else {
             Source::Fixed(client_for(spec.info.clone(), &spec.tls)?)

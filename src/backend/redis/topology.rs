@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 /// Where connections go.
 pub(super) enum Source {
     Fixed(Client),
-    /// A fixed server whose password is read from `--password-file` for each
-    /// connection.
+    /// A fixed server whose password is fetched (`--password-file`,
+    /// `--password-command`) for each connection.
     Rotating(ServerSpec),
     /// Asked anew at every connection, so a failover is followed.
     Sentinel(ServerSpec),
@@ -84,13 +84,14 @@ pub(super) fn node_client(spec: &ServerSpec, addr: &str) -> redis::RedisResult<C
         .map_err(|e| RedisError::from((ErrorKind::InvalidClientConfig, "TLS", e.to_string())))
 }
 
-/// The URL's credentials and db, with the password read again from
-/// `--password-file` when one is given.
+/// The URL's credentials and db, with the password fetched again from
+/// `--password-file` or `--password-command` when one is given.
 fn credentials(spec: &ServerSpec) -> redis::RedisResult<redis::RedisConnectionInfo> {
     let settings = spec.info.redis_settings().clone();
-    match &spec.password_file {
+    match &spec.password_from {
         None => Ok(settings),
-        Some(file) => crate::backend::url::read_password_file(file)
+        Some(from) => from
+            .fetch()
             .map(|password| settings.set_password(password))
             .map_err(|cause| {
                 RedisError::from((ErrorKind::InvalidClientConfig, PASSWORD_FILE, cause))
@@ -98,7 +99,7 @@ fn credentials(spec: &ServerSpec) -> redis::RedisResult<redis::RedisConnectionIn
     }
 }
 
-/// The description of an error reading `--password-file` at a connection.
+/// The description of an error fetching the password at a connection.
 pub(super) const PASSWORD_FILE: &str = "password file";
 
 /// Asks the sentinels, in order, where the master is, and opens a client for it
