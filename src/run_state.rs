@@ -229,7 +229,10 @@ impl Shared {
                 crate::sys::process::signal_process(*pid, signal);
                 let stops = matches!(signal, Signal::INT | Signal::TERM | Signal::HUP);
                 if stops && self.stop_signal.set((signal, Stamp::now())).is_ok() {
-                    let tell = self.on_stop_signal.lock().unwrap_or_else(|p| p.into_inner());
+                    let tell = self
+                        .on_stop_signal
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
                     if let Some(tell) = &*tell {
                         let _ = tell.send(());
                     }

@@ -124,9 +124,11 @@ fn keep(
 ) -> Stopped {
     let term_at = limits.max_hold.map(|limit| started + limit);
     loop {
-        let grace_end = limits
-            .signal_grace
-            .and_then(|grace| shared.stop_signal().map(|(signal, at)| (signal, at + grace)));
+        let grace_end = limits.signal_grace.and_then(|grace| {
+            shared
+                .stop_signal()
+                .map(|(signal, at)| (signal, at + grace))
+        });
         let next = [term_at, grace_end.map(|(_, at)| at)]
             .into_iter()
             .flatten()

@@ -22,8 +22,7 @@ fn rotating(dir: &Scratch) -> String {
 }
 
 fn runs(dir: &Scratch) -> u64 {
-    std::fs::read_to_string(dir.file("count"))
-        .map_or(0, |n| n.trim().parse().unwrap())
+    std::fs::read_to_string(dir.file("count")).map_or(0, |n| n.trim().parse().unwrap())
 }
 
 /// Connections the server has accepted, asked on one connection of the test's.

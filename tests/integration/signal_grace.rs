@@ -7,11 +7,11 @@ use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use crate::support::expect::assert_lines;
+use crate::support::expect_within;
 use crate::support::process::{alive, signal};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn, spawn_quiet, stderr};
 use crate::support::scratch::Scratch;
-use crate::support::expect_within;
 
 /// GitHub's schedule, from the first signal.
 const TERM_AFTER: Duration = Duration::from_millis(7500);
@@ -178,7 +178,11 @@ fn signal_grace_from_the_environment_and_its_bounds() {
         &stderr(&out),
         "rlock: stubborn: COMMAND still ran 300ms after SIGHUP; killed it (--signal-grace)",
     );
-    assert_eq!(redis.lock_keys("stubborn"), Vec::<String>::new(), "released");
+    assert_eq!(
+        redis.lock_keys("stubborn"),
+        Vec::<String>::new(),
+        "released"
+    );
 
     for (grace, line) in [
         (
@@ -192,14 +196,24 @@ fn signal_grace_from_the_environment_and_its_bounds() {
              usage: rlock run [..]",
         ),
     ] {
-        let out = rlock::output(
-            rlock(&redis.url()).args(["run", "--signal-grace", grace, "x", "--", "true"]),
-        );
+        let out = rlock::output(rlock(&redis.url()).args([
+            "run",
+            "--signal-grace",
+            grace,
+            "x",
+            "--",
+            "true",
+        ]));
         assert_eq!(code(&out), 2, "{}", show(&out));
         assert_lines(&stderr(&out), line);
     }
-    let out = rlock::output(
-        rlock(&redis.url()).args(["run", "--signal-grace", "forever", "x", "--", "true"]),
-    );
+    let out = rlock::output(rlock(&redis.url()).args([
+        "run",
+        "--signal-grace",
+        "forever",
+        "x",
+        "--",
+        "true",
+    ]));
     assert_eq!(code(&out), 0, "{}", show(&out));
 }

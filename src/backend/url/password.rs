@@ -64,7 +64,9 @@ fn run_command(command: &str) -> std::result::Result<String, String> {
     let in_time = exits_by(group, deadline);
     // Before it is reaped, its group id cannot have been reused.
     process::signal_group(group, Signal::KILL);
-    let status = child.wait().map_err(|e| format!("cannot wait for it: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for it: {e}"))?;
     let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(100);
     let stderr = first_line(&stderr.recv_timeout(left).unwrap_or_default());
     if !in_time {
