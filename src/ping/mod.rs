@@ -80,7 +80,7 @@ impl Pinger {
         let trust = if url.is_https() {
             Trust::new(cacert)?
         } else {
-            Trust::System
+            Trust::new(None)?
         };
         Ok(Pinger {
             url,

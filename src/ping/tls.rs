@@ -3,7 +3,7 @@
 //! reads it for `rediss://` (rustls-native-certs).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 /// The trust of an `https://` ping.
 #[derive(Clone, Debug)]
 pub(super) enum Trust {
-    /// The system's CA store, read at the first `https://` ping.
-    System,
+    /// The system's CA store, read at the first `https://` ping and kept
+    /// for the run's other pings and attempts.
+    System(Arc<OnceLock<std::result::Result<Arc<ClientConfig>, String>>>),
     /// The certificates of `--cacert`, read when the pinger was made.
     Given(Arc<ClientConfig>),
 }
@@ -26,7 +27,7 @@ impl Trust {
     /// read or holds no certificate is a usage error, found before the run.
     pub(super) fn new(cacert: Option<&Path>) -> Result<Trust> {
         let Some(path) = cacert else {
-            return Ok(Trust::System);
+            return Ok(Trust::System(Arc::default()));
         };
         let pem = read_tls_file("--cacert", path)?;
         let mut roots = RootCertStore::empty();
@@ -47,28 +48,31 @@ impl Trust {
         Ok(Trust::Given(config(roots)))
     }
 
-    /// The client configuration, the system's store read now if that is
-    /// the trust (a few milliseconds: once per run, on the sending thread).
+    /// The client configuration; the system's store is read at the first
+    /// call (on the sending thread: it takes milliseconds).
     pub(super) fn config(&self) -> std::result::Result<Arc<ClientConfig>, String> {
         match self {
             Trust::Given(config) => Ok(config.clone()),
-            Trust::System => {
-                let found = rustls_native_certs::load_native_certs();
-                let mut roots = RootCertStore::empty();
-                let (added, _) = roots.add_parsable_certificates(found.certs);
-                if added == 0 {
-                    let why = found
-                        .errors
-                        .first()
-                        .map_or_else(|| "none found".to_owned(), ToString::to_string);
-                    return Err(format!(
-                        "no system CA certificates ({why}): install ca-certificates, or pass --cacert FILE"
-                    ));
-                }
-                Ok(config(roots))
-            }
+            Trust::System(config) => config.get_or_init(system_store).clone(),
         }
     }
+}
+
+/// A configuration trusting the system's CA store.
+fn system_store() -> std::result::Result<Arc<ClientConfig>, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        let why = found
+            .errors
+            .first()
+            .map_or_else(|| "none found".to_owned(), ToString::to_string);
+        return Err(format!(
+            "no system CA certificates ({why}): install ca-certificates, or pass --cacert FILE"
+        ));
+    }
+    Ok(config(roots))
 }
 
 fn config(roots: RootCertStore) -> Arc<ClientConfig> {
