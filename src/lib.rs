@@ -9,7 +9,8 @@
 //!
 //! The library exports what the binary and the tests use: the command line
 //! ([`cli`]), its generated completions and man page ([`generate`]), and the
-//! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
+//! outcome types ([`exit`], [`error`]), and the pings to a monitor
+//! ([`ping`]). Every other module is the crate's own.
 
 pub(crate) mod backend;
 pub mod cli;
@@ -18,6 +19,7 @@ pub(crate) mod config;
 pub mod error;
 pub mod exit;
 pub(crate) mod lock;
+pub mod ping;
 pub(crate) mod report;
 pub(crate) mod run_state;
 pub(crate) mod supervisor;

@@ -111,21 +111,19 @@ impl ServerSpec {
         if !self.is_tls() {
             return Ok(self);
         }
-        // rustls needs its crypto provider chosen once per process.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let read = |option: &str, path: &Path| {
-            std::fs::read(path)
-                .map_err(|e| Error::usage(format!("cannot read {option} {}: {e}", path.display())))
-        };
+        install_tls_provider();
         let client_tls = match (files.cert, files.key) {
             (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: read("--cert", cert)?,
-                client_key: read("--key", key)?,
+                client_cert: read_tls_file("--cert", cert)?,
+                client_key: read_tls_file("--key", key)?,
             }),
             (None, None) => None,
             _ => return Err(Error::usage("--cert and --key go together")),
         };
-        let root_cert = files.cacert.map(|f| read("--cacert", f)).transpose()?;
+        let root_cert = files
+            .cacert
+            .map(|f| read_tls_file("--cacert", f))
+            .transpose()?;
         if client_tls.is_some() || root_cert.is_some() {
             self.tls = Some(redis::TlsCertificates {
                 client_tls,
@@ -134,6 +132,19 @@ impl ServerSpec {
         }
         Ok(self)
     }
+}
+
+/// Chooses rustls's crypto provider (ring), which rustls needs once per
+/// process before any TLS configuration is built: `rediss://` and pings.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The contents of the PEM file given as `option` (`--cacert`, `--cert`,
+/// `--key`); a file that cannot be read is a usage error.
+pub fn read_tls_file(option: &str, path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| Error::usage(format!("cannot read {option} {}: {e}", path.display())))
 }
 
 /// Parses one URL. `auth` is `REDISCLI_AUTH`, used when the URL has no password.

@@ -80,7 +80,7 @@ mod status;
 /// the table of every bad input: status, one line, a bound, no write
 mod sweep;
 
-// Operations: ACLs, check, history, metrics, secrets, rolling upgrades.
+// Operations: ACLs, check, history, metrics, pings, secrets, rolling upgrades.
 /// ACL users: the documented rules, and what a user lacking one sees
 mod acl;
 /// `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
@@ -91,6 +91,8 @@ mod history;
 mod metrics;
 /// --password-command: run for each new connection, failures say why (69)
 mod password_command;
+/// pings to a monitor (healthchecks.io's protocol) against a recording HTTP(S) server
+mod ping;
 /// no password or token stored with a hold; tokens from RLOCK_TOKEN
 mod secrets;
 /// a rolling upgrade: the previous release's rlock (built from history) beside this one

@@ -1,11 +1,12 @@
 //! Test support: real `redis-server` processes and the topologies made of them
-//! (Sentinel, Cluster, a Redlock quorum, TLS), the real `rlock` binary, and
-//! waiting for conditions with deadlines.
+//! (Sentinel, Cluster, a Redlock quorum, TLS), an HTTP(S) server recording
+//! requests, the real `rlock` binary, and waiting for conditions with deadlines.
 
 pub mod clock;
 pub mod cluster;
 pub mod expect;
 pub mod holder;
+pub mod http_server;
 pub mod lua;
 pub mod process;
 pub mod prom;
