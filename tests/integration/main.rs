@@ -75,6 +75,8 @@ mod generated;
 mod output;
 /// status and list
 mod status;
+/// status, list and -v name the database and prefix they looked in
+mod status_scope;
 /// the table of every bad input: status, one line, a bound, no write
 mod sweep;
 
