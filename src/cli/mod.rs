@@ -335,7 +335,8 @@ pub struct RunArgs {
     /// rlock_last_run_timestamp_seconds, rlock_last_success_timestamp_seconds,
     /// rlock_wait_seconds, rlock_hold_seconds and rlock_exit_status, labelled by
     /// lock (and result). Written atomically (a temporary file in the same
-    /// directory, renamed); a failed write is a -v note, never a failed run.
+    /// directory, renamed); a failed write is one line on stderr, never a
+    /// failed run.
     #[arg(long, value_name = "FILE", env = "RLOCK_METRICS_FILE",
           value_hint = clap::ValueHint::FilePath, help_heading = RECORDS)]
     pub metrics_file: Option<std::path::PathBuf>,

@@ -85,6 +85,8 @@ mod sweep;
 mod acl;
 /// `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
 mod check;
+/// check's persistence and user lines: what RDB, AOF and the default user mean
+mod check_persistence;
 /// rlock history and --history: every event, Redis, Redlock and file:, capped, off
 mod history;
 /// run --metrics-file and rlock metrics, read by prometheus_client's parser
