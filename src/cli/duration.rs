@@ -131,9 +131,10 @@ pub(super) fn unit_words(unit: &str, number: &str) -> String {
         "y" | "year" | "years" => "years",
         _ => "seconds",
     };
-    match number.parse::<f64>() {
-        Ok(n) if n == 1.0 => plural.trim_end_matches('s').to_owned(),
-        _ => plural.to_owned(),
+    if number.parse::<f64>() == Ok(1.0) {
+        plural.trim_end_matches('s').to_owned()
+    } else {
+        plural.to_owned()
     }
 }
 
