@@ -131,6 +131,7 @@ pub(super) fn run_meant(word: &str, after: &[String]) -> Option<String> {
         [program] => crate::report::sanitize(program),
         [program, ..] => format!("{} ...", crate::report::sanitize(program)),
     };
+    let word = crate::report::sanitize(word);
     Some(format!(
         "to run COMMAND under the lock '{word}': rlock run {word} -- {command}"
     ))
