@@ -33,7 +33,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private
 complete -c rlock -n "__fish_rlock_needs_command" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_needs_command" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
-complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_needs_command" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_needs_command" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_needs_command" -s V -l version -d 'Print version'
@@ -76,7 +76,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -s x -l exclusive -d 'E
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l fair -d 'First come, first served among waiters, across kinds'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
-complete -c rlock -n "__fish_rlock_using_subcommand run" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand run" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s V -l version -d 'Print version'
@@ -103,7 +103,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s x -l exclusive -
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s s -l shared -d 'Shared (read) lock: many shared holders at once, none beside an exclusive one'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l fair -d 'First come, first served among waiters, across kinds'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l redisson -d 'Store the lock exactly as Redisson\'s getLock(NAME) does (key NAME, no prefix)'
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s V -l version -d 'Print version'
@@ -118,7 +118,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-file -d '
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s V -l version -d 'Print version'
@@ -134,7 +134,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -l password-command
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l force -d 'Remove every holder\'s hold, whatever holds the lock (operator break-glass); says on stderr whom it removed (-q: nothing)'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
-complete -c rlock -n "__fish_rlock_using_subcommand release" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand release" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s V -l version -d 'Print version'
@@ -149,7 +149,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -l connect-timeout -
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l json -d 'One JSON object per lock, one per line'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l check -d 'Print nothing; exit 0 when every NAME is held, 1 when one is free, 69 when it cannot tell (for monitoring scripts)'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l redisson -d 'The locks are stored as Redisson\'s getLock(NAME) stores them (key NAME, no prefix): held by rlock --redisson or a Redisson client. Redisson records no holder details: the thread id, hold count and lease left are shown'
-complete -c rlock -n "__fish_rlock_using_subcommand status" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand status" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s V -l version -d 'Print version'
@@ -163,7 +163,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand list" -l password-command -d
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l json -d 'A JSON array of status objects'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l redisson -d 'List the locks stored in Redisson\'s layout (keys matching PATTERN, no prefix) instead of rlock\'s'
-complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand list" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s V -l version -d 'Print version'
@@ -178,7 +178,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-file -d '
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l json -d 'One JSON object: {"server": ..., "checks": [{"name", "server", "result", "detail"}]}'
-complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'Print version'
@@ -193,7 +193,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand history" -l password-command
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l json -d 'A JSON array of events, newest first'
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l redisson -d 'The lock is a Redisson lock (as taken with --redisson)'
-complete -c rlock -n "__fish_rlock_using_subcommand history" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand history" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s V -l version -d 'Print version'
@@ -205,7 +205,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l key -d 'TLS: cli
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
-complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s V -l version -d 'Print version'
@@ -217,7 +217,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS:
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-command -d 'Run CMD with `sh -c` for each new connection; the first line it prints is the password (for short-lived tokens from a cloud\'s SDK or CLI, such as ElastiCache IAM or Entra tokens)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l connect-timeout -d 'Bound on each connection attempt and each reply; an unreachable or stalled server fails with exit 69 instead of hanging' -r
-complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log the server(s) used and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -s v -l verbose -d 'Log the server(s) used, with the database and prefix, and where that came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each renewal and the release, with timings, on stderr'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'

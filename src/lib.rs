@@ -67,12 +67,12 @@ fn run_command(cli: Cli) -> Result<Exit> {
     });
     let config = |note: Option<&str>| {
         let config = config::Config::resolve(&cli.global, note)?;
+        let scope = config.scope_label(dialect_of(&cli.command));
         report::verbose(|| match config.url_source {
-            config::UrlSource::Default => format!(
-                "{} (default: no --url, RLOCK_URL or REDIS_URL)",
-                config.server_label()
-            ),
-            source => format!("{} (from {})", config.server_label(), source.describe()),
+            config::UrlSource::Default => {
+                format!("{scope} (default: no --url, RLOCK_URL or REDIS_URL)")
+            }
+            source => format!("{scope} (from {})", source.describe()),
         });
         Ok::<_, Error>(config)
     };
@@ -132,6 +132,23 @@ fn run_command(cli: Cli) -> Result<Exit> {
             Ok(Exit::Success)
         }
     }
+}
+
+/// Where the command's locks are kept: under the prefix, or as Redisson
+/// keeps them (`--redisson`), for `-v` to say where it looks.
+fn dialect_of(command: &Command) -> lock::name::Dialect {
+    let redisson = match command {
+        Command::Run(args) => args.lock.redisson,
+        Command::Acquire(args) => args.lock.redisson,
+        Command::Renew(args) => args.redisson,
+        Command::Release(args) => args.redisson,
+        Command::WhilePid(args) => args.redisson,
+        Command::Status { redisson, .. }
+        | Command::List { redisson, .. }
+        | Command::History { redisson, .. } => *redisson,
+        Command::Metrics { .. } | Command::Check { .. } | Command::Completions { .. } => false,
+    };
+    lock::name::Dialect::redisson_if(redisson)
 }
 
 /// Prints `err` as the single `rlock: …` line the contract promises.

@@ -5,6 +5,7 @@
 //! `host:port` (or the socket path), so a password cannot leak.
 
 mod password;
+mod query;
 mod scheme_hint;
 
 use std::path::Path;
@@ -153,6 +154,7 @@ pub fn parse_url(url: &str, auth: Option<&str>, timeout: Duration) -> Result<Ser
         .split_once(':')
         .map_or("", |(s, _)| s)
         .to_ascii_lowercase();
+    query::refuse_ignored(url, &scheme)?;
     match scheme.as_str() {
         "redis" | "unix" | "redis+unix" | "rediss" => {}
         "redis+sentinel" | "rediss+sentinel" => return parse_sentinel(url, &scheme, auth, timeout),

@@ -27,6 +27,9 @@ pub(super) struct Context {
     pub(super) positional: Vec<String>,
     /// Indices in the argument list of every `--` after the subcommand.
     pub(super) dashes_at: Vec<usize>,
+    /// No subcommand: the word found where it was expected and the words
+    /// after it (flock's and consul's `LOCK COMMAND` order).
+    pub(super) not_sub: Option<(String, Vec<String>)>,
     /// The generic usage line of the subcommand (not clap's, which repeats
     /// the options given, as if they were needed).
     pub(super) usage: Option<String>,
@@ -73,9 +76,10 @@ impl Context {
                 if !knows.contains(&head) && at.positional.is_empty() {
                     at.unsure = true;
                 }
-                // `--wait 10 m` or `--wait=10 m`.
-                if at.stray.is_none() && durs.iter().any(|d| *d == flag) {
-                    at.stray = stray_unit(flag, &word, &args[i + 1..]);
+                // `--wait 10 m`, not `--wait=10 m`: a value joined by `=`
+                // ends at its word, so what follows is a NAME.
+                if at.stray.is_none() && !word.contains('=') && durs.iter().any(|d| *d == flag) {
+                    at.stray = stray_unit(flag, &args[i + 1..]);
                 }
                 // `--wait 5` or `-w 5`, not `--wait=5` or `-w5`.
                 skip = !word.contains('=') && takes.iter().any(|t| *t == word);
@@ -90,6 +94,10 @@ impl Context {
                         at.usage = Some(words::plain_usage(sub));
                         at.sub = Some(word.into_owned());
                     } else {
+                        let after = args[i + 1..]
+                            .iter()
+                            .map(|a| a.to_string_lossy().into_owned());
+                        at.not_sub = Some((word.into_owned(), after.collect()));
                         break;
                     }
                 }
@@ -112,6 +120,23 @@ impl Context {
     }
 }
 
+/// For a lock NAME given where the subcommand goes, followed by a command
+/// (`rlock deploy-prod -- ./deploy.sh`): the `run` line meant, COMMAND's
+/// first word shown (the rest as `...`, their quoting being the user's own).
+/// A word alone may as well be a misspelt subcommand: no guess.
+pub(super) fn run_meant(word: &str, after: &[String]) -> Option<String> {
+    LockName::new(word).ok()?;
+    let command = match after.strip_prefix(&["--".to_owned()]).unwrap_or(after) {
+        [] => return None,
+        [program] => crate::report::sanitize(program),
+        [program, ..] => format!("{} ...", crate::report::sanitize(program)),
+    };
+    let word = crate::report::sanitize(word);
+    Some(format!(
+        "to run COMMAND under the lock '{word}': rlock run {word} -- {command}"
+    ))
+}
+
 /// Each option's spellings (aliases too) in `c`, of the options `which` picks.
 fn spellings(c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool) -> Vec<String> {
     c.get_arguments()
@@ -132,22 +157,14 @@ fn spellings(c: &clap::Command, which: &dyn Fn(&clap::Arg) -> bool) -> Vec<Strin
         .collect()
 }
 
-/// A duration option `flag`, given as `word` (`--wait` or `--wait=10`) and
-/// followed by `rest`, whose number is followed by a unit in a word of its
-/// own (`--wait 10 m`): (the option, the number, the unit).
-fn stray_unit(flag: &str, word: &str, rest: &[OsString]) -> Option<(String, String, String)> {
-    let (value, next) = match word.split_once('=') {
-        Some((_, v)) => (Some(v.to_owned()), rest.first()),
-        None => (
-            rest.first().map(|a| a.to_string_lossy().into_owned()),
-            rest.get(1),
-        ),
+/// A duration option `flag` followed by `rest`, whose bare number is
+/// followed by a unit in a word of its own (`--wait 10 m`): (the option,
+/// the number, the unit).
+fn stray_unit(flag: &str, rest: &[OsString]) -> Option<(String, String, String)> {
+    let [value, next, ..] = rest else {
+        return None;
     };
-    let next = next.map(|a| a.to_string_lossy().into_owned());
-    match (value, next) {
-        (Some(value), Some(next)) if bare_number(&value) && is_unit(&next) => {
-            Some((flag.to_owned(), value.trim().to_owned(), next))
-        }
-        _ => None,
-    }
+    let (value, next) = (value.to_string_lossy(), next.to_string_lossy());
+    (bare_number(&value) && is_unit(&next))
+        .then(|| (flag.to_owned(), value.trim().to_owned(), next.into_owned()))
 }

@@ -125,6 +125,28 @@ pub(super) fn is_unit(word: &str) -> bool {
     )
 }
 
+/// What a unit [`is_unit`] accepts means, in words (`minutes`), singular
+/// after a `number` of 1.
+pub(super) fn unit_words(unit: &str, number: &str) -> String {
+    let plural = match unit {
+        "nsec" | "nsecs" | "ns" | "nanos" => "nanoseconds",
+        "usec" | "usecs" | "us" | "µs" => "microseconds",
+        "msec" | "msecs" | "ms" | "millis" => "milliseconds",
+        "m" | "min" | "mins" | "minute" | "minutes" => "minutes",
+        "h" | "hr" | "hrs" | "hour" | "hours" => "hours",
+        "d" | "day" | "days" => "days",
+        "w" | "week" | "weeks" => "weeks",
+        "M" | "month" | "months" => "months",
+        "y" | "year" | "years" => "years",
+        _ => "seconds",
+    };
+    if number.parse::<f64>() == Ok(1.0) {
+        plural.trim_end_matches('s').to_owned()
+    } else {
+        plural.to_owned()
+    }
+}
+
 /// Whether `text` is a bare number (`10`, `0.5`).
 pub(super) fn bare_number(text: &str) -> bool {
     is_bare_number(text.trim())

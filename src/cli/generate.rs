@@ -389,8 +389,8 @@ Who holds the lock (pid, host, command and note), since when, who waits.
 \fBrlock status --check deploy || alert 'deploy is not running'\fR
 Monitoring: exits 1 when the lock is free.
 .TP
-\fBrlock run --metrics-file /var/lib/node_exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
-What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status); a hung backup is stopped after 3 hours (exit 124).
+\fBrlock run --metrics-file /var/lib/prometheus/node-exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
+What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status; Debian's directory, elsewhere the one \fB--collector.textfile.directory\fR names, often /var/lib/node_exporter/textfile_collector); a hung backup is stopped after 3 hours (exit 124).
 .TP
 \fBrlock history nightly-backup\fR, \fBrlock history --json --limit 10 deploy\fR
 What happened last night: the lock's last events, newest first (acquired, released, busy, lost, forced, max-hold, interrupted), with host, pid, command, fence, time waited or held and exit status.

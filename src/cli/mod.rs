@@ -130,9 +130,9 @@ pub struct Global {
           env = "RLOCK_CONNECT_TIMEOUT", global = true, help_heading = CONNECTION)]
     pub connect_timeout: Duration,
 
-    /// Log the server(s) used and where that came from (--url, RLOCK_URL,
-    /// REDIS_URL, default), acquisition, each renewal and the release, with
-    /// timings, on stderr.
+    /// Log the server(s) used, with the database and prefix, and where that
+    /// came from (--url, RLOCK_URL, REDIS_URL, default), acquisition, each
+    /// renewal and the release, with timings, on stderr.
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
 
@@ -176,7 +176,9 @@ pub enum Command {
     /// Show who holds each lock: holders (host, pid, command, note, held for,
     /// ttl) and waiters. Never owner tokens.
     ///
-    /// The first line names the server(s) asked. A lock nobody holds reads
+    /// The first line names where it looked: the server(s), the database and
+    /// the prefix (server 127.0.0.1:6379 db 1 prefix team-a; --json: server,
+    /// db, prefix). A lock nobody holds reads
     /// `free`; a semaphore shows holders/limit; the fence is shown with -v and
     /// in --json. Exits 69, never reporting "free", when it cannot see the
     /// locks (server unreachable, a file: lock directory it may not read or
@@ -201,8 +203,8 @@ pub enum Command {
     },
     /// List the locks that are held or waited for (SCAN, never KEYS).
     ///
-    /// The first line names the server(s) asked; exits 69 when it cannot see
-    /// the locks, as status does.
+    /// The first line names where it looked (the server(s), the database and
+    /// the prefix); exits 69 when it cannot see the locks, as status does.
     List {
         /// Glob over lock names (default: every lock).
         #[arg(value_name = "PATTERN", default_value = "*", value_hint = NAME_HINT)]
@@ -222,7 +224,8 @@ pub enum Command {
     /// and as which user; name and version; scripts load and run, may read
     /// TIME, and run atomically; sub-second BLPOP; no eviction of held locks
     /// (maxmemory with an evicting maxmemory-policy warns: use noeviction);
-    /// persistence (without appendonly a restart loses every hold); replicas;
+    /// persistence (what a restart and a crash keep: appendonly, appendfsync,
+    /// RDB save points; without appendonly it warns); replicas;
     /// the user's rights on the prefix, command by command; the topology;
     /// the server's clock against this host's (more than 1s apart warns); a
     /// Sentinel's or Cluster's failover timing against what --ttl rides out
@@ -348,7 +351,8 @@ pub struct RunArgs {
     /// rlock_last_run_timestamp_seconds, rlock_last_success_timestamp_seconds,
     /// rlock_wait_seconds, rlock_hold_seconds and rlock_exit_status, labelled by
     /// lock (and result). Written atomically (a temporary file in the same
-    /// directory, renamed); a failed write is a -v note, never a failed run.
+    /// directory, renamed); a failed write is one line on stderr, never a
+    /// failed run.
     #[arg(long, value_name = "FILE", env = "RLOCK_METRICS_FILE",
           value_hint = clap::ValueHint::FilePath, help_heading = RECORDS)]
     pub metrics_file: Option<std::path::PathBuf>,

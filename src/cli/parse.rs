@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use clap::{FromArgMatches, Parser};
 
 use super::context::Context;
-use super::duration::{bare_number, is_unit};
+use super::duration::{bare_number, is_unit, unit_words};
 use super::words;
 use super::{Cli, Command, WHILE_PID, WhilePidCli, command, env, run_command};
 use crate::exit::Exit;
@@ -155,7 +155,16 @@ fn one_line_of(usage: &Usage, at: &Context) -> String {
         Usage::Clap(err) => match err.source().and_then(|s| s.downcast_ref::<InvalidName>()) {
             Some(bad) => bad.to_string(),
             None => {
-                let (message, tips) = words::of(err);
+                let (message, mut tips) = words::of(err);
+                // `rlock deploy-prod -- ./deploy.sh`: `run` forgotten (no
+                // subcommand looks like the word).
+                if err.kind() == clap::error::ErrorKind::InvalidSubcommand && tips.is_empty() {
+                    tips.extend(
+                        at.not_sub
+                            .as_ref()
+                            .and_then(|(word, after)| super::context::run_meant(word, after)),
+                    );
+                }
                 one_line(&message, &tips, words::usage(err), at)
             }
         },
@@ -180,30 +189,29 @@ fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), Usage> {
     Ok(())
 }
 
-/// `rlock run --wait 10 m demo -- ...`: the unit meant for the duration
-/// would silently become a second lock. Refused with the spelling meant
-/// (the message of the usage error), before anything is locked.
+/// `rlock run --wait 10 m demo -- ...`: a unit meant for the duration
+/// would silently become a second lock, and a lock really named `m` would
+/// silently wait 10 minutes if the words were joined. Refused with both
+/// spellings (the message of the usage error), before anything is locked.
 fn maybe_stray_unit(args: &[OsString]) -> Option<String> {
     let words: Vec<String> = args
         .iter()
         .take_while(|a| *a != "--")
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let value = |w: &str| {
-        w.split_once('=')
-            .map_or(w.to_owned(), |(_, v)| v.to_owned())
-    };
     let suspect = words
         .windows(2)
-        .any(|w| bare_number(&value(&w[0])) && is_unit(&w[1]));
+        .any(|w| bare_number(&w[0]) && is_unit(&w[1]));
     if !suspect {
         return None;
     }
     let at = Context::of(args);
     let (flag, number, unit) = at.stray?;
     let help = format!("rlock {} --help", at.sub.as_deref().unwrap_or("run"));
+    let meant = unit_words(&unit, &number);
     Some(format!(
-        "'{unit}' after {flag} {number} would be taken for a lock NAME: did you mean {flag} '{number}{unit}'? (see '{help}')"
+        "'{unit}' after {flag} {number} is a NAME or a unit: lock named '{unit}'? write {flag} {number}s {unit}; \
+         {number} {meant}? write {flag} {number}{unit} (see '{help}')"
     ))
 }
 

@@ -23,18 +23,24 @@ const LAST_RUN: &str = "rlock_last_run_timestamp_seconds";
 const LAST_SUCCESS: &str = "rlock_last_success_timestamp_seconds";
 
 /// Writes the outcome of the run of `names` into `path` (`--metrics-file`),
-/// keeping every other lock's series. A failure is a `-v` note: metrics never
-/// change a run's exit.
+/// keeping every other lock's series. A failure is one line (`-q` silences
+/// it), never a changed exit: an alert on a stale metric would otherwise be
+/// the first sign that the file was never written.
 pub fn write_run_file(path: &Path, names: &[LockName], ended: &Ended) {
     let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
     if let Err(err) = rewrite(path, |existing| run_text(existing, &names, ended)) {
-        crate::report::verbose(|| {
-            format!(
-                "{}: cannot write the metrics file {}: {err}",
-                names.join(", "),
-                path.display()
-            )
-        });
+        // The directory is the usual slip: collectors' layouts differ.
+        let hint = match err.kind() {
+            io::ErrorKind::NotFound => {
+                "; create its directory, or use the textfile collector's (Debian: /var/lib/prometheus/node-exporter)"
+            }
+            _ => "",
+        };
+        crate::report::error(&format!(
+            "{}: cannot write the metrics file {}: {err}{hint}",
+            names.join(", "),
+            crate::report::quote(&path.to_string_lossy())
+        ));
     }
 }
 

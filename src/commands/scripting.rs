@@ -86,12 +86,18 @@ fn parse_token(text: &str, lock: &str) -> Result<Token> {
 }
 
 /// The token from --token, else from RLOCK_TOKEN (which keeps it off the
-/// command line, where `ps` shows it to everyone).
-fn given_token(given: Option<&str>, from_env: Option<&str>, lock: &str) -> Result<Token> {
+/// command line, where `ps` shows it to everyone). `otherwise` ends the
+/// message when there is none: what else the command could do.
+fn given_token(
+    given: Option<&str>,
+    from_env: Option<&str>,
+    lock: &str,
+    otherwise: &str,
+) -> Result<Token> {
     match given.or(from_env) {
         Some(text) => parse_token(text, lock),
         None => Err(Error::usage(format!(
-            "{lock}: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment"
+            "{lock}: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment{otherwise}"
         ))),
     }
 }
@@ -102,6 +108,7 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
         args.token.as_deref(),
         config.token_from_env.as_deref(),
         &args.name,
+        "",
     )?;
     let keys = config.lock_id(args.redisson, &args.name);
     let backend = config.backend(keys.dialect())?;
@@ -139,6 +146,12 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
             args.token.as_deref(),
             config.token_from_env.as_deref(),
             &args.name,
+            // Without its token an operator usually means to clear a stuck
+            // hold, which is --force.
+            &format!(
+                "; to remove any holder's hold (break-glass): rlock release --force {}",
+                args.name
+            ),
         )?)
     };
     let keys = config.lock_id(args.redisson, &args.name);

@@ -41,15 +41,17 @@ pub fn status(
         let held = states.iter().all(|(_, s)| !s.holders.is_empty());
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
     }
+    let dialect = Dialect::redisson_if(redisson);
     let mut out = String::new();
     if json {
         let server = config.server_json();
+        let scope = Scope::of(config, &server, dialect);
         for (name, state) in &states {
-            out.push_str(&json::to_string(&LockJson::new(name, state, &server)));
+            out.push_str(&json::to_string(&LockJson::new(name, state, &scope)));
             out.push('\n');
         }
     } else {
-        out = table(&config.server_label(), &states);
+        out = table(&config.scope_label(dialect), &states);
     }
     crate::commands::output::report(&out)?;
     Ok(Exit::Success)
@@ -62,15 +64,17 @@ pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Resul
     let mut session = backend.inspect().map_err(|e| e.in_lock(pattern))?;
     let names = session.list(&config.prefix, pattern)?;
     let states = read_all(session.as_mut(), config, redisson, &names)?;
+    let dialect = Dialect::redisson_if(redisson);
     let out = if json {
         let server = config.server_json();
+        let scope = Scope::of(config, &server, dialect);
         let locks: Vec<LockJson> = states
             .iter()
-            .map(|(name, state)| LockJson::new(name, state, &server))
+            .map(|(name, state)| LockJson::new(name, state, &scope))
             .collect();
         json::to_string(&locks) + "\n"
     } else {
-        table(&config.server_label(), &states)
+        table(&config.scope_label(dialect), &states)
     };
     crate::commands::output::report(&out)?;
     Ok(Exit::Success)
@@ -227,12 +231,34 @@ fn waiter(w: &WaiterStatus) -> String {
     text
 }
 
+/// Where the locks were looked for, as `--json` names it on each lock.
+struct Scope<'a> {
+    server: &'a str,
+    /// None for `file:`, or a quorum whose servers' databases differ.
+    db: Option<i64>,
+    /// None for `file:` and Redisson's keys, which have none.
+    prefix: Option<&'a str>,
+}
+
+impl<'a> Scope<'a> {
+    fn of(config: &'a Config, server: &'a str, dialect: Dialect) -> Self {
+        let keyed = !config.is_local() && dialect == Dialect::Rlock;
+        Scope {
+            server,
+            db: config.db(),
+            prefix: keyed.then_some(config.prefix.as_str()),
+        }
+    }
+}
+
 /// One lock as the JSON object the README describes ("Who holds a lock?",
-/// `--json`), with the server(s) asked.
+/// `--json`), with where it was looked for.
 #[derive(Serialize)]
 struct LockJson<'a> {
     name: &'a str,
     server: &'a str,
+    db: Option<i64>,
+    prefix: Option<&'a str>,
     held: bool,
     kind: &'static str,
     limit: u64,
@@ -279,7 +305,7 @@ fn or_null(text: &str) -> Option<&str> {
 }
 
 impl<'a> LockJson<'a> {
-    fn new(name: &'a str, s: &'a LockStatus, server: &'a str) -> Self {
+    fn new(name: &'a str, s: &'a LockStatus, scope: &Scope<'a>) -> Self {
         let holders = s
             .holders
             .iter()
@@ -310,7 +336,9 @@ impl<'a> LockJson<'a> {
             .collect();
         LockJson {
             name,
-            server,
+            server: scope.server,
+            db: scope.db,
+            prefix: scope.prefix,
             held: !s.holders.is_empty(),
             kind: if s.holders.is_empty() && !s.redisson {
                 Kind::Exclusive.word()
@@ -363,8 +391,16 @@ mod tests {
             redisson: false,
         };
         assert_eq!(
-            json::to_string(&LockJson::new("deploy", &s, "127.0.0.1:6379")),
-            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
+            json::to_string(&LockJson::new(
+                "deploy",
+                &s,
+                &Scope {
+                    server: "127.0.0.1:6379",
+                    db: Some(1),
+                    prefix: Some("team-a")
+                }
+            )),
+            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"db\":1,\"prefix\":\"team-a\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
         );
     }
 
@@ -401,8 +437,16 @@ mod tests {
             redisson: false,
         };
         assert_eq!(
-            json::to_string(&LockJson::new("d\u{e9}ploy", &s, "quorum of 3: a, b, c")),
-            r#"{"name":"déploy","server":"quorum of 3: a, b, c","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
+            json::to_string(&LockJson::new(
+                "d\u{e9}ploy",
+                &s,
+                &Scope {
+                    server: "quorum of 3: a, b, c",
+                    db: None,
+                    prefix: Some("rlock")
+                }
+            )),
+            r#"{"name":"déploy","server":"quorum of 3: a, b, c","db":null,"prefix":"rlock","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
         );
     }
 }

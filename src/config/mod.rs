@@ -160,6 +160,48 @@ impl Config {
         }
     }
 
+    /// Where `status`, `list` and `-v` look: [`Config::server_label`], the
+    /// database and the key prefix, always both, so that a lock held under
+    /// another database or prefix cannot read `free` unexplained (`server
+    /// 127.0.0.1:6379 db 1 prefix team-a`). A `file:` directory has neither;
+    /// Redisson's keys have no prefix.
+    pub fn scope_label(&self, dialect: Dialect) -> String {
+        let mut label = self.server_label();
+        let dbs = self.dbs();
+        match self.db() {
+            _ if dbs.is_empty() => return label,
+            Some(db) => label.push_str(&format!(" db {db}")),
+            None => {
+                let dbs: Vec<String> = dbs.iter().map(ToString::to_string).collect();
+                label.push_str(&format!(" dbs {}", dbs.join(", ")));
+            }
+        }
+        match dialect {
+            Dialect::Rlock => label.push_str(&format!(" prefix {}", self.prefix)),
+            Dialect::Redisson => label.push_str(" (Redisson's keys: no prefix)"),
+        }
+        label
+    }
+
+    /// The database of every server asked, in order (none for `file:`).
+    fn dbs(&self) -> Vec<i64> {
+        let db = |spec: &ServerSpec| spec.info.redis_settings().db();
+        match &self.target {
+            Target::Local(_) => Vec::new(),
+            Target::Single(spec) => vec![db(spec)],
+            Target::Quorum(specs) => specs.iter().map(db).collect(),
+        }
+    }
+
+    /// The database locks are in, as `--json` names it: None for `file:`
+    /// and for a quorum whose servers' databases differ.
+    pub fn db(&self) -> Option<i64> {
+        let dbs = self.dbs();
+        dbs.first()
+            .copied()
+            .filter(|first| dbs.iter().all(|db| db == first))
+    }
+
     /// The server(s) as `--json` names them: [`Config::server_label`]
     /// without the word `server` for one server.
     pub fn server_json(&self) -> String {

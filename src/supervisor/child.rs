@@ -73,6 +73,16 @@ fn check_executable(path: &Path) -> Option<std::result::Result<(), String>> {
         return Some(Err("is a directory".into()));
     }
     if !sys::process::executable(path) {
+        // A script just written or checked out without its mode bit is the
+        // common case, and its fix is one command; other refusals (a noexec
+        // mount, another user's file) are not fixed by chmod.
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Some(Err(format!(
+                "permission denied (no execute permission: chmod +x {})",
+                crate::report::quote(&path.to_string_lossy())
+            )));
+        }
         return Some(Err("permission denied".into()));
     }
     Some(Ok(()))

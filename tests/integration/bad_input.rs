@@ -190,33 +190,34 @@ fn usage_errors_suggest_and_flock_habits_get_hints() {
     );
 }
 
-/// A duration's unit written apart from its number (`--wait 10 m`)
-/// is refused with the spelling meant, not taken for a second lock; a
-/// misspelt option does not make its value the lock's name; a bare lease
-/// of 1000 or more (a PX habit: 8h 20m for 30000) is refused with a hint.
+/// A duration's unit written apart from its number (`--wait 10 m`) is
+/// refused with both readings and how to write each, not taken for a second
+/// lock nor joined to the number; a misspelt option does not make its value
+/// the lock's name; a bare lease of 1000 or more (a PX habit: 8h 20m for
+/// 30000) is refused with a hint.
 #[test]
 fn a_stray_unit_is_no_lock_and_a_bare_lease_of_1000_is_refused() {
     let redis = RedisServer::start();
     for (args, hint) in [
         (
             &["run", "--wait", "10", "m", "demo", "--", "true"][..],
-            "rlock: 'm' after --wait 10 would be taken for a lock NAME: \
-             did you mean --wait '10m'? (see 'rlock run --help')",
+            "rlock: 'm' after --wait 10 is a NAME or a unit: lock named 'm'? write --wait 10s m; \
+             10 minutes? write --wait 10m (see 'rlock run --help')",
         ),
         (
-            &["run", "--timeout=10", "min", "demo", "--", "true"],
-            "rlock: 'min' after --timeout 10 would be taken for a lock NAME: \
-             did you mean --timeout '10min'? (see 'rlock run --help')",
+            &["run", "--timeout", "10", "min", "demo", "--", "true"],
+            "rlock: 'min' after --timeout 10 is a NAME or a unit: lock named 'min'? \
+             write --timeout 10s min; 10 minutes? write --timeout 10min (see 'rlock run --help')",
         ),
         (
             &["run", "--ttl", "30", "s", "demo", "--", "true"],
-            "rlock: 's' after --ttl 30 would be taken for a lock NAME: \
-             did you mean --ttl '30s'? (see 'rlock run --help')",
+            "rlock: 's' after --ttl 30 is a NAME or a unit: lock named 's'? write --ttl 30s s; \
+             30 seconds? write --ttl 30s (see 'rlock run --help')",
         ),
         (
             &["acquire", "-w", "5", "s", "demo"],
-            "rlock: 's' after -w 5 would be taken for a lock NAME: \
-             did you mean -w '5s'? (see 'rlock acquire --help')",
+            "rlock: 's' after -w 5 is a NAME or a unit: lock named 's'? write -w 5s s; \
+             5 seconds? write -w 5s (see 'rlock acquire --help')",
         ),
         (
             &["run", "--ttl", "30000", "demo", "--", "true"],
@@ -252,6 +253,123 @@ fn a_stray_unit_is_no_lock_and_a_bare_lease_of_1000_is_refused() {
         &err,
         "rlock: unexpected argument '--wiat' found; a similar argument exists: '--wait'; \
          usage: rlock run [OPTIONS] <NAME>... [-- <COMMAND>...] (see 'rlock run --help')",
+    );
+}
+
+/// Lock NAMEs that are also units (`us`, `days`, `sec`, `y`, `m`): after
+/// a bare number the line is refused with both readings, nothing locked;
+/// after a value given with `=` or one that carries its unit, they are the
+/// locks run takes (issue 37).
+#[test]
+fn names_that_look_like_units_are_locks_when_the_wait_says_where_it_ends() {
+    let redis = RedisServer::start();
+    for (name, meant) in [("us", "60 microseconds"), ("days", "60 days")] {
+        let err = assert_fails(
+            &output(rlock(&redis.url()).args(["run", "--wait", "60", name, "--", "true"])),
+            2,
+        );
+        assert_lines(
+            &err,
+            &format!(
+                "rlock: '{name}' after --wait 60 is a NAME or a unit: lock named '{name}'? \
+                 write --wait 60s {name}; {meant}? write --wait 60{name} (see 'rlock run --help')"
+            ),
+        );
+        assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+    }
+    let runs_under = |args: &[&str], name: &str| {
+        let out = output(rlock(&redis.url()).args(["run"]).args(args).args([
+            "--",
+            "sh",
+            "-c",
+            "echo \"$RLOCK_NAME\"",
+        ]));
+        assert_eq!(code(&out), 0, "{args:?}: {}", show(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{name}\n"),
+            "{args:?}"
+        );
+    };
+    for name in ["us", "days", "sec", "y", "m"] {
+        runs_under(&["--wait=60", name], name);
+        runs_under(&["--wait", "60s", name], name);
+    }
+    runs_under(&["-w", "1m", "days"], "days");
+    runs_under(&["--timeout=10", "min"], "min");
+}
+
+/// Newcomers' slips get the fix in their one line (issue 37): a forgotten
+/// `run` (flock's and consul's word order) the `run` line meant; `release`
+/// without a token `--force`; a query string, which rlock does not read, how
+/// to give a password (refused, exit 2, the password never shown); a script
+/// without its execute bit `chmod +x` (126).
+#[test]
+fn newcomers_slips_get_the_fix() {
+    let dir = crate::support::scratch::Scratch::new();
+    let url = format!("file:{}", dir.file("locks"));
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "deploy-prod", "--", "./deploy.sh"])),
+        2,
+    );
+    assert_lines(
+        &err,
+        "rlock: unrecognized subcommand 'deploy-prod'; to run COMMAND under the lock \
+         'deploy-prod': rlock run deploy-prod -- ./deploy.sh; \
+         usage: rlock [OPTIONS] <SUBCOMMAND> (see 'rlock --help')",
+    );
+    let err = assert_fails(&output(bare().args(["nightly", "./backup.sh", "-v"])), 2);
+    assert_lines(
+        &err,
+        "rlock: unrecognized subcommand 'nightly'; to run COMMAND under the lock \
+         'nightly': rlock run nightly -- ./backup.sh ...; \
+         usage: rlock [OPTIONS] <SUBCOMMAND> (see 'rlock --help')",
+    );
+
+    let redis = RedisServer::start();
+    let err = assert_fails(&output(rlock(&redis.url()).args(["release", "deploy"])), 2);
+    assert_lines(
+        &err,
+        "rlock: deploy: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the \
+         environment; to remove any holder's hold (break-glass): rlock release --force deploy",
+    );
+
+    for url in [
+        format!("redis://127.0.0.1:{}?password=s3cret-q", redis.port),
+        format!(
+            "redis://127.0.0.1:{}/0?user=u&password=s3cret-q",
+            redis.port
+        ),
+    ] {
+        let err = assert_fails(&output(bare().args(["--url", &url, "status", "x"])), 2);
+        assert_lines(
+            &err,
+            "rlock: invalid --url: rlock ignores a redis:// URL's query string (?...), \
+             so a password there would never be sent; write redis://[USER]:PASSWORD@host:port, \
+             or give it in --password-file FILE or REDISCLI_AUTH",
+        );
+        assert!(!err.contains("s3cret-q"), "{err}");
+    }
+    let out = output(bare().args([
+        "--url",
+        &format!("redis://127.0.0.1:{}/?protocol=resp2", redis.port),
+        "status",
+        "x",
+    ]));
+    assert_eq!(code(&out), 0, "a parameter redis-rs reads: {}", show(&out));
+
+    let script = dir.file("deploy.sh");
+    std::fs::write(&script, "#!/bin/sh\necho deployed\n").unwrap();
+    let err = assert_fails(
+        &output(bare().args(["--url", &url, "run", "deploy", "--", &script])),
+        126,
+    );
+    assert_lines(
+        &err,
+        &format!(
+            "rlock: deploy: cannot execute '{script}': permission denied \
+             (no execute permission: chmod +x '{script}')"
+        ),
     );
 }
 

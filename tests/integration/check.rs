@@ -80,8 +80,8 @@ fn a_server_without_aof_warns_on_persistence_and_exits_1() {
     assert_eq!(result, "warn");
     assert_lines(
         detail,
-        "appendonly no: a restart loses every hold (and a second run can take a lock \
-         whose holder still runs): enable appendonly \
+        "appendonly no and no RDB save points: any restart loses every hold \
+         (a second run can then take a lock whose holder still runs): enable appendonly \
          (CONFIG SET appendonly yes, and in the server's configuration)",
     );
     for (result, name, detail) in &all {
@@ -119,7 +119,14 @@ fn a_server_with_aof_and_noeviction_passes_with_0() {
     );
     assert_lines(
         &line(&all, "user").2,
-        "authenticated as the default user (ACL WHOAMI)",
+        "authenticated as the default user (ACL WHOAMI), which may run every command \
+         on every key: in production give rlock an ACL user of its own, limited to its \
+         prefix (README: ACL users)",
+    );
+    assert_lines(
+        &line(&all, "persistence").2,
+        "appendonly yes, appendfsync everysec: a restart keeps the holds; \
+         a crash of the host loses about the last second of them",
     );
 }
 

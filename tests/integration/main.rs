@@ -77,6 +77,8 @@ mod generated;
 mod output;
 /// status and list
 mod status;
+/// status, list and -v name the database and prefix they looked in
+mod status_scope;
 /// the table of every bad input: status, one line, a bound, no write
 mod sweep;
 
@@ -85,6 +87,8 @@ mod sweep;
 mod acl;
 /// `rlock check`: is a server fit for locks (eviction, AOF, rights, quorum)
 mod check;
+/// check's persistence and user lines: what RDB, AOF and the default user mean
+mod check_persistence;
 /// rlock history and --history: every event, Redis, Redlock and file:, capped, off
 mod history;
 /// run --metrics-file and rlock metrics, read by prometheus_client's parser

@@ -2,6 +2,7 @@
 //! parser: `run --metrics-file` (one file several locks share) and
 //! `rlock metrics`.
 
+use crate::support::expect::assert_lines;
 use crate::support::holder::{hold, release};
 use crate::support::prom::{one, parse};
 use crate::support::redis_server::RedisServer;
@@ -95,8 +96,9 @@ fn a_busy_run_is_recorded_with_its_status_and_no_hold() {
     holder.wait_within(std::time::Duration::from_secs(10));
 }
 
-/// A metrics file that cannot be written never changes the run: same status,
-/// nothing on stderr (a note with -v).
+/// A metrics file that cannot be written never changes the run's status,
+/// and says so in one line without -v (a missing directory gets the
+/// collector's directory as a hint); -q silences it.
 #[test]
 fn a_metrics_file_that_cannot_be_written_does_not_fail_the_run() {
     let redis = RedisServer::start();
@@ -108,15 +110,26 @@ fn a_metrics_file_that_cannot_be_written_does_not_fail_the_run() {
             .args(sh("exit 4")),
     );
     assert_eq!(code(&out), 4, "{}", show(&out));
-    assert_eq!(stderr(&out), "", "{}", show(&out));
-    let out =
-        output(rlock(&redis.url()).args(["-v", "run", "--metrics-file", &file, "m", "--", "true"]));
-    assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(
-        stderr(&out).contains("cannot write the metrics file"),
-        "{}",
-        show(&out)
+    assert_lines(
+        &stderr(&out),
+        &format!(
+            "rlock: m: cannot write the metrics file '{file}': No such file or directory (os error 2); \
+             create its directory, or use the textfile collector's (Debian: /var/lib/prometheus/node-exporter)"
+        ),
     );
+    // A file where its directory should be: no directory could be made.
+    std::fs::write(dir.file("plain"), "").unwrap();
+    let file = dir.file("plain/x.prom");
+    let out = output(rlock(&redis.url()).args(["run", "--metrics-file", &file, "m", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_lines(
+        &stderr(&out),
+        &format!("rlock: m: cannot write the metrics file '{file}': Not a directory (os error 20)"),
+    );
+    let out =
+        output(rlock(&redis.url()).args(["-q", "run", "--metrics-file", &file, "m", "--", "true"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(stderr(&out), "", "{}", show(&out));
 }
 
 /// `rlock metrics`: a held lock, a lock given by name that is free, a glob.

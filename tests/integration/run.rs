@@ -522,7 +522,7 @@ fn verbose_names_the_server_and_a_skip_by_e0() {
     assert_lines(
         &err,
         &format!(
-            "rlock: server 127.0.0.1:{port} (from --url)
+            "rlock: server 127.0.0.1:{port} db 0 prefix rlock (from --url)
 rlock: nb: using 127.0.0.1:{port}
 rlock: skipped (exit 0 by -E 0): nb: not acquired: \
              held by pid [..] on [..] ('sh -c [..]') for [..]s",

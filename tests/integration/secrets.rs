@@ -73,7 +73,8 @@ fn renew_and_release_take_the_token_from_rlock_token() {
     let err = assert_fails(&none, 2);
     assert_lines(
         &err,
-        "rlock: envtok: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment",
+        "rlock: envtok: the owner token is needed: --token TOKEN, or RLOCK_TOKEN in the environment; \
+         to remove any holder's hold (break-glass): rlock release --force envtok",
     );
     // --force ignores an RLOCK_TOKEN it inherits (say, inside a run).
     let out = rlock::output(rlock(&url).args(["acquire", "--ttl", "30s", "envtok"]));

@@ -25,7 +25,7 @@ fn status_shows_holders_waiters_and_fence_but_no_token() {
     assert_lines(
         &text,
         &format!(
-            "server 127.0.0.1:{}
+            "server 127.0.0.1:{} db 0 prefix rlock
 NAME  STATE      HOLDERS WAITING
 shown exclusive        1       1
   pid {} on [..] ('sh -c [..]') held for [..], lease left [..]
@@ -402,7 +402,7 @@ fn status_names_its_server_and_shows_free_locks_semaphores_and_waiters() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some(format!("server {server}").as_str()),
+        Some(format!("server {server} db 0 prefix rlock").as_str()),
         "{text}"
     );
     let row = |name: &str| -> Vec<String> {
@@ -419,7 +419,7 @@ fn status_names_its_server_and_shows_free_locks_semaphores_and_waiters() {
     assert_lines(
         &text,
         &format!(
-            "server {server}
+            "server {server} db 0 prefix rlock
 NAME  STATE      HOLDERS WAITING
 busy  exclusive        1       1
   pid [..] on [..] ('sh -c [..]') held for [..], lease left [..]
@@ -463,7 +463,7 @@ slots semaphore      2/3       0
     );
     let out = output(rlock(&redis.url()).args(["list"]));
     assert!(
-        stdout(&out).starts_with(&format!("server {server}\n")),
+        stdout(&out).starts_with(&format!("server {server} db 0 prefix rlock\n")),
         "{}",
         show(&out)
     );
@@ -512,7 +512,10 @@ fn every_command_can_say_which_server_it_asks_and_why() {
             let out = output(from(how).args(args));
             assert_eq!(code(&out), 0, "{}", show(&out));
             let err = rlock::stderr(&out);
-            assert_has_line(&err, &format!("rlock: server {server} (from {how})"));
+            assert_has_line(
+                &err,
+                &format!("rlock: server {server} db 0 prefix rlock (from {how})"),
+            );
         }
     }
     let out = output(rlock::bare().args(["run", "-n", "default-note", "--", "true"]));

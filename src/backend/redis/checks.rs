@@ -11,6 +11,7 @@ use redis::RedisError;
 
 use super::check_clock::clock;
 use super::check_failover::{Terms, failover};
+use super::check_persistence::persistence;
 use super::check_probes::{Reach, Setting, field, probe_keys, refused};
 use super::diagnose::server_said;
 use super::topology::Source;
@@ -181,9 +182,11 @@ fn cluster_masters(session: &mut StandaloneSession) -> Result<Vec<String>, Strin
 /// `ACL WHOAMI`: the user rlock is authenticated as.
 fn user(session: &mut StandaloneSession) -> (Verdict, String) {
     match session.ask(|con| redis::cmd("ACL").arg("WHOAMI").query::<String>(con)) {
+        // Works, so ok (a fit server passes whatever its user); the
+        // production checklist's advice goes in the detail.
         Ok(name) if name == "default" => (
             Verdict::Ok,
-            "authenticated as the default user (ACL WHOAMI)".into(),
+            "authenticated as the default user (ACL WHOAMI), which may run every command on every key: in production give rlock an ACL user of its own, limited to its prefix (README: ACL users)".into(),
         ),
         Ok(name) => (
             Verdict::Ok,
@@ -352,22 +355,6 @@ fn eviction(session: &mut StandaloneSession) -> (Verdict, String) {
             "maxmemory {max} with maxmemory-policy {policy}{which} may evict held locks under memory pressure: use noeviction (CONFIG SET maxmemory-policy noeviction, and in the server's configuration)"
         ),
     )
-}
-
-/// Without AOF, a restart brings back at best the last snapshot: holds taken
-/// since are gone while their holders run on.
-fn persistence(session: &mut StandaloneSession) -> (Verdict, String) {
-    match session.setting(&Setting::new("persistence", "aof_enabled", "appendonly")) {
-        Ok(on) if on == "1" || on == "yes" => (
-            Verdict::Ok,
-            "appendonly yes: a restart keeps the holds".into(),
-        ),
-        Ok(_) => (
-            Verdict::Warn,
-            "appendonly no: a restart loses every hold (and a second run can take a lock whose holder still runs): enable appendonly (CONFIG SET appendonly yes, and in the server's configuration)".into(),
-        ),
-        Err(why) => (Verdict::Unknown, why),
-    }
 }
 
 /// Replicas connected to the master (`INFO replication`).

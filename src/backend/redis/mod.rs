@@ -18,6 +18,7 @@
 mod call;
 mod check_clock;
 mod check_failover;
+mod check_persistence;
 mod check_probes;
 mod check_rights;
 mod checks;
