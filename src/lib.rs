@@ -11,6 +11,7 @@
 //! ([`cli`]), its generated completions and man page ([`generate`]), and the
 //! outcome types ([`exit`], [`error`]). Every other module is the crate's own.
 
+pub(crate) mod announce;
 pub(crate) mod backend;
 pub mod cli;
 pub(crate) mod commands;

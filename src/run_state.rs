@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use crate::announce::Announcer;
 use crate::backend::Backend;
 use crate::lock::clock::Stamp;
 use crate::lock::name::LockId;
@@ -69,11 +70,18 @@ pub struct Shared {
     late: AtomicU64,
     /// Set once the signal thread runs.
     watching: OnceLock<()>,
+    /// Whom the run's events are told, from any of its threads.
+    announce: Arc<Announcer>,
 }
 
 impl Shared {
-    /// Starts in [`Phase::Acquiring`].
+    /// Starts in [`Phase::Acquiring`], announcing nothing.
     pub fn new(lock: &str) -> Arc<Self> {
+        Shared::announcing(lock, Announcer::none())
+    }
+
+    /// Starts in [`Phase::Acquiring`]; the run's events go to `announce`.
+    pub fn announcing(lock: &str, announce: Arc<Announcer>) -> Arc<Self> {
         Arc::new(Shared {
             lock: lock.to_owned(),
             phase: Mutex::new(Phase::Acquiring),
@@ -81,7 +89,13 @@ impl Shared {
             deadlines: OnceLock::new(),
             late: AtomicU64::new(0),
             watching: OnceLock::new(),
+            announce,
         })
+    }
+
+    /// Whom the run's events are told.
+    pub fn announce(&self) -> &Announcer {
+        &self.announce
     }
 
     /// Starts the signal thread unless it runs already: call before blocking

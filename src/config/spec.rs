@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Config;
+use super::announce::AnnounceSpec;
 use crate::cli::{FOREVER, LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
@@ -102,6 +103,8 @@ pub struct RunSpec {
     pub kill_after: Option<Duration>,
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
+    /// Whom the run tells it waits, holds and ends (systemd, `--ready-file`).
+    pub announce: AnnounceSpec,
 }
 
 impl RunSpec {
@@ -115,6 +118,7 @@ impl RunSpec {
             max_hold: args.max_hold,
             kill_after: args.kill_after,
             metrics_file: args.metrics_file.clone(),
+            announce: AnnounceSpec::resolve(args)?,
         })
     }
 }
