@@ -53,7 +53,9 @@ impl Notifier {
             state: Mutex::new(State::default()),
         };
         if spec.ready == NotifyReady::Start {
-            notifier.send(&mut notifier.state(), "READY=1\nSTATUS=started");
+            let mut state = notifier.state();
+            state.ready = true;
+            notifier.send(&mut state, "READY=1\nSTATUS=started");
         }
         Some(notifier)
     }

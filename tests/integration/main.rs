@@ -87,6 +87,8 @@ mod check;
 mod history;
 /// run --metrics-file and rlock metrics, read by prometheus_client's parser
 mod metrics;
+/// systemd's notification socket (STATUS, READY, WATCHDOG) and --ready-file
+mod notify;
 /// no password or token stored with a hold; tokens from RLOCK_TOKEN
 mod secrets;
 /// a rolling upgrade: the previous release's rlock (built from history) beside this one
