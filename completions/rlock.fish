@@ -59,6 +59,9 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l history -d 'Keep the
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l lease -d 'Fixed lease without renewal: COMMAND gets SIGTERM --kill-after before it ends and is killed just before it ends (exit 70)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l max-hold -d 'Stop COMMAND this long after it started, as timeout(1) does: SIGTERM to its process group, SIGKILL --kill-after later; the lock is released and rlock exits 124' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l metrics-file -d 'When the run ends, write its outcome to FILE in Prometheus\' text format (for node_exporter\'s textfile collector), keeping other locks\' series' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l notify-ready -d 'Under systemd (NOTIFY_SOCKET set), when READY=1 goes out: once the lock is held and COMMAND started (held), or at once (start)' -r -f -a "held\t'Once the lock is held and COMMAND started'
+start\t'At once: a waiting standby counts as started'"
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l ready-file -d 'A file that exists exactly while the lock is held and COMMAND runs (for a readiness probe): RLOCK_NAME=, RLOCK_FENCE=, RLOCK_FENCES=, RLOCK_PID= and RLOCK_SINCE= lines' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
