@@ -12,6 +12,7 @@
 //! outcome types ([`exit`], [`error`]), and the pings to a monitor
 //! ([`ping`]). Every other module is the crate's own.
 
+pub(crate) mod announce;
 pub(crate) mod backend;
 pub mod cli;
 pub(crate) mod commands;

@@ -21,6 +21,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use crate::announce::Announcer;
 use crate::backend::Backend;
 use crate::lock::clock::Stamp;
 use crate::lock::name::LockId;
@@ -76,11 +77,18 @@ pub struct Shared {
     /// Told when [`Shared::stop_signal`] is set (the timer of COMMAND's
     /// limits, when one runs).
     on_stop_signal: Mutex<Option<Sender<()>>>,
+    /// Whom the run's events are told, from any of its threads.
+    announce: Arc<Announcer>,
 }
 
 impl Shared {
-    /// Starts in [`Phase::Acquiring`].
+    /// Starts in [`Phase::Acquiring`], announcing nothing.
     pub fn new(lock: &str) -> Arc<Self> {
+        Shared::announcing(lock, Announcer::none())
+    }
+
+    /// Starts in [`Phase::Acquiring`]; the run's events go to `announce`.
+    pub fn announcing(lock: &str, announce: Arc<Announcer>) -> Arc<Self> {
         Arc::new(Shared {
             lock: lock.to_owned(),
             phase: Mutex::new(Phase::Acquiring),
@@ -90,7 +98,13 @@ impl Shared {
             watching: OnceLock::new(),
             stop_signal: OnceLock::new(),
             on_stop_signal: Mutex::new(None),
+            announce,
         })
+    }
+
+    /// Whom the run's events are told.
+    pub fn announce(&self) -> &Announcer {
+        &self.announce
     }
 
     /// Starts the signal thread unless it runs already: call before blocking

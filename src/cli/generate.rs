@@ -286,6 +286,17 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_METRICS_FILE\fR
 \fB--metrics-file\fR: where \fBrun\fR writes its outcome in Prometheus' text format.
 .TP
+\fBRLOCK_NOTIFY_READY\fR
+\fB--notify-ready\fR: under systemd, READY=1 once the lock is held (held, the default) or at once (start) (\fBrun\fR).
+.TP
+\fBRLOCK_READY_FILE\fR
+\fB--ready-file\fR: a file that exists exactly while the lock is held and COMMAND runs (\fBrun\fR).
+.TP
+\fBNOTIFY_SOCKET\fR
+Set by systemd for \fBType=notify\fR: \fBrun\fR sends STATUS= (what it waits for or holds), READY=1, EXTEND_TIMEOUT_USEC= while it waits and STOPPING=1 when COMMAND ends; the progress log then says only when the wait starts and when the holder changes.
+.TP
+\fBWATCHDOG_USEC\fR, \fBWATCHDOG_PID\fR
+Set by systemd for \fBWatchdogSec=\fR: \fBrun\fR sends WATCHDOG=1 after each answer from the server while it waits and each confirmed renewal while it holds, hearing from the server and renewing at least every half of it (ignored when \fBWATCHDOG_PID\fR names another process)..TP
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP
@@ -392,6 +403,8 @@ Monitoring: exits 1 when the lock is free.
 \fBrlock run --metrics-file /var/lib/prometheus/node-exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
 What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status; Debian's directory, elsewhere the one \fB--collector.textfile.directory\fR names, often /var/lib/node_exporter/textfile_collector); a hung backup is stopped after 3 hours (exit 124).
 .TP
+\fBrlock run --unreachable-wait forever --ready-file /run/scheduler.ready scheduler -- /app/scheduler\fR
+A hot standby on every host (a systemd \fBType=notify\fR unit, a Kubernetes Deployment): one runs, the others wait and take over; the file exists only where it runs..TP
 \fBrlock history nightly-backup\fR, \fBrlock history --json --limit 10 deploy\fR
 What happened last night: the lock's last events, newest first (acquired, released, busy, lost, forced, max-hold, interrupted), with host, pid, command, fence, time waited or held and exit status.
 .TP

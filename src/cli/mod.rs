@@ -30,6 +30,7 @@ const WAITING: &str = "Waiting";
 const LEASE: &str = "Lease";
 const KINDS: &str = "Lock kinds";
 const RECORDS: &str = "Records";
+const SERVICE: &str = "Service managers";
 
 /// Lock names are not files: completions offer nothing for NAME (and PATTERN)
 /// positions (zsh shows the help text instead; src/cli/generate.rs sees to bash
@@ -357,6 +358,28 @@ pub struct RunArgs {
           value_hint = clap::ValueHint::FilePath, help_heading = RECORDS)]
     pub metrics_file: Option<std::path::PathBuf>,
 
+    /// Under systemd (NOTIFY_SOCKET set), when READY=1 goes out: once the
+    /// lock is held and COMMAND started (held), or at once (start).
+    ///
+    /// Meanwhile STATUS= says what the run waits for, and EXTEND_TIMEOUT_USEC=
+    /// keeps the unit's start from timing out. With WATCHDOG_USEC, WATCHDOG=1
+    /// follows each answer from the server while waiting and each confirmed
+    /// renewal while holding.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = NotifyReady::Held,
+          env = "RLOCK_NOTIFY_READY", help_heading = SERVICE)]
+    pub notify_ready: NotifyReady,
+
+    /// A file that exists exactly while the lock is held and COMMAND runs
+    /// (for a readiness probe): RLOCK_NAME=, RLOCK_FENCE=, RLOCK_FENCES=,
+    /// RLOCK_PID= and RLOCK_SINCE= lines.
+    ///
+    /// Written atomically once COMMAND started; removed before the release,
+    /// and as soon as the hold is lost. Its directory must be writable when
+    /// rlock starts (else exit 2).
+    #[arg(long, value_name = "PATH", env = "RLOCK_READY_FILE",
+          value_hint = clap::ValueHint::FilePath, help_heading = SERVICE)]
+    pub ready_file: Option<std::path::PathBuf>,
+
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
     /// [default: 10s, at most a third of the lease].
     ///
@@ -411,6 +434,15 @@ impl RunArgs {
             self.command = vec!["sh".into(), "-c".into(), string];
         }
     }
+}
+
+/// When a run under systemd tells it it is ready (`--notify-ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NotifyReady {
+    /// Once the lock is held and COMMAND started.
+    Held,
+    /// At once: a waiting standby counts as started.
+    Start,
 }
 
 /// Options of `rlock acquire`.

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use crate::announce::Announcer;
 use crate::config::{Config, RunSpec};
 use crate::error::Result;
 use crate::exit::Exit;
@@ -11,15 +12,17 @@ use crate::supervisor::{AFTER_LOSS_STEP, Ended};
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
 /// in its group), release, in that order (see [`crate::supervisor`]); then
 /// writes the `--metrics-file` and the events only the run's end knows,
-/// whatever the end.
+/// whatever the end, and tells the run's end to its announcer last.
 pub fn run(config: &Config, spec: &RunSpec) -> Result<Exit> {
-    let ended = crate::supervisor::run(config, spec);
+    let announcer = Announcer::new(&spec.announce);
+    let ended = crate::supervisor::run(config, spec, &announcer);
     if ended.exit() != Exit::Usage {
         if let Some(path) = &spec.metrics_file {
             crate::commands::metrics::write_run_file(path, &spec.names, &ended);
         }
         record_end(config, spec, &ended);
     }
+    crate::supervisor::announce_end(&announcer, &ended);
     ended.result
 }
 

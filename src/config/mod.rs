@@ -5,9 +5,11 @@
 //! layers below (the domain, the backends) reads the environment, and
 //! nothing after this step parses a URL.
 
+mod announce;
 mod note;
 mod spec;
 
+pub use announce::{AnnounceSpec, NotifySpec};
 pub use spec::{LockSpec, RunSpec};
 
 use std::path::PathBuf;

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Config;
+use super::announce::AnnounceSpec;
 use crate::cli::{FOREVER, LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
@@ -104,6 +105,8 @@ pub struct RunSpec {
     pub signal_grace: Option<Duration>,
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
+    /// Whom the run tells it waits, holds and ends (systemd, `--ready-file`).
+    pub announce: AnnounceSpec,
 }
 
 impl RunSpec {
@@ -118,6 +121,7 @@ impl RunSpec {
             kill_after: args.kill_after,
             signal_grace: args.signal_grace.filter(|g| *g != crate::cli::FOREVER),
             metrics_file: args.metrics_file.clone(),
+            announce: AnnounceSpec::resolve(args)?,
         })
     }
 }

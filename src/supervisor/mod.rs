@@ -12,6 +12,7 @@
 //! the lock is held, and the lock cannot be released while COMMAND's group
 //! still runs.
 
+mod announced;
 mod child;
 mod command_env;
 mod ended;
@@ -28,6 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::announce::{self, Announcer};
 use crate::backend::{Backend, Session};
 use crate::config::{Config, RunSpec};
 use crate::error::{Cause, Error, Result};
@@ -39,6 +41,7 @@ use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
 use crate::wait::{self, Wanted};
+pub use announced::ended as announce_end;
 pub use ended::Ended;
 use ended::Holding;
 pub use ending::Ending;
@@ -56,10 +59,10 @@ pub const AFTER_LOSS: Duration = Duration::from_millis(2500);
 pub const AFTER_LOSS_STEP: Duration = Duration::from_millis(500);
 
 /// Runs `spec` through every state, to its end: what the run did, whatever
-/// state it ended in.
-pub fn run(config: &Config, spec: &RunSpec) -> Ended {
+/// state it ended in. Its events on the way are told to `announcer`.
+pub fn run(config: &Config, spec: &RunSpec, announcer: &Arc<Announcer>) -> Ended {
     let through = || -> std::result::Result<Ended, Box<Ended>> {
-        Ok(Prepared::new(config, spec)
+        Ok(Prepared::new(config, spec, announcer)
             .map_err(|err| Ended::early(err, None, None, None))?
             .acquire()?
             .spawn()?
@@ -180,7 +183,7 @@ impl<'a> Prepared<'a> {
     /// Finds COMMAND, forks the guardian and starts catching signals (the
     /// names and options were checked when the command line was resolved).
     /// Nothing is acquired yet.
-    pub fn new(config: &'a Config, spec: &'a RunSpec) -> Result<Self> {
+    pub fn new(config: &'a Config, spec: &'a RunSpec, announcer: &Arc<Announcer>) -> Result<Self> {
         let names = spec.names.as_slice();
         let display = names
             .iter()
@@ -206,7 +209,7 @@ impl<'a> Prepared<'a> {
                 .map_err(|e| Error::internal(format!("cannot start the guardian process: {e}")))?,
         };
         run_state::start();
-        let shared = Shared::new(&display);
+        let shared = Shared::announcing(&display, Arc::clone(announcer));
         child::become_subreaper();
         Ok(Prepared {
             run: Run {
@@ -292,10 +295,21 @@ impl Run<'_> {
         );
         wanted.replica_timeout = self.config.connect_timeout;
         if let Lease::Renewed(_) = self.lease {
-            wanted.refresh_after = self.lease.period(self.grace);
+            wanted.refresh_after = self.period();
         }
         wanted.record = record;
         wanted
+    }
+
+    /// How often the lease is renewed: its own cadence, or under systemd's
+    /// watchdog half its interval if shorter (WATCHDOG=1 follows each
+    /// confirmed renewal, so the watchdog hears from a healthy holder in time).
+    fn period(&self) -> Duration {
+        let period = self.lease.period(self.grace);
+        match self.spec.announce.notify.as_ref().and_then(|n| n.watchdog) {
+            Some(watchdog) => period.min((watchdog / 2).max(Duration::from_millis(100))),
+            None => period,
+        }
     }
 
     /// Arms the lease's deadlines (counted from `since`) in the guardian. A
@@ -310,7 +324,7 @@ impl Run<'_> {
                     format!(
                         "{}: renewed every {}; rides out server outages up to {}",
                         self.display,
-                        tenths(self.lease.period(self.grace)),
+                        tenths(self.period()),
                         tenths(self.lease.rides_out(self.grace))
                     )
                 });
@@ -392,6 +406,7 @@ impl<'a> Held<'a> {
                 return Err(holding.ended(err));
             }
         };
+        announced::held(run.shared.announce(), run.names, &holding);
         let limits = max_hold::MaxHold::start(run.limits(), Stamp::now(), &run.shared);
         let unrecorded = holding.recorder.unrecorded(&holding.locks, holding.waited);
         // Off the path to COMMAND, which runs already; a signal that comes
@@ -436,6 +451,7 @@ impl<'a> Running<'a> {
             display: run.display.clone(),
             lease: run.lease,
             grace: run.grace,
+            period: run.period(),
             confirmed_at: holding.since,
             deadlines,
         };
@@ -444,7 +460,7 @@ impl<'a> Running<'a> {
         // runs then, or at once on a terminal, where a ^Z must be noticed
         // while it is stopped. Either way the thread is off the path from the
         // handoff to COMMAND; the guardian keeps the deadlines meanwhile.
-        let first_renewal = holding.since + run.lease.period(run.grace);
+        let first_renewal = holding.since + run.period();
         let mut renewing =
             if !foreground && child::exits_before(&command, first_renewal, &run.shared) {
                 Renewing::Idle(session)
@@ -453,6 +469,7 @@ impl<'a> Running<'a> {
             };
         let status = child::wait(command, &run.shared, foreground);
         crate::report::mark("exited");
+        run.shared.announce().tell(&announce::Event::Stopping);
         let stopped = limits.map_or(max_hold::Stopped::No, max_hold::MaxHold::finish);
         if let Renewing::Idle(session) = renewing {
             // What COMMAND left running in its group works under the lock

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use super::held::HeldLock;
 use super::lost::{Lost, why_lapsed};
+use crate::announce::Event;
 use crate::backend::Session;
 use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
@@ -97,6 +98,8 @@ pub struct Renewal {
     pub lease: Lease,
     /// Grace between SIGTERM and SIGKILL (already fitted to the lease).
     pub grace: Duration,
+    /// How often it is renewed (see [`crate::supervisor::Run::period`]).
+    pub period: Duration,
     /// When the request that proved the lease was sent.
     pub confirmed_at: Stamp,
     /// The deadlines the guardian enforces.
@@ -148,8 +151,15 @@ fn watch(
         match watch.turn() {
             Next::Again => {}
             Next::Stopped => return (watch.session, None),
-            Next::Ended(lost) => return (watch.session, Some(lost)),
-            Next::Lost(lost) => break lost,
+            // The guardian may have stopped COMMAND before this thread knew.
+            Next::Ended(lost) => {
+                shared.announce().tell(&Event::Lost);
+                return (watch.session, Some(lost));
+            }
+            Next::Lost(lost) => {
+                shared.announce().tell(&Event::Lost);
+                break lost;
+            }
         }
     };
     watch.kill_when_due();
@@ -210,7 +220,7 @@ impl<'a> Watch<'a> {
             renewal,
             stopped,
             shared,
-            next: renewal.confirmed_at + renewal.lease.period(renewal.grace),
+            next: renewal.confirmed_at + renewal.period,
             failing: None,
             clock: None,
             extend: Extend::AtLeast,
@@ -248,8 +258,7 @@ impl<'a> Watch<'a> {
             return Next::Stopped;
         }
         if deadlines.fire_if_due() {
-            self.shared.signal_group(Signal::TERM);
-            self.shared.signal_group(Signal::CONT);
+            self.stop_command();
         }
         let Some(term) = deadlines.term_at() else {
             return Next::Again;
@@ -333,8 +342,7 @@ impl<'a> Watch<'a> {
     fn not_ours(&mut self, name: String, step: Option<ClockStep>) -> Next {
         let renewal = self.renewal;
         if renewal.deadlines.stop_now(renewal.grace) {
-            self.shared.signal_group(Signal::TERM);
-            self.shared.signal_group(Signal::CONT);
+            self.stop_command();
         } else {
             // The guardian had stopped COMMAND before the answer came: if
             // rlock itself was stopped meanwhile (within the renewal's round
@@ -352,6 +360,14 @@ impl<'a> Watch<'a> {
             },
             _ => Lost::NotOurs(name),
         })
+    }
+
+    /// The hold is lost: said first (the ready file goes before COMMAND
+    /// hears of it), then COMMAND's group gets SIGTERM.
+    fn stop_command(&self) {
+        self.shared.announce().tell(&Event::Lost);
+        self.shared.signal_group(Signal::TERM);
+        self.shared.signal_group(Signal::CONT);
     }
 
     /// The step of the server's clock since the last answered renewal, as
@@ -389,7 +405,8 @@ impl<'a> Watch<'a> {
             self.shared.signal_group(Signal::KILL);
             return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
-        self.next = sent + renewal.lease.period(renewal.grace);
+        self.shared.announce().tell(&Event::Renewed);
+        self.next = sent + renewal.period;
         self.spacing = RETRY_SPACING;
         if self.failing.take().is_some() {
             report::error(&format!("{}: renewal confirmed again", renewal.display));

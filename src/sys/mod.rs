@@ -11,6 +11,7 @@ pub mod clock;
 pub mod fs;
 pub mod guardian;
 pub mod inotify;
+pub mod notify;
 pub mod process;
 pub mod random;
 pub mod signal;

@@ -15,6 +15,7 @@
 
 mod outage;
 mod registrations;
+mod views;
 mod waiter;
 mod waiting_line;
 mod wanted;

@@ -11,6 +11,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::announce::Event;
 use crate::error::{Cause, Error, Result};
 use crate::report;
 use crate::run_state::Shared;
@@ -72,6 +73,10 @@ impl Outage {
         if give_up.is_some_and(|at| now >= at) {
             return Err(self.gave_up(err, now - since));
         }
+        shared.announce().tell(&Event::Unreachable {
+            lock,
+            for_: now - since,
+        });
         // Said when the outage starts and when its cause changes (refused,
         // then loading), not at every try.
         let said = err.to_string();

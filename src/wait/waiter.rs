@@ -21,6 +21,7 @@ use crate::lock::name::LockId;
 use crate::report;
 use crate::run_state::{Blocked, Phase, Shared};
 use crate::wait::outage::Outage;
+use crate::wait::views::Views;
 use crate::wait::waiting_line::holder_for;
 use holds::{Say, confirm_replicas, give_back, refresh};
 
@@ -80,8 +81,7 @@ pub(super) struct Waiter<'a, 'w> {
     deadline: Option<Instant>,
     registered: Registrations,
     announced: bool,
-    line: Option<crate::wait::waiting_line::WaitLine>,
-    progress: Option<crate::wait::waiting_line::ProgressLog>,
+    views: Views,
     /// The lock last waited for (named when a signal ends the wait).
     waiting_on: usize,
 }
@@ -106,8 +106,7 @@ impl<'a, 'w> Waiter<'a, 'w> {
             deadline: wanted.patience.wait_ends,
             registered: Registrations::default(),
             announced: false,
-            line: None,
-            progress: None,
+            views: Views::default(),
             waiting_on: 0,
         }
     }
@@ -115,10 +114,8 @@ impl<'a, 'w> Waiter<'a, 'w> {
     /// Off a terminal, a wait that was logged ends with a line saying the
     /// lock was acquired and after how long.
     pub(super) fn log_acquired(&self) {
-        if let Some(progress) = &self.progress {
-            let names: Vec<&str> = self.wanted.locks.iter().map(|k| k.name.as_str()).collect();
-            progress.acquired(&names.join(", "));
-        }
+        let names: Vec<&str> = self.wanted.locks.iter().map(|k| k.name.as_str()).collect();
+        self.views.acquired(&names.join(", "));
     }
 
     /// Holds read after the `--wait` deadline (a server that stalled across
@@ -287,10 +284,8 @@ impl<'a, 'w> Waiter<'a, 'w> {
             Say::Failures
         };
         give_back(self.session, self.wanted, holds, say);
-        if err.is_transient()
-            && let Some(line) = &self.line
-        {
-            line.unreachable(&keys.name);
+        if err.is_transient() {
+            self.views.unreachable(&keys.name);
         }
         match self.outage.ride_out(err, &keys.name, self.shared) {
             Ok(()) => Ok(Round::Retry),
@@ -380,13 +375,6 @@ impl<'a, 'w> Waiter<'a, 'w> {
             .in_lock(&keys.name);
             return Err(self.fail(err));
         }
-        if self.line.is_none() && self.progress.is_none() && !self.announced {
-            self.line = crate::wait::waiting_line::WaitLine::start();
-            if self.line.is_none() {
-                self.progress =
-                    crate::wait::waiting_line::ProgressLog::start(wanted.progress_interval);
-            }
-        }
         // No holder known: a Redisson lock (its layout records none), else
         // the queue is what stands in the way.
         let unknown = if keys.redisson {
@@ -394,12 +382,10 @@ impl<'a, 'w> Waiter<'a, 'w> {
         } else {
             "queued behind other waiters"
         };
-        if let Some(line) = &self.line {
-            line.waiting(&keys.name, holder, taken.place, unknown);
-        }
-        if let Some(progress) = &mut self.progress {
-            progress.tick(&keys.name, holder, taken.place, unknown);
-        }
+        let every = wanted.progress_interval;
+        let shown = (taken.place, unknown);
+        self.views
+            .taken(self.shared, every, &keys.name, holder, shown);
         if !self.announced {
             self.announced = true;
             report::verbose(|| match holder {
@@ -426,9 +412,9 @@ impl<'a, 'w> Waiter<'a, 'w> {
         let keys = &wanted.locks[taken.i];
         let cap = turn.block_cap;
         let mut block = taken.pttl.unwrap_or(cap).min(cap).max(MIN_BLOCK);
-        // Look again when the next progress line is due, so it is on time.
-        if let Some(progress) = &self.progress {
-            block = block.min(progress.until_due().max(MIN_BLOCK));
+        // Look again when the next progress line or answer is due, on time.
+        if let Some(most) = self.views.block_at_most(self.shared) {
+            block = block.min(most.max(MIN_BLOCK));
         }
         // A signal ends the wait through a thread that wakes it.
         if let Err(err) = self.shared.watch_signals() {
@@ -454,10 +440,8 @@ impl<'a, 'w> Waiter<'a, 'w> {
             Ok(_) => Ok(None),
             Err(err) => {
                 let err = or_signal(err, keys, self.shared);
-                if err.is_transient()
-                    && let Some(line) = &self.line
-                {
-                    line.unreachable(&keys.name);
+                if err.is_transient() {
+                    self.views.unreachable(&keys.name);
                 }
                 match self.outage.ride_out(err, &keys.name, self.shared) {
                     Ok(()) => Ok(None),

@@ -241,6 +241,26 @@ pub fn holder_for(h: &HolderInfo, held: Duration) -> String {
     )
 }
 
+/// `waiting for NAME: held by pid 42 on host ('command') for 3s; 1st in
+/// line`: what the last attempt found, sanitized, as the progress log and
+/// systemd's STATUS= say it; `unknown` stands for an unknown holder.
+pub fn waiting_for(
+    lock: &str,
+    holder: Option<&HolderInfo>,
+    place: Option<u32>,
+    unknown: &str,
+) -> String {
+    let who = match holder {
+        Some(h) => format!("held by {}", holder_for(h, h.held_for)),
+        None => unknown.into(),
+    };
+    format!(
+        "waiting for {}: {who}{}",
+        report::sanitize(lock),
+        in_line(place)
+    )
+}
+
 /// `; 2nd in line`: a waiter's place in the queue, when the backend knows it.
 fn in_line(place: Option<u32>) -> String {
     let Some(n) = place else {
@@ -256,17 +276,20 @@ fn in_line(place: Option<u32>) -> String {
     format!("; {n}{suffix} in line")
 }
 
-/// Off a terminal: a timestamped line when waiting starts and every `every`.
+/// Off a terminal: a timestamped line when waiting starts and every `every`
+/// (or, when systemd's STATUS= shows the wait, when its holder changes).
 pub struct ProgressLog {
     every: Duration,
     started: Instant,
     next: Instant,
+    changes_only: bool,
 }
 
 impl ProgressLog {
     /// None on a terminal (the waiting line shows it), with `-q`, or when
-    /// `every` is zero (`--progress-interval 0`).
-    pub fn start(every: Duration) -> Option<Self> {
+    /// `every` is zero (`--progress-interval 0`). With `changes_only`, a line
+    /// only when the wait starts and when its holder changes.
+    pub fn start(every: Duration, changes_only: bool) -> Option<Self> {
         let tty = crate::sys::terminal::stderr_is_terminal();
         if tty || every.is_zero() || !report::enabled() {
             return None;
@@ -276,31 +299,26 @@ impl ProgressLog {
             every,
             started: now,
             next: now,
+            changes_only,
         })
     }
 
-    /// Prints the line if one is due: what the last attempt found.
-    pub fn tick(
-        &mut self,
-        lock: &str,
-        holder: Option<&HolderInfo>,
-        place: Option<u32>,
-        unknown: &'static str,
-    ) {
+    /// Prints the line if one is due: `waiting` (see [`waiting_for`]), what
+    /// the last attempt found, whose holder `changed` since the one before.
+    pub fn tick(&mut self, waiting: &str, changed: bool) {
         let now = Instant::now();
-        if now < self.next {
+        let due = if self.changes_only {
+            changed
+        } else {
+            now >= self.next
+        };
+        if !due {
             return;
         }
         self.next = now + self.every;
-        let who = match holder {
-            Some(h) => format!("held by {}", holder_for(h, h.held_for)),
-            None => unknown.into(),
-        };
         let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         report::error(&format!(
-            "{at} waiting for {}: {who}{}; waited {}",
-            report::sanitize(lock),
-            in_line(place),
+            "{at} {waiting}; waited {}",
             seconds(now - self.started)
         ));
     }
@@ -316,9 +334,9 @@ impl ProgressLog {
         ));
     }
 
-    /// How long until the next line is due.
-    pub fn until_due(&self) -> Duration {
-        self.next.saturating_duration_since(Instant::now())
+    /// How long until the next line is due (None: lines come with changes).
+    pub fn until_due(&self) -> Option<Duration> {
+        (!self.changes_only).then(|| self.next.saturating_duration_since(Instant::now()))
     }
 }
 

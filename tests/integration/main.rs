@@ -97,6 +97,8 @@ mod metrics;
 mod password_command;
 /// pings to a monitor (healthchecks.io's protocol) against a recording HTTP(S) server
 mod ping;
+/// systemd's notification socket (STATUS, READY, WATCHDOG) and --ready-file
+mod notify;
 /// no password or token stored with a hold; tokens from RLOCK_TOKEN
 mod secrets;
 /// a rolling upgrade: the previous release's rlock (built from history) beside this one

@@ -1,0 +1,152 @@
+//! systemd's view of a run (sd_notify(3)): STATUS= says what it waits for
+//! or holds; READY=1 goes out once the lock is held (or at once, with
+//! `--notify-ready=start`), with EXTEND_TIMEOUT_USEC= until then so a long
+//! wait does not fail the unit's start; with a watchdog, WATCHDOG=1 follows
+//! each sign of progress (an answer while waiting, a confirmed renewal
+//! while holding) and nothing else, so a wedged rlock is restarted.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::{Event, Sink, holding};
+use crate::cli::NotifyReady;
+use crate::config::NotifySpec;
+use crate::report;
+use crate::sys::notify::NotifySocket;
+
+/// How often a waiting run refreshes STATUS= at least (its "for 3m").
+const STATUS_EVERY: Duration = Duration::from_secs(30);
+
+/// Slack on top of the start timeout's extension, for a try that takes its
+/// whole reply bound after the longest block.
+const EXTEND_SLACK: Duration = Duration::from_secs(30);
+
+/// The systemd sink.
+pub(super) struct Notifier {
+    socket: NotifySocket,
+    watchdog: Option<Duration>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// READY=1 went out.
+    ready: bool,
+    /// A send failed (said once, with -v).
+    failed: bool,
+}
+
+impl Notifier {
+    /// Opens the socket `spec` names (a failure is a -v line: rlock runs on
+    /// unannounced) and sends READY=1 now if asked for at start.
+    pub(super) fn open(spec: &NotifySpec) -> Option<Notifier> {
+        let socket = match NotifySocket::open(&spec.socket) {
+            Ok(socket) => socket,
+            Err(err) => {
+                report::verbose(|| format!("NOTIFY_SOCKET cannot be used ({err})"));
+                return None;
+            }
+        };
+        let notifier = Notifier {
+            socket,
+            watchdog: spec.watchdog,
+            state: Mutex::new(State::default()),
+        };
+        if spec.ready == NotifyReady::Start {
+            let mut state = notifier.state();
+            state.ready = true;
+            notifier.send(&mut state, "READY=1\nSTATUS=started");
+        }
+        Some(notifier)
+    }
+
+    /// The longest a waiting run goes without an answer from the server:
+    /// half the watchdog's interval (sd_watchdog_enabled(3) advises pinging
+    /// that often), and STATUS= is refreshed at least every 30 s.
+    pub(super) fn answer_every(&self) -> Duration {
+        self.watchdog
+            .map_or(STATUS_EVERY, |w| (w / 2).min(STATUS_EVERY))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, state: &mut State, message: &str) {
+        if let Err(err) = self.socket.send(message)
+            && !state.failed
+        {
+            state.failed = true;
+            report::verbose(|| format!("cannot notify systemd ({err})"));
+        }
+    }
+
+    /// A message while waiting: `status`, a start timeout pushed past the
+    /// next refresh (until READY=1), and WATCHDOG=1 after an `answer`.
+    fn waiting(&self, status: &str, answer: bool) {
+        let mut state = self.state();
+        let mut message = format!("STATUS={}", one_line(status));
+        if !state.ready {
+            let extend = self.answer_every() * 3 + EXTEND_SLACK;
+            message.push_str(&format!("\nEXTEND_TIMEOUT_USEC={}", extend.as_micros()));
+        }
+        if answer && self.watchdog.is_some() {
+            message.push_str("\nWATCHDOG=1");
+        }
+        self.send(&mut state, &message);
+    }
+}
+
+impl Sink for Notifier {
+    fn tell(&self, event: &Event<'_>) {
+        match event {
+            Event::Waiting { status } => self.waiting(status, true),
+            Event::Unreachable { lock, for_ } => {
+                let status = format!(
+                    "waiting for {}: server unreachable for {}",
+                    report::sanitize(lock),
+                    humantime::format_duration(Duration::from_secs(for_.as_secs()))
+                );
+                self.waiting(&status, false);
+            }
+            Event::Held(held) => {
+                let mut state = self.state();
+                let mut message = format!("STATUS={}", one_line(&holding(held)));
+                if !state.ready {
+                    state.ready = true;
+                    message.push_str("\nREADY=1");
+                }
+                if self.watchdog.is_some() {
+                    message.push_str("\nWATCHDOG=1");
+                }
+                self.send(&mut state, &message);
+            }
+            Event::Renewed if self.watchdog.is_some() => {
+                self.send(&mut self.state(), "WATCHDOG=1");
+            }
+            Event::Lost => {
+                self.send(
+                    &mut self.state(),
+                    "STATUS=the hold is lost; stopping COMMAND",
+                );
+            }
+            Event::Stopping => {
+                self.send(&mut self.state(), "STOPPING=1\nSTATUS=releasing");
+            }
+            Event::Ended(ended) => {
+                let status = match (ended.skipped, ended.cause) {
+                    (true, Some(cause)) => format!("not run: {cause}"),
+                    (false, Some(cause)) => cause.to_owned(),
+                    (_, None) => format!("exited with status {}", ended.exit.code()),
+                };
+                self.send(&mut self.state(), &format!("STATUS={}", one_line(&status)));
+            }
+            Event::Renewed => {}
+        }
+    }
+}
+
+/// `text` on one line: a newline would start another assignment.
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}

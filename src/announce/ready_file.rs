@@ -1,0 +1,117 @@
+//! `--ready-file`: a file that exists exactly while the lock is held and
+//! COMMAND runs, for an exec readiness probe (`test -e FILE`). Written whole
+//! (a temporary file in the same directory, renamed), so a probe never reads
+//! half of it; removed when COMMAND exits, before the release, and as soon
+//! as the hold is known lost.
+//!
+//! Its lines: `RLOCK_NAME=` (the names, space-separated), `RLOCK_FENCE=`
+//! (the first name's fence), `RLOCK_FENCES=` (`name=fence` for each),
+//! `RLOCK_PID=` (rlock's pid) and `RLOCK_SINCE=` (when the lock was taken,
+//! RFC 3339 UTC). Never the owner token.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::{Event, Held, Sink};
+use crate::report;
+
+/// The ready file and whether rlock wrote it.
+pub(super) struct ReadyFile {
+    path: PathBuf,
+    written: Mutex<bool>,
+}
+
+impl ReadyFile {
+    pub(super) fn new(path: PathBuf) -> Self {
+        ReadyFile {
+            path,
+            written: Mutex::new(false),
+        }
+    }
+
+    fn written(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.written.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self, held: &Held<'_>) {
+        let mut written = self.written();
+        let mut temp = self.path.clone().into_os_string();
+        temp.push(format!(".{}.tmp", std::process::id()));
+        let temp = PathBuf::from(temp);
+        let done = std::fs::write(&temp, content(held)).and_then(|()| {
+            std::fs::rename(&temp, &self.path).inspect_err(|_| {
+                let _ = std::fs::remove_file(&temp);
+            })
+        });
+        match done {
+            Ok(()) => *written = true,
+            Err(err) => report::error(&format!(
+                "--ready-file {}: not written ({err})",
+                report::sanitize(&self.path.display().to_string())
+            )),
+        }
+    }
+
+    fn remove(&self) {
+        let mut written = self.written();
+        if std::mem::take(&mut *written)
+            && let Err(err) = std::fs::remove_file(&self.path)
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            report::error(&format!(
+                "--ready-file {}: not removed ({err})",
+                report::sanitize(&self.path.display().to_string())
+            ));
+        }
+    }
+}
+
+impl Sink for ReadyFile {
+    fn tell(&self, event: &Event<'_>) {
+        match event {
+            Event::Held(held) => self.write(held),
+            Event::Lost | Event::Stopping | Event::Ended(_) => self.remove(),
+            Event::Waiting { .. } | Event::Unreachable { .. } | Event::Renewed => {}
+        }
+    }
+}
+
+/// The file's lines for `held`.
+fn content(held: &Held<'_>) -> String {
+    let names: Vec<&str> = held.locks.iter().map(|(name, _)| *name).collect();
+    let fences: Vec<String> = held
+        .locks
+        .iter()
+        .map(|(name, fence)| format!("{name}={fence}"))
+        .collect();
+    let first = held.locks.first().map_or(0, |(_, fence)| *fence);
+    format!(
+        "RLOCK_NAME={}\nRLOCK_FENCE={first}\nRLOCK_FENCES={}\nRLOCK_PID={}\nRLOCK_SINCE={}\n",
+        names.join(" "),
+        fences.join(" "),
+        std::process::id(),
+        humantime::format_rfc3339_seconds(held.acquired_at)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_names_the_locks_their_fences_and_rlocks_pid() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let text = content(&Held {
+            locks: &[("db", 7), ("cache", 9)],
+            acquired_at: at,
+        });
+        let pid = std::process::id();
+        assert_eq!(
+            text,
+            format!(
+                "RLOCK_NAME=db cache\nRLOCK_FENCE=7\nRLOCK_FENCES=db=7 cache=9\n\
+                 RLOCK_PID={pid}\nRLOCK_SINCE=2027-01-15T08:00:00Z\n"
+            )
+        );
+    }
+}
