@@ -787,7 +787,7 @@ _rlock() {
             return 0
             ;;
         rlock__subcmd__run)
-            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --lease --max-hold --metrics-file --notify-ready --ready-file --kill-after --signal-grace --command --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
+            opts="-w -n -E -x -s -c -u -v -q -h -V --timeout --wait --nonblock --nb --no-wait --note --progress-interval --unreachable-wait --conflict-exit-code --ttl --exclusive --shared --limit --fair --min-replicas --history --redisson --lease --max-hold --metrics-file --notify-ready --ready-file --ping --kill-after --signal-grace --command --url --prefix --cacert --cert --key --password-file --password-command --connect-timeout --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -881,6 +881,10 @@ _rlock() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
                     fi
+                    return 0
+                    ;;
+                --ping)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --kill-after)

@@ -27,7 +27,7 @@ end
 
 complete -c rlock -n "__fish_rlock_needs_command" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_needs_command" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_needs_command" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_needs_command" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -63,12 +63,13 @@ complete -c rlock -n "__fish_rlock_using_subcommand run" -l metrics-file -d 'Whe
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l notify-ready -d 'Under systemd (NOTIFY_SOCKET set), when READY=1 goes out: once the lock is held and COMMAND started (held), or at once (start)' -r -f -a "held\t'Once the lock is held and COMMAND started'
 start\t'At once: a waiting standby counts as started'"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l ready-file -d 'A file that exists exactly while the lock is held and COMMAND runs (for a readiness probe): RLOCK_NAME=, RLOCK_FENCE=, RLOCK_FENCES=, RLOCK_PID= and RLOCK_SINCE= lines' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l ping -d 'Pings a monitor at URL in healthchecks.io\'s protocol (Cronitor and others accept it too): URL/start when the lock is taken, URL/<exit status> after the release, URL/log for a run skipped because the lock was taken, each with the run\'s id (rid=)' -r -f
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l kill-after -d 'Grace between SIGTERM and SIGKILL when COMMAND must be stopped [default: 10s, at most a third of the lease]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l signal-grace -d 'After forwarding SIGINT, SIGTERM or SIGHUP to COMMAND, kill COMMAND\'s process group (SIGKILL) if it still runs this long after the first of them, release the lock, and exit 128+N for that signal N [default: off]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s c -l command -d 'Run STRING with `sh -c` instead of a COMMAND after `--` (as flock\'s -c)' -r -f -a "(__fish_complete_command)"
 complete -c rlock -n "__fish_rlock_using_subcommand run" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand run" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand run" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -95,7 +96,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l history -d 'Keep
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l while-pid -d 'Keep the lock renewed while process PID lives, and release it when PID exits (a small background watchdog; e.g. --while-pid $$ for the calling shell). The watchdog also ends when the lock is released or lost. With file:DIR it is required: the watchdog keeps the lock files open' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand acquire" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -114,7 +115,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand renew" -l token -d 'The owne
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l ttl -d 'New lease length, from now' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand renew" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -129,7 +130,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -l token -d 'The ow
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l history -d 'Keep the lock\'s last N events for `rlock history` (the release, or with --force whose hold was removed); 0 records nothing' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand release" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand release" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -143,7 +144,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand release" -s h -l help -d 'Pr
 complete -c rlock -n "__fish_rlock_using_subcommand release" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand status" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand status" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -158,7 +159,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand status" -s h -l help -d 'Pri
 complete -c rlock -n "__fish_rlock_using_subcommand status" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand list" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand list" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand list" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -174,7 +175,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -l ttl -d 'The --ttl 
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l kill-after -d 'The --kill-after your runs use [default: 10s, at most a third of the lease]: a longer one leaves the lease less of an outage to ride out' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand check" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand check" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand check" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -188,7 +189,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'P
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -202,7 +203,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand history" -s h -l help -d 'Pr
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F
@@ -214,7 +215,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s h -l help -d 'Pr
 complete -c rlock -n "__fish_rlock_using_subcommand metrics" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
-complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss://, instead of the system\'s trust store' -r -F
+complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l cert -d 'TLS: client certificate file (PEM) for rediss://, with --key' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l key -d 'TLS: client private key file (PEM) for rediss://, with --cert' -r -F
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -l password-file -d 'Read the password from FILE, again for each new connection (for short-lived tokens used as passwords, such as cloud IAM tokens)' -r -F

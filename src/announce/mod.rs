@@ -1,7 +1,7 @@
 //! What the world around a run is told: one [`Announcer`] per run receives
 //! the run's lifecycle [`Event`]s, from whichever thread sees them, and
 //! hands each to its [`Sink`]s (systemd's notification socket, the
-//! `--ready-file`). A sink that is not configured does not exist: with none,
+//! `--ready-file`, the `--ping` monitor). A sink that is not configured does not exist: with none,
 //! telling an event is a loop over an empty list (no thread, no system
 //! call), and callers skip building what only a sink would read
 //! ([`Announcer::quiet`]).
@@ -20,6 +20,7 @@
 //! taken, and its one-line cause.
 
 mod notify;
+mod ping;
 mod ready_file;
 
 use std::sync::Arc;
@@ -112,6 +113,11 @@ impl Announcer {
             announcer
                 .sinks
                 .push(Box::new(ready_file::ReadyFile::new(path.clone())));
+        }
+        if let Some(pinger) = &spec.ping {
+            announcer
+                .sinks
+                .push(Box::new(ping::Ping::new(std::sync::Arc::clone(pinger))));
         }
         Arc::new(announcer)
     }

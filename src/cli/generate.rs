@@ -292,11 +292,15 @@ Password, used when the URL has none. Never printed.
 \fBRLOCK_READY_FILE\fR
 \fB--ready-file\fR: a file that exists exactly while the lock is held and COMMAND runs (\fBrun\fR).
 .TP
+\fBRLOCK_PING\fR
+\fB--ping\fR: a monitor URL told in healthchecks.io's protocol: URL/start when the lock is taken, URL/<exit status> after the release, URL/log for a run skipped because the lock was taken (\fBrun\fR).
+.TP
 \fBNOTIFY_SOCKET\fR
 Set by systemd for \fBType=notify\fR: \fBrun\fR sends STATUS= (what it waits for or holds), READY=1, EXTEND_TIMEOUT_USEC= while it waits and STOPPING=1 when COMMAND ends; the progress log then says only when the wait starts and when the holder changes.
 .TP
 \fBWATCHDOG_USEC\fR, \fBWATCHDOG_PID\fR
-Set by systemd for \fBWatchdogSec=\fR: \fBrun\fR sends WATCHDOG=1 after each answer from the server while it waits and each confirmed renewal while it holds, hearing from the server and renewing at least every half of it (ignored when \fBWATCHDOG_PID\fR names another process)..TP
+Set by systemd for \fBWatchdogSec=\fR: \fBrun\fR sends WATCHDOG=1 after each answer from the server while it waits and each confirmed renewal while it holds, hearing from the server and renewing at least every half of it (ignored when \fBWATCHDOG_PID\fR names another process).
+.TP
 \fBRLOCK_KILL_AFTER\fR
 \fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
 .TP

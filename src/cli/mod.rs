@@ -89,8 +89,8 @@ pub struct Global {
           help_heading = CONNECTION)]
     pub prefix: String,
 
-    /// TLS: CA certificate file (PEM) to trust for rediss://, instead of the
-    /// system's trust store.
+    /// TLS: CA certificate file (PEM) to trust for rediss:// (and an https://
+    /// --ping), instead of the system's trust store.
     #[arg(long, value_name = "FILE", env = "RLOCK_CACERT", global = true, help_heading = CONNECTION)]
     pub cacert: Option<std::path::PathBuf>,
 
@@ -379,6 +379,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", env = "RLOCK_READY_FILE",
           value_hint = clap::ValueHint::FilePath, help_heading = SERVICE)]
     pub ready_file: Option<std::path::PathBuf>,
+
+    /// Pings a monitor at URL in healthchecks.io's protocol (Cronitor and
+    /// others accept it too): URL/start when the lock is taken, URL/<exit
+    /// status> after the release, URL/log for a run skipped because the lock
+    /// was taken, each with the run's id (rid=).
+    ///
+    /// The body is rlock's one-line cause, never COMMAND's output. Pings go
+    /// out after the release, 3 tries within 15s each; one that fails is a
+    /// -v line and never changes the exit status. https:// trusts the
+    /// system's CA store, or --cacert.
+    #[arg(long, value_name = "URL", env = "RLOCK_PING",
+          value_hint = clap::ValueHint::Url, help_heading = SERVICE)]
+    pub ping: Option<String>,
 
     /// Grace between SIGTERM and SIGKILL when COMMAND must be stopped
     /// [default: 10s, at most a third of the lease].

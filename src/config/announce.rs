@@ -1,12 +1,14 @@
 //! What `run` tells the world around it, resolved once: the service
 //! manager's notification socket (`NOTIFY_SOCKET`, `WATCHDOG_USEC`,
-//! `WATCHDOG_PID`, as systemd sets them) and `--ready-file`.
+//! `WATCHDOG_PID`, as systemd sets them), `--ready-file` and `--ping`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{NotifyReady, RunArgs};
 use crate::error::{Error, Result};
+use crate::ping::{PingUrl, Pinger};
 
 /// Where and how a run announces itself; nothing when empty.
 #[derive(Debug, Clone, Default)]
@@ -15,6 +17,8 @@ pub struct AnnounceSpec {
     pub notify: Option<NotifySpec>,
     /// `--ready-file`: exists exactly while the lock is held and COMMAND runs.
     pub ready_file: Option<PathBuf>,
+    /// `--ping`: the monitor told when the lock is taken and how the run ended.
+    pub ping: Option<Arc<Pinger>>,
 }
 
 /// The notification socket and what goes to it.
@@ -29,8 +33,9 @@ pub struct NotifySpec {
 }
 
 impl AnnounceSpec {
-    /// From `run`'s options and the environment systemd sets.
-    pub fn resolve(args: &RunArgs) -> Result<AnnounceSpec> {
+    /// From `run`'s options and the environment systemd sets; `cacert` is
+    /// the trust of an `https://` ping (`--cacert`).
+    pub fn resolve(args: &RunArgs, cacert: Option<&Path>) -> Result<AnnounceSpec> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let notify = var("NOTIFY_SOCKET").map(|socket| NotifySpec {
             socket,
@@ -40,9 +45,19 @@ impl AnnounceSpec {
         if let Some(path) = &args.ready_file {
             writable(path)?;
         }
+        // Checked here, not by clap: its messages quote the value, which
+        // may carry a monitor's key.
+        let ping = match args.ping.as_deref().filter(|url| !url.is_empty()) {
+            Some(url) => {
+                let url = PingUrl::parse(url).map_err(|e| Error::usage(format!("--ping: {e}")))?;
+                Some(Arc::new(Pinger::new(url, cacert)?))
+            }
+            None => None,
+        };
         Ok(AnnounceSpec {
             notify,
             ready_file: args.ready_file.clone(),
+            ping,
         })
     }
 }

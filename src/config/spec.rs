@@ -121,7 +121,7 @@ impl RunSpec {
             kill_after: args.kill_after,
             signal_grace: args.signal_grace.filter(|g| *g != crate::cli::FOREVER),
             metrics_file: args.metrics_file.clone(),
-            announce: AnnounceSpec::resolve(args)?,
+            announce: AnnounceSpec::resolve(args, config.tls.cacert.as_deref())?,
         })
     }
 }

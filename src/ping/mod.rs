@@ -72,6 +72,12 @@ pub struct Pinger {
     finished: Mutex<bool>,
 }
 
+impl std::fmt::Debug for Pinger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pinger").field(&self.display()).finish()
+    }
+}
+
 impl Pinger {
     /// A pinger for `url`; `cacert` (`--cacert`) is the trust of an
     /// `https://` URL instead of the system's CA store, read now (a file

@@ -93,12 +93,14 @@ mod check_persistence;
 mod history;
 /// run --metrics-file and rlock metrics, read by prometheus_client's parser
 mod metrics;
+/// systemd's notification socket (STATUS, READY, WATCHDOG) and --ready-file
+mod notify;
 /// --password-command: run for each new connection, failures say why (69)
 mod password_command;
 /// pings to a monitor (healthchecks.io's protocol) against a recording HTTP(S) server
 mod ping;
-/// systemd's notification socket (STATUS, READY, WATCHDOG) and --ready-file
-mod notify;
+/// run --ping: what a monitor hears of real runs (start, exit status, skips, losses)
+mod run_pings;
 /// no password or token stored with a hold; tokens from RLOCK_TOKEN
 mod secrets;
 /// a rolling upgrade: the previous release's rlock (built from history) beside this one

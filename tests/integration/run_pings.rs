@@ -1,0 +1,180 @@
+//! `run --ping URL`: what a monitor hears of real runs, recorded by a local
+//! HTTP(S) server. `start` once the lock is taken, the exit status after the
+//! release (success, COMMAND's failure, `--max-hold`, a loss), `log` for a
+//! run skipped because the lock was taken (with and without `-E 0`), each
+//! run under a run id of its own; a monitor that is down changes nothing.
+
+use crate::support::holder::{go, hold, release, until_go};
+use crate::support::http_server::{HttpServer, Request};
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, assert_fails, code, output, rlock, sh, show, spawn};
+use crate::support::scratch::Scratch;
+use crate::support::tls::Tls;
+
+/// Each request as (path, rid).
+fn seen(requests: &[Request]) -> Vec<(String, String)> {
+    requests
+        .iter()
+        .map(|r| (r.path.clone(), r.param("rid").unwrap_or("").to_owned()))
+        .collect()
+}
+
+/// The two requests of one run: start, then `status`, under one run id.
+fn assert_started_and_ended(requests: &[Request], status: &str) -> String {
+    let seen = seen(requests);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, "/hc/start", "{seen:?}");
+    assert_eq!(seen[1].0, format!("/hc/{status}"), "{seen:?}");
+    assert_eq!(seen[0].1, seen[1].1, "one run id: {seen:?}");
+    assert_eq!(seen[0].1.len(), 36, "a UUID: {seen:?}");
+    requests[1].body_text()
+}
+
+#[test]
+fn a_run_pings_start_then_its_exit_status_under_one_run_id() {
+    let redis = RedisServer::start();
+    let monitor = HttpServer::http();
+    let ping = monitor.url("/hc");
+    let ok = output(rlock(&redis.url()).args(["run", "--ping", &ping, "job", "--", "true"]));
+    assert_eq!(code(&ok), 0, "{}", show(&ok));
+    assert_eq!(rlock::stderr(&ok), "");
+    let body = assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "0");
+    assert_eq!(body, "");
+
+    let monitor = HttpServer::http();
+    let failed = output(
+        rlock(&redis.url())
+            .env("RLOCK_PING", monitor.url("/hc"))
+            .args(["run", "job", "--"])
+            .args(sh("exit 3")),
+    );
+    assert_eq!(code(&failed), 3, "{}", show(&failed));
+    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "3");
+
+    let monitor = HttpServer::http();
+    let capped = output(rlock(&redis.url()).args([
+        "run",
+        "--ping",
+        &monitor.url("/hc"),
+        "--max-hold",
+        "200ms",
+        "job",
+        "--",
+        "sleep",
+        "10",
+    ]));
+    assert_eq!(code(&capped), 124, "{}", show(&capped));
+    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "124");
+}
+
+#[test]
+fn a_run_skipped_because_the_lock_is_taken_pings_log_with_its_cause() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = hold(&redis, &dir, "nightly");
+    for (flags, status) in [(&["-n"][..], 75), (&["-n", "-E", "0"][..], 0)] {
+        let monitor = HttpServer::http();
+        let skipped = output(
+            rlock(&redis.url())
+                .args(["run", "--ping", &monitor.url("/hc")])
+                .args(flags)
+                .args(["nightly", "--", "true"]),
+        );
+        assert_eq!(code(&skipped), status, "{}", show(&skipped));
+        let requests = monitor.wait_for(1, rlock::LIMIT);
+        let seen = seen(&requests);
+        assert_eq!(seen.len(), 1, "{flags:?}: {seen:?}");
+        assert_eq!(seen[0].0, "/hc/log", "{flags:?}: {seen:?}");
+        let body = requests[0].body_text();
+        assert!(
+            body.starts_with("nightly: ") && body.contains("held by pid"),
+            "{flags:?}: {body}"
+        );
+    }
+    release(&dir, "nightly");
+    assert_eq!(holder.wait_within(rlock::LIMIT).code(), Some(0));
+}
+
+#[test]
+fn a_lost_lock_pings_70_with_the_loss_as_its_body() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let monitor = HttpServer::http();
+    let run = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--ping",
+                &monitor.url("/hc"),
+                "--ttl",
+                "3s",
+                "lost",
+                "--",
+            ])
+            .args(sh(&until_go(&dir))),
+    );
+    let started = monitor.wait_for(1, rlock::LIMIT);
+    assert_eq!(seen(&started)[0].0, "/hc/start");
+    let force = output(rlock(&redis.url()).args(["release", "--force", "lost"]));
+    assert_eq!(code(&force), 0, "{}", show(&force));
+    let out = run.output_within(rlock::LIMIT);
+    go(&dir);
+    assert_fails(&out, 70);
+    let body = assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "70");
+    assert!(body.contains("lock lost"), "{body}");
+}
+
+#[test]
+fn pings_over_https_trust_the_cacert_given() {
+    let redis = RedisServer::start();
+    let tls = Tls::new();
+    let monitor = HttpServer::https(&tls);
+    let out = output(rlock(&redis.url()).args([
+        "run",
+        "--cacert",
+        &tls.file("ca.crt"),
+        "--ping",
+        &monitor.url("/hc"),
+        "job",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "0");
+}
+
+#[test]
+fn a_monitor_that_is_down_changes_nothing_but_a_verbose_line() {
+    let redis = RedisServer::start();
+    // A port nobody listens on: the server is stopped once bound.
+    let url = {
+        let monitor = HttpServer::http();
+        monitor.url("/hc")
+    };
+    let quiet = output(rlock(&redis.url()).args(["run", "--ping", &url, "job", "--", "true"]));
+    assert_eq!(code(&quiet), 0, "{}", show(&quiet));
+    assert_eq!(rlock::stderr(&quiet), "");
+    let failed = output(
+        rlock(&redis.url())
+            .args(["run", "-v", "--ping", &url, "job", "--"])
+            .args(sh("exit 4")),
+    );
+    assert_eq!(code(&failed), 4, "{}", show(&failed));
+    let err = rlock::stderr(&failed);
+    assert!(err.contains("rlock: ping to http://127.0.0.1:"), "{err}");
+}
+
+#[test]
+fn a_ping_url_that_is_not_http_is_refused_without_quoting_it() {
+    let out = output(rlock("redis://127.0.0.1:1").args([
+        "run",
+        "--ping",
+        "ftp://secret-key@example.com/x",
+        "job",
+        "--",
+        "true",
+    ]));
+    let err = assert_fails(&out, 2);
+    assert!(err.starts_with("rlock: --ping: "), "{err}");
+    assert!(!err.contains("secret-key"), "{err}");
+}
