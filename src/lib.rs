@@ -134,11 +134,17 @@ fn run_command(cli: Cli) -> Result<Exit> {
 
 /// Prints `err` as the single `rlock: …` line the contract promises.
 pub fn report(err: &Error) {
-    // `-E 0`: "not acquired" was declared a success; success prints nothing,
-    // but -v says the run was skipped and why (a cron job skipped for days
-    // behind a stuck holder must leave a trace somewhere).
+    // `-E 0`: "not acquired" was declared a success. Off a terminal (cron
+    // mails any output) it prints nothing but with -v (a cron job skipped
+    // for days behind a stuck holder must leave a trace somewhere); on a
+    // terminal someone is watching, and a silent skip reads as a run.
     if err.exit().code() == 0 {
-        report::verbose(|| format!("skipped (exit 0 by -E 0): {err}"));
+        let line = format!("skipped (exit 0 by -E 0): {err}");
+        if sys::terminal::stderr_is_terminal() {
+            report::error(&line);
+        } else {
+            report::verbose(|| line);
+        }
         return;
     }
     // Usage errors are printed even with -q: the caller made a mistake to fix.

@@ -69,6 +69,9 @@ pub struct Shared {
     late: AtomicU64,
     /// Set once the signal thread runs.
     watching: OnceLock<()>,
+    /// The first terminating signal forwarded to COMMAND (0: none), which
+    /// the run's closing line names.
+    forwarded: AtomicI32,
 }
 
 impl Shared {
@@ -81,6 +84,7 @@ impl Shared {
             deadlines: OnceLock::new(),
             late: AtomicU64::new(0),
             watching: OnceLock::new(),
+            forwarded: AtomicI32::new(0),
         })
     }
 
@@ -160,6 +164,15 @@ impl Shared {
         }
     }
 
+    /// The first of SIGHUP, SIGINT, SIGQUIT or SIGTERM forwarded to COMMAND,
+    /// if any.
+    pub fn forwarded(&self) -> Option<Signal> {
+        match self.forwarded.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(Signal::from_number(n)),
+        }
+    }
+
     /// Locks the phase; a poisoned lock still yields the state (no panic path).
     pub fn phase(&self) -> MutexGuard<'_, Phase> {
         self.phase.lock().unwrap_or_else(|p| p.into_inner())
@@ -203,6 +216,17 @@ impl Shared {
             Phase::Running { pid, exited: false } => {
                 // Not reaped while the phase is locked: the pid is COMMAND's.
                 crate::sys::process::signal_process(*pid, signal);
+                if matches!(
+                    signal,
+                    Signal::HUP | Signal::INT | Signal::QUIT | Signal::TERM
+                ) {
+                    let _ = self.forwarded.compare_exchange(
+                        0,
+                        signal.number(),
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    );
+                }
             }
             Phase::Running { .. } | Phase::Finished => {}
             Phase::Acquiring => self.note_interrupt(signal),

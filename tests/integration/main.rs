@@ -65,6 +65,8 @@ mod faults;
 mod outage;
 /// forwarding (kill and terminal), interrupts while waiting
 mod signals;
+/// a holder's log off a terminal: the closing line, an outage, a skip
+mod story;
 
 // The command line and its output: bad input, status, writes that fail, generated files.
 /// usage errors and unusable servers, one `rlock:` line each
