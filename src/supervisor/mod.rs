@@ -16,6 +16,7 @@ mod child;
 mod command_env;
 mod ended;
 mod ending;
+mod handover;
 mod held;
 pub(crate) mod holder;
 mod lost;
@@ -42,6 +43,7 @@ use crate::wait::{self, Wanted};
 pub use ended::Ended;
 use ended::Holding;
 pub use ending::Ending;
+pub use handover::give_back;
 use held::HeldLock;
 use lost::{Lost, why_lapsed};
 pub use record::Recorder;
@@ -374,6 +376,13 @@ impl<'a> Held<'a> {
                 return Err(holding.ended(err));
             }
         };
+        // Off the path to COMMAND: should rlock die from here on, its
+        // guardian gives the holds back once COMMAND's group is gone. (A
+        // file: lock is the kernel's: it ends with rlock's open files.)
+        if !run.config.is_local() {
+            run.guardian
+                .hand_over(&handover::text(command.pid(), &holding.locks));
+        }
         let max_hold = run.spec.max_hold.and_then(|limit| {
             max_hold::MaxHold::start(limit, run.grace, Stamp::now(), &run.shared)
         });
