@@ -59,6 +59,8 @@ mod model;
 // Faults: crashes, stalls, outages, signals, injected chaos.
 /// contending runs under a loop of injected faults
 mod chaos;
+/// a SIGKILLed holder's lock released by its guardian; an overdue renewal in status
+mod dead_holder;
 /// crashes and stalls of rlock or redis-server, lost leases
 mod faults;
 /// waiting runs wait out a restarting server, within bounds
