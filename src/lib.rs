@@ -93,13 +93,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Command::Run(args) if sys::guardian::is_successor() => {
             // Silent unless it fails, whatever -v the dead rlock had.
             report::set_verbosity(i8::from(cli.global.quiet).wrapping_neg());
-            let config = config(args.lock.note.as_deref())?;
-            let spec = config::RunSpec::resolve(&config, args)?;
-            match sys::guardian::handed_over() {
-                Some(Ok(text)) => supervisor::give_back(&config, &spec, &text),
-                Some(Err(err)) => Err(Error::usage(err.to_string())),
-                None => Ok(Exit::Success),
-            }
+            give_back(&config(args.lock.note.as_deref())?, args)
         }
         Command::Run(args) => {
             let config = locking(args.lock.note.as_deref())?;
@@ -141,6 +135,17 @@ fn run_command(cli: Cli) -> Result<Exit> {
             let _ = std::io::stdout().write_all(generate::completion(*shell).as_bytes());
             Ok(Exit::Success)
         }
+    }
+}
+
+/// In the rlock a guardian became when its rlock died: gives back the holds
+/// it handed over (see `src/supervisor/handover.rs`).
+fn give_back(config: &config::Config, args: &cli::RunArgs) -> Result<Exit> {
+    let spec = config::RunSpec::resolve(config, args)?;
+    match sys::guardian::handed_over() {
+        Some(Ok(text)) => supervisor::give_back(config, &spec, &text),
+        Some(Err(err)) => Err(Error::usage(err.to_string())),
+        None => Ok(Exit::Success),
     }
 }
 

@@ -161,7 +161,7 @@ pub enum Command {
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
     /// Show who holds each lock: holders (host, pid, command, note, held for,
-    /// ttl) and waiters. Never owner tokens.
+    /// ttl, last renewal or how overdue it is) and waiters. Never owner tokens.
     ///
     /// The first line names the server(s) asked. A lock nobody holds reads
     /// `free`; a semaphore shows holders/limit; the fence is shown with -v and

@@ -382,7 +382,7 @@ mod tests {
                 since_ms: 1000,
                 lease_ms: Some(21000),
                 ttl_ms: Some(30000),
-                renewed_ms: Some(12000),
+                renewed_ms: Some(2000),
                 earlier: false,
             }],
             waiters: vec![WaiterStatus {
@@ -396,7 +396,7 @@ mod tests {
         };
         assert_eq!(
             json::to_string(&LockJson::new("deploy", &s, "127.0.0.1:6379")),
-            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false,\"renewed_ms_ago\":9000,\"renewal_overdue_ms\":0}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
+            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false,\"renewed_ms_ago\":2000,\"renewal_overdue_ms\":0}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
         );
     }
 
@@ -436,7 +436,7 @@ mod tests {
         };
         assert_eq!(
             json::to_string(&LockJson::new("d\u{e9}ploy", &s, "quorum of 3: a, b, c")),
-            r#"{"name":"déploy","server":"quorum of 3: a, b, c","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
+            r#"{"name":"déploy","server":"quorum of 3: a, b, c","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true,"renewed_ms_ago":null,"renewal_overdue_ms":null}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
         );
     }
 }
