@@ -42,7 +42,8 @@ use exit::Exit;
 pub fn start() {
     report::timeline_start();
     let mut args = std::env::args_os().skip(1);
-    if args.any(|arg| arg == "run") {
+    // (Not in the rlock a guardian became: it releases, it runs nothing.)
+    if args.any(|arg| arg == "run") && !sys::guardian::is_successor() {
         sys::guardian::start_early();
         report::mark("guardian");
     }
@@ -92,6 +93,11 @@ fn run_command(cli: Cli) -> Result<Exit> {
         Ok::<_, Error>(config)
     };
     match &cli.command {
+        Command::Run(args) if sys::guardian::is_successor() => {
+            // Silent unless it fails, whatever -v the dead rlock had.
+            report::set_verbosity(i8::from(cli.global.quiet).wrapping_neg());
+            give_back(&config(args.lock.note.as_deref())?, args)
+        }
         Command::Run(args) => {
             let config = locking(args.lock.note.as_deref())?;
             commands::run::run(&config, &config::RunSpec::resolve(&config, args)?)
@@ -152,13 +158,30 @@ fn dialect_of(command: &Command) -> lock::name::Dialect {
     lock::name::Dialect::redisson_if(redisson)
 }
 
+/// In the rlock a guardian became when its rlock died: gives back the holds
+/// it handed over (see `src/supervisor/handover.rs`).
+fn give_back(config: &config::Config, args: &cli::RunArgs) -> Result<Exit> {
+    let spec = config::RunSpec::resolve(config, args)?;
+    match sys::guardian::handed_over() {
+        Some(Ok(text)) => supervisor::give_back(config, &spec, &text),
+        Some(Err(err)) => Err(Error::usage(err.to_string())),
+        None => Ok(Exit::Success),
+    }
+}
+
 /// Prints `err` as the single `rlock: …` line the contract promises.
 pub fn report(err: &Error) {
-    // `-E 0`: "not acquired" was declared a success; success prints nothing,
-    // but -v says the run was skipped and why (a cron job skipped for days
-    // behind a stuck holder must leave a trace somewhere).
+    // `-E 0`: "not acquired" was declared a success. Off a terminal (cron
+    // mails any output) it prints nothing but with -v (a cron job skipped
+    // for days behind a stuck holder must leave a trace somewhere); on a
+    // terminal someone is watching, and a silent skip reads as a run.
     if err.exit().code() == 0 {
-        report::verbose(|| format!("skipped (exit 0 by -E 0): {err}"));
+        let line = format!("skipped (exit 0 by -E 0): {err}");
+        if sys::terminal::stderr_is_terminal() {
+            report::error(&line);
+        } else {
+            report::verbose(|| line);
+        }
         return;
     }
     // Usage errors are printed even with -q: the caller made a mistake to fix.

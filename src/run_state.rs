@@ -72,7 +72,7 @@ pub struct Shared {
     /// Set once the signal thread runs.
     watching: OnceLock<()>,
     /// The first SIGINT, SIGTERM or SIGHUP forwarded to COMMAND, and when:
-    /// `--signal-grace` counts from it.
+    /// `--signal-grace` counts from it, and the run's closing line names it.
     stop_signal: OnceLock<(Signal, Stamp)>,
     /// Told when [`Shared::stop_signal`] is set (the timer of COMMAND's
     /// limits, when one runs).

@@ -100,6 +100,12 @@ pub struct HolderStatus {
     /// Lease left, in ms; None for a hold with no lease (file: locks, kept
     /// by the kernel while the holder lives).
     pub lease_ms: Option<u64>,
+    /// The lease each renewal sets (the holder's ttl), when the hold
+    /// records it.
+    pub ttl_ms: Option<u64>,
+    /// How long ago the holder last renewed (server clock); None when it
+    /// has not renewed since it took the lock, or this is not known.
+    pub renewed_ms: Option<u64>,
     /// Held by an rlock from before the current key layout (no details).
     pub earlier: bool,
 }

@@ -116,7 +116,15 @@ pub const STATUS: Shape = shape!(
 pub const HOLDING: Shape = shape!(
     "holding",
     [
-        "host", "pid", "command", "since_ms", "ttl_ms", "note?", "earlier?",
+        "host",
+        "pid",
+        "command",
+        "since_ms",
+        "ttl_ms",
+        "note?",
+        "earlier?",
+        "lease_ms?",
+        "renewed_ms?",
     ]
 );
 /// One of [`STATUS`]'s waiters.

@@ -103,6 +103,8 @@ mod tests {
             note: String::new(),
             since_ms: 1000,
             lease_ms: Some(ttl_ms),
+            ttl_ms: None,
+            renewed_ms: None,
             earlier: false,
         }
     }

@@ -175,7 +175,7 @@ pub enum Command {
     /// renewal, stops its COMMAND and exits 70.
     Release(ReleaseArgs),
     /// Show who holds each lock: holders (host, pid, command, note, held for,
-    /// ttl) and waiters. Never owner tokens.
+    /// ttl, last renewal or how overdue it is) and waiters. Never owner tokens.
     ///
     /// The first line names where it looked: the server(s), the database and
     /// the prefix (server 127.0.0.1:6379 db 1 prefix team-a; --json: server,

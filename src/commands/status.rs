@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{Inspect, LockStatus, WaiterStatus};
+use crate::backend::{HolderStatus, Inspect, LockStatus, WaiterStatus};
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::lock::clock::now_ms;
 use crate::lock::kind::Kind;
+use crate::lock::lease::Lease;
 use crate::lock::name::{Dialect, LockName};
 use serde::Serialize;
 
@@ -204,14 +205,37 @@ fn holder_lines(out: &mut String, s: &LockStatus, now: u64) {
         }
         let _ = writeln!(
             out,
-            "  {} held for {held}, {lease}",
+            "  {} held for {held}, {lease}{}",
             report::holder(
                 &unknown_raw(&h.pid),
                 &unknown_raw(&h.host),
                 &h.command,
                 &h.note
             ),
+            renewal(h),
         );
+    }
+}
+
+/// How long past due a holder's next renewal is, given the longest period
+/// any `--kill-after` gives its ttl, and a second for the renewal's round
+/// trip; None before its first renewal, or for a hold that does not record
+/// its ttl.
+fn overdue(h: &HolderStatus) -> Option<u64> {
+    let renewed = h.renewed_ms?;
+    let ttl = Duration::from_millis(h.ttl_ms?);
+    let every = Lease::Renewed(ttl).period(Duration::ZERO);
+    let late = renewed.saturating_sub(u64::try_from(every.as_millis()).unwrap_or(u64::MAX));
+    Some(if late > 1000 { late } else { 0 })
+}
+
+/// `, renewed 2s ago`, or `, renewal overdue by 9s`: what `status` says of
+/// a holder's last renewal, when it knows.
+fn renewal(h: &HolderStatus) -> String {
+    match (h.renewed_ms, overdue(h)) {
+        (Some(_), Some(late)) if late > 0 => format!(", renewal overdue by {}", seconds(late)),
+        (Some(ms), _) => format!(", renewed {} ago", seconds(ms)),
+        _ => String::new(),
     }
 }
 
@@ -281,6 +305,11 @@ struct HolderJson<'a> {
     since: Option<String>,
     ttl_ms: Option<u64>,
     earlier_version: bool,
+    /// How long ago the holder last renewed; null before its first renewal.
+    renewed_ms_ago: Option<u64>,
+    /// How long past due its next renewal is (0: not overdue); null when
+    /// not known.
+    renewal_overdue_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -322,6 +351,8 @@ impl<'a> LockJson<'a> {
                 }),
                 ttl_ms: h.lease_ms,
                 earlier_version: h.earlier,
+                renewed_ms_ago: h.renewed_ms,
+                renewal_overdue_ms: overdue(h),
             })
             .collect();
         let waiters = s
@@ -363,7 +394,6 @@ impl<'a> LockJson<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::HolderStatus;
 
     #[test]
     fn status_json_has_the_contract_fields() {
@@ -379,6 +409,8 @@ mod tests {
                 note: String::new(),
                 since_ms: 1000,
                 lease_ms: Some(21000),
+                ttl_ms: Some(30000),
+                renewed_ms: Some(2000),
                 earlier: false,
             }],
             waiters: vec![WaiterStatus {
@@ -400,7 +432,7 @@ mod tests {
                     prefix: Some("team-a")
                 }
             )),
-            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"db\":1,\"prefix\":\"team-a\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
+            "{\"name\":\"deploy\",\"server\":\"127.0.0.1:6379\",\"db\":1,\"prefix\":\"team-a\",\"held\":true,\"kind\":\"exclusive\",\"limit\":1,\"holders\":[{\"host\":\"ci-3\",\"pid\":4242,\"command\":\"./deploy.sh\",\"note\":null,\"since\":\"1970-01-01T00:00:01Z\",\"ttl_ms\":21000,\"earlier_version\":false,\"renewed_ms_ago\":2000,\"renewal_overdue_ms\":0}],\"waiting\":2,\"waiters\":[{\"host\":\"ci-4\",\"pid\":43,\"note\":null,\"waiting_ms\":2000}],\"fence\":7}"
         );
     }
 
@@ -421,6 +453,8 @@ mod tests {
                 note: "a\u{2028}b\u{8}".into(),
                 since_ms: 0,
                 lease_ms: None,
+                ttl_ms: None,
+                renewed_ms: None,
                 earlier: true,
             }],
             waiters: vec![WaiterStatus {
@@ -446,7 +480,7 @@ mod tests {
                     prefix: Some("rlock")
                 }
             )),
-            r#"{"name":"déploy","server":"quorum of 3: a, b, c","db":null,"prefix":"rlock","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
+            r#"{"name":"déploy","server":"quorum of 3: a, b, c","db":null,"prefix":"rlock","held":true,"kind":"semaphore","limit":3,"holders":[{"host":null,"pid":null,"command":"echo \"ü\\n\"\t\u001b[2J\u007f\u202e 日本","note":"a\u2028b\u0008","since":null,"ttl_ms":null,"earlier_version":true,"renewed_ms_ago":null,"renewal_overdue_ms":null}],"waiting":1,"waiters":[{"host":"h\\","pid":null,"note":"\u009b","waiting_ms":null}],"fence":18446744073709551615,"servers":{"total":3,"answered":2,"agree":false,"disagreement":"\"c:3\" did not answer"}}"#
         );
     }
 }

@@ -17,6 +17,7 @@ mod child;
 mod command_env;
 mod ended;
 mod ending;
+mod handover;
 mod held;
 pub(crate) mod holder;
 mod lost;
@@ -45,6 +46,7 @@ pub use announced::ended as announce_end;
 pub use ended::Ended;
 use ended::Holding;
 pub use ending::Ending;
+pub use handover::give_back;
 use held::HeldLock;
 use lost::{Lost, why_lapsed};
 pub use record::Recorder;
@@ -406,6 +408,13 @@ impl<'a> Held<'a> {
                 return Err(holding.ended(err));
             }
         };
+        // Off the path to COMMAND: should rlock die from here on, its
+        // guardian gives the holds back once COMMAND's group is gone. (A
+        // file: lock is the kernel's: it ends with rlock's open files.)
+        if !run.config.is_local() {
+            run.guardian
+                .hand_over(&handover::text(command.pid(), &holding.locks));
+        }
         announced::held(run.shared.announce(), run.names, &holding);
         let limits = max_hold::MaxHold::start(run.limits(), Stamp::now(), &run.shared);
         let unrecorded = holding.recorder.unrecorded(&holding.locks, holding.waited);

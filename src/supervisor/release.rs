@@ -28,9 +28,17 @@ pub(super) enum Quiet {
     Yes,
 }
 
-/// Releases `held`, reusing the watchdog's session when there is one.
-/// Returns the name of a lock whose hold was already gone: it ended before
-/// COMMAND did, and someone else may have held it meanwhile. A release that
+/// What a release did.
+pub(super) struct Released {
+    /// The name of a lock whose hold was already gone: it ended before
+    /// COMMAND did, and someone else may have held it meanwhile.
+    pub(super) gone: Option<String>,
+    /// Whether every hold was given back.
+    pub(super) all: bool,
+}
+
+/// Releases `held`, reusing the watchdog's session when there is one
+/// (see [`Released`] for what it returns). A release that
 /// fails is reported (as `quiet` says), not fatal (COMMAND ran under a
 /// proven lease, and the lease expires by itself), once a fresh connection
 /// has shown the hold is still ours.
@@ -47,7 +55,7 @@ pub(super) fn release(
     quiet: Quiet,
     record: Option<&(u32, Event)>,
     by: Option<Instant>,
-) -> Option<String> {
+) -> Released {
     let late = || by.is_some_and(|by| Instant::now() >= by);
     let start = Instant::now();
     let failed = match session.take().map_or_else(|| backend.connect(), Ok) {
@@ -58,6 +66,7 @@ pub(super) fn release(
         Err(err) => Some(err),
     };
     let mut gone = None;
+    let mut all = true;
     for lock in held.iter().rev() {
         let name = lock.name();
         if late() {
@@ -67,6 +76,7 @@ pub(super) fn release(
                     humantime::format_duration(ttl)
                 )
             });
+            all = false;
             continue;
         }
         let event = record.map(|(cap, event)| {
@@ -92,6 +102,7 @@ pub(super) fn release(
             }),
             Ok(None) => gone = gone.or(Some(name.to_owned())),
             Err(err) => {
+                all = false;
                 if still_gone(backend, lock, &err, ttl, late()) {
                     gone = gone.or(Some(name.to_owned()));
                     continue;
@@ -108,7 +119,7 @@ pub(super) fn release(
             }
         }
     }
-    gone
+    Released { gone, all }
 }
 
 /// After a failed release: whether a new connection shows the hold is no
@@ -229,7 +240,7 @@ impl Finished<'_> {
         let event = holding
             .recorder
             .at_release(end.as_ref().ok().map(|end| end.ending()), held);
-        let gone = release(
+        let released = release(
             run.backend.as_ref(),
             &mut session,
             &holding.locks,
@@ -239,11 +250,14 @@ impl Finished<'_> {
             None,
         );
         crate::report::mark("released");
-        if let Some(gone) = gone {
+        if let Some(gone) = released.gone {
             let lost = Lost::GoneAtRelease(gone);
             let line = say_lost(&run, &lost, &holding.locks, session.as_mut(), holding.since);
             let ending = Ending::Lost { line, held };
             return ended(Ok(Exit::LockLost), ending, holding.recorder, None);
+        }
+        if released.all {
+            run.say_closing(&end, held);
         }
         let (result, ending) = run.exit(end, holding.acquired);
         ended(result, ending, holding.recorder, None)
@@ -286,6 +300,27 @@ fn release_lost(
 }
 
 impl Run<'_> {
+    /// After a release of every hold: one line saying so when the run did
+    /// not simply succeed (COMMAND failed, or a signal was forwarded to
+    /// it), so a log read off a terminal ends with what became of the lock.
+    /// A success stays silent; `--max-hold` and errors have lines of their
+    /// own.
+    fn say_closing(&self, end: &Result<CommandEnd>, held: Duration) {
+        let Ok(CommandEnd::Exited(code)) = end else {
+            return;
+        };
+        let on = match self.shared.stop_signal() {
+            Some((signal, _)) => format!(" on {signal}"),
+            None if *code == 0 => return,
+            None => String::new(),
+        };
+        report::error(&format!(
+            "{}: released after {} (COMMAND exited {code}{on})",
+            self.display,
+            held_for(held)
+        ));
+    }
+
     /// The exit status of a run whose lease held and whose locks were
     /// released: COMMAND's, 124 past `--max-hold`, or the error met waiting
     /// for COMMAND.
@@ -315,4 +350,13 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// "3.2s" under ten seconds, else whole seconds as humantime writes them
+/// ("16s", "2m 5s").
+fn held_for(held: Duration) -> String {
+    if held < Duration::from_secs(10) {
+        return super::tenths(held);
+    }
+    humantime::format_duration(Duration::from_secs(held.as_secs())).to_string()
 }

@@ -425,17 +425,16 @@ impl<'a> Watch<'a> {
     /// at `term`. One that waited out its reply bound is retried at once, so
     /// that some request is out whenever the server may come back.
     fn failed(&mut self, err: Failure, sent: Stamp, term: Stamp) {
-        // Said with -v only: if the lease is lost, the run's one line says
-        // why; if a retry gets through, nothing was.
+        // Once per outage, as it begins: a log read later shows when the
+        // renewals stopped getting through, before the line that says they
+        // did again or the one that says the lease was lost.
         if self.failing.is_none() {
-            report::verbose(|| {
-                format!(
-                    "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                    self.renewal.display,
-                    err.cause,
-                    humantime::format_duration(round_ms(term.remaining()))
-                )
-            });
+            report::error(&format!(
+                "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
+                self.renewal.display,
+                err.cause,
+                humantime::format_duration(round_ms(term.remaining()))
+            ));
         }
         // What the server said names the outage best (it became a replica,
         // it is loading); a renewal left unanswered only echoes the first

@@ -20,7 +20,10 @@
 //! COMMAND can start anything), wake-ups when a deadline moves earlier, and
 //! the final "done". When rlock dies the kernel closes the pipe, the read
 //! returns end-of-file, and the guardian SIGKILLs the group: what COMMAND
-//! started would otherwise run on without the lock.
+//! started would otherwise run on without the lock. It then becomes an
+//! rlock that gives the holds back once the group is gone
+//! ([`successor`](successor::Successor)), so the next holder need not wait
+//! out the lease.
 //!
 //! The functions the guardian runs sit together in one linker section
 //! (`.text.hot.rlock_guardian`, which the linker places as one run), so it
@@ -34,7 +37,10 @@ use std::time::Duration;
 use crate::sys::clock::Stamp;
 
 mod life;
+mod successor;
 use life::guard;
+use successor::Successor;
+pub use successor::{handed_over, is_successor};
 
 /// No deadline.
 const NONE: u64 = u64::MAX;
@@ -232,6 +238,8 @@ pub struct Guardian {
     /// once disarmed.
     writer: libc::c_int,
     cell: &'static Cell,
+    /// What it becomes should rlock die while COMMAND runs.
+    successor: Option<Successor>,
 }
 
 impl Guardian {
@@ -246,6 +254,7 @@ impl Guardian {
     #[unsafe(link_section = ".text.hot.rlock_guardian")]
     pub fn start() -> io::Result<Self> {
         let cell = shared_cell()?;
+        let successor = Successor::prepare();
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for the two descriptors pipe2 writes.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -273,11 +282,16 @@ impl Guardian {
         }
         if pid == 0 {
             // SAFETY: see above; the guardian ends with _exit.
-            unsafe { guard(reader, writer, cell) }
+            unsafe { guard(reader, writer, cell, successor.as_ref()) }
         }
         // SAFETY: the parent keeps only the write end.
         unsafe { libc::close(reader) };
-        Ok(Guardian { pid, writer, cell })
+        Ok(Guardian {
+            pid,
+            writer,
+            cell,
+            successor,
+        })
     }
 
     /// The pipe COMMAND's process writes its pid (= its process group id) to
@@ -292,6 +306,14 @@ impl Guardian {
             cell: self.cell,
             writer: self.writer,
         }
+    }
+
+    /// Leaves `text` (the run's holds) for the rlock the guardian becomes
+    /// should this one die; false when it cannot.
+    pub fn hand_over(&self, text: &str) -> bool {
+        self.successor
+            .as_ref()
+            .is_some_and(|s| s.write(text.as_bytes()).is_ok())
     }
 
     /// COMMAND's process group is empty: the guardian exits without killing.

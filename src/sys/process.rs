@@ -202,6 +202,36 @@ pub fn group_alive(pgid: Pid) -> bool {
     }
 }
 
+/// Whether group `pgid` has a member that is not a zombie, for a process
+/// that is not its members' parent: a member whose parent died waits for
+/// init to reap it, which in a container may be never, yet it runs no more.
+/// A member rlock may not signal (EPERM) counts as running.
+pub fn group_running(pgid: Pid) -> bool {
+    let Some(group) = pgid.kernel() else {
+        return false;
+    };
+    match rustix::process::test_kill_process_group(group) {
+        Ok(()) => {}
+        Err(e) => return e == rustix::io::Errno::PERM,
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    procs.filter_map(|entry| entry.ok()).any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // After the command name's closing parenthesis: state, ppid, pgrp.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+        pgrp == Some(pgid.raw()) && !matches!(state, "Z" | "X")
+    })
+}
+
 /// Makes this process the reaper of its orphaned descendants.
 pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(rustix::process::getpid().into());

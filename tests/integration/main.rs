@@ -59,6 +59,8 @@ mod model;
 // Faults: crashes, stalls, outages, signals, injected chaos.
 /// contending runs under a loop of injected faults
 mod chaos;
+/// a SIGKILLed holder's lock released by its guardian; an overdue renewal in status
+mod dead_holder;
 /// crashes and stalls of rlock or redis-server, lost leases
 mod faults;
 /// waiting runs wait out a restarting server, within bounds
@@ -67,6 +69,8 @@ mod outage;
 mod signal_grace;
 /// forwarding (kill and terminal), interrupts while waiting
 mod signals;
+/// a holder's log off a terminal: the closing line, an outage, a skip
+mod story;
 
 // The command line and its output: bad input, status, writes that fail, generated files.
 /// usage errors and unusable servers, one `rlock:` line each

@@ -86,7 +86,10 @@ fn a_command_finishing_before_max_hold_exits_with_its_own_status() {
             .args(sh("exit 3")),
     );
     assert_eq!(code(&out), 3, "{}", show(&out));
-    assert_eq!(stderr(&out), "", "{}", show(&out));
+    crate::support::expect::assert_lines(
+        &stderr(&out),
+        "rlock: quick: released after [..]s (COMMAND exited 3)",
+    );
     let out = output(
         rlock(&redis.url())
             .env("RLOCK_MAX_HOLD", "200ms")

@@ -98,7 +98,8 @@ fn a_busy_run_is_recorded_with_its_status_and_no_hold() {
 
 /// A metrics file that cannot be written never changes the run's status,
 /// and says so in one line without -v (a missing directory gets the
-/// collector's directory as a hint); -q silences it.
+/// collector's directory as a hint), after the run's closing line; -q
+/// silences it.
 #[test]
 fn a_metrics_file_that_cannot_be_written_does_not_fail_the_run() {
     let redis = RedisServer::start();
@@ -113,7 +114,8 @@ fn a_metrics_file_that_cannot_be_written_does_not_fail_the_run() {
     assert_lines(
         &stderr(&out),
         &format!(
-            "rlock: m: cannot write the metrics file '{file}': No such file or directory (os error 2); \
+            "rlock: m: released after [..]s (COMMAND exited 4)\n\
+             rlock: m: cannot write the metrics file '{file}': No such file or directory (os error 2); \
              create its directory, or use the textfile collector's (Debian: /var/lib/prometheus/node-exporter)"
         ),
     );

@@ -379,10 +379,14 @@ fn a_server_demoted_by_the_failover_command_is_named() {
             .contains("role:slave")
     });
     let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails(&out, 70);
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    // The outage's first failed renewal, then the loss.
     assert_lines(
         &err,
-        "rlock: demoted: lock lost: lease could not be renewed before it expired \
+        "rlock: demoted: renewal failed (demoted: server 127.0.0.1:[..] unavailable: the server \
+         became a replica [..]); retrying for [..] before stopping COMMAND\n\
+         rlock: demoted: lock lost: lease could not be renewed before it expired \
          (demoted: server 127.0.0.1:[..] unavailable: the server became a replica \
          (READONLY: a failover, or the FAILOVER command); the lock lives on its master: \
          use a redis+sentinel:// URL, or a host name that follows the master); \

@@ -420,6 +420,8 @@ impl Inspect for LocalSession {
                     note: d.note.clone(),
                     since_ms: d.since,
                     lease_ms: None,
+                    ttl_ms: None,
+                    renewed_ms: None,
                     earlier: false,
                 })
                 .collect(),

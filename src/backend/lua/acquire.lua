@@ -69,7 +69,7 @@ if redis.call('EXISTS', K_HOLDS, K_WAITERS, K_XWAIT, K_WEXP, K_WKIND, K_MINE, K_
     local fence = math.max(last + 1, NOW_US)
     if fence >= FENCE_END then return counter_full() end
     local info = {host = ARGV[4], pid = tonumber(ARGV[5]), command = ARGV[6], since = NOW,
-                  fence = fence_text(fence)}
+                  fence = fence_text(fence), ttl = ttl}
     if ARGV[12] and ARGV[12] ~= '' then info.note = ARGV[12] end
     redis.call('SET', K_FENCE, info.fence, 'PX', FENCE_IDLE)
     redis.call('HSET', K_HOLDS, token,

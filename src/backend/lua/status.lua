@@ -8,10 +8,14 @@
 --   nobody holds the lock, holders a list of holdings, waiters the first
 --   WAITERS_SHOWN live waiters in arrival order (as their registration
 --   recorded them); never owner digests.
--- REPLY holding {host, pid, command, since_ms, ttl_ms, note?, earlier?}: the
---   hold of an earlier rlock version (see read_holds in prelude/4-holds.lua)
---   is one exclusive holding {"", "", "", 0, ttl_ms, "", "earlier"}: this
---   layout does not read that version's details.
+-- REPLY holding {host, pid, command, since_ms, ttl_ms, note?, earlier?, lease_ms?, renewed_ms?}:
+--   ttl_ms is the lease left; lease_ms the lease each renewal sets (the
+--   holder's ttl, recorded with the hold) and renewed_ms how long ago the
+--   holder last renewed (a renewal sets the lease's end to its time plus
+--   lease_ms), both "" when not known or not renewed since the hold was
+--   taken. The hold of an earlier rlock version (see read_holds in
+--   prelude/4-holds.lua) is one exclusive holding {"", "", "", 0, ttl_ms,
+--   "", "earlier"}: this layout does not read that version's details.
 -- REPLY waiting {host, pid, note, waiting_ms}
 
 clock()
@@ -59,8 +63,13 @@ for _, hold in ipairs(holds) do
         else
             limit = math.min(limit, hold.limit)
         end
+        -- The last renewal, derived: no renewal writes more than the lease's end.
+        local lease, renewed = tonumber(h.ttl), ''
+        local since = tonumber(h.since) or 0
+        if lease and hold.ends - lease > since then renewed = NOW - (hold.ends - lease) end
         holders[#holders + 1] = {text(h.host), tostring(tonumber(h.pid) or ''),
-            text(h.command), tonumber(h.since) or 0, hold.ends - NOW, text(h.note)}
+            text(h.command), since, hold.ends - NOW, text(h.note), '', lease or '',
+            renewed}
     end
 end
 local fence = counter_value(fence_value)

@@ -242,6 +242,8 @@ fn holding(f: &[Value]) -> Option<HolderStatus> {
             .and_then(as_string)
             .unwrap_or_default(),
         earlier: field!(f, HOLDING, "earlier").and_then(as_string).as_deref() == Some("earlier"),
+        ttl_ms: field!(f, HOLDING, "lease_ms").and_then(number),
+        renewed_ms: field!(f, HOLDING, "renewed_ms").and_then(number),
     })
 }
 

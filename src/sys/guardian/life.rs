@@ -3,15 +3,21 @@
 
 use std::sync::atomic::Ordering;
 
+use super::successor::Successor;
 use super::{Cell, FIRED, NONE, RECORD, TAG_DONE, TAG_GROUP, fire_if_due};
 use crate::sys::clock::Stamp;
 
 /// The guardian's whole life, in the forked child: async-signal-safe calls only.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
-pub(super) unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell) -> ! {
+pub(super) unsafe fn guard(
+    reader: libc::c_int,
+    writer: libc::c_int,
+    cell: &Cell,
+    successor: Option<&Successor>,
+) -> ! {
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
-        detach(reader, writer);
+        detach(reader, writer, successor);
         let timer = libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC);
         let mut pgid: libc::pid_t = 0;
         let mut killed = false;
@@ -46,25 +52,28 @@ pub(super) unsafe fn guard(reader: libc::c_int, writer: libc::c_int, cell: &Cell
                 libc::read(timer, expirations.as_mut_ptr().cast(), 8);
             }
             if fds[0].revents != 0 {
-                pgid = read_order(reader, pgid);
+                pgid = read_order(reader, pgid, successor);
             }
         }
     }
 }
 
-/// Keeps only the read end of the pipe, leaves rlock's process group, blocks
-/// every signal and asks for precise timers.
+/// Keeps only the read end of the pipe (and what its successor needs), leaves
+/// rlock's process group, blocks every signal and asks for precise timers.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
-unsafe fn detach(reader: libc::c_int, writer: libc::c_int) {
+unsafe fn detach(reader: libc::c_int, writer: libc::c_int, successor: Option<&Successor>) {
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
         libc::close(writer);
         // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
-        // the read end of the pipe.
-        if reader > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, (reader - 1) as u32, 0u32);
+        // the read end of the pipe, and for a successor rlock's binary, the
+        // handover file and stderr (where it says what it could not do).
+        let mut keep = [reader, -1, -1, -1];
+        if let Some(successor) = successor {
+            let [exe, file] = successor.descriptors();
+            keep = [reader, libc::STDERR_FILENO, exe, file];
         }
-        libc::syscall(libc::SYS_close_range, (reader + 1) as u32, u32::MAX, 0u32);
+        close_all_but(keep);
         // Out of rlock's process group and deaf to its signals: a Ctrl-C or a
         // `kill -TERM -PGID` aimed at rlock must not take the guardian down with it.
         libc::setpgid(0, 0);
@@ -74,6 +83,22 @@ unsafe fn detach(reader: libc::c_int, writer: libc::c_int) {
         // Deadlines to the microsecond, not to the default 50 µs slack or worse.
         libc::prctl(libc::PR_SET_TIMERSLACK, 1);
     }
+}
+
+/// Closes every descriptor but those in `keep` (-1: none).
+#[unsafe(link_section = ".text.hot.rlock_guardian")]
+unsafe fn close_all_but(mut keep: [libc::c_int; 4]) {
+    keep.sort_unstable();
+    let mut from: libc::c_int = 0;
+    for fd in keep.into_iter().filter(|fd| *fd >= 0) {
+        if fd > from {
+            // SAFETY: close_range closes descriptors only.
+            unsafe { libc::syscall(libc::SYS_close_range, from as u32, (fd - 1) as u32, 0u32) };
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from as u32, u32::MAX, 0u32) };
 }
 
 /// Sends group `pgid` SIGTERM (and SIGCONT) when its deadline is due, and
@@ -138,15 +163,23 @@ unsafe fn wake_at(timer: libc::c_int, next: u64) -> libc::c_int {
 
 /// Reads rlock's next record: the group to guard (returned), or done. When
 /// rlock is done or gone (end of file), the guardian exits, killing the group
-/// first if rlock is gone: nothing keeps the lease any more.
+/// first if rlock is gone: nothing keeps the lease any more. Then it becomes
+/// rlock's successor, which gives the holds back once the group is gone.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
-unsafe fn read_order(reader: libc::c_int, pgid: libc::pid_t) -> libc::pid_t {
+unsafe fn read_order(
+    reader: libc::c_int,
+    pgid: libc::pid_t,
+    successor: Option<&Successor>,
+) -> libc::pid_t {
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
         let mut record = [0u8; RECORD];
         if read_full(reader, &mut record) < RECORD {
             if pgid > 1 {
                 libc::killpg(pgid, libc::SIGKILL);
+                if let Some(successor) = successor {
+                    successor.become_rlock();
+                }
             }
             libc::_exit(0);
         }

@@ -205,9 +205,9 @@ local function helpers(holds)
         redis.call('SET', K_FENCE, fence_digits, 'PX', FENCE_IDLE)
         if type(info) == 'string' then
             info = string.sub(info, 1, -2) .. (info == '{}' and '' or ',') .. '"since":' ..
-                NOW_TEXT .. ',"fence":"' .. fence_digits .. '"}'
+                NOW_TEXT .. ',"fence":"' .. fence_digits .. '","ttl":' .. digits(ttl) .. '}'
         else
-            info.since, info.fence = NOW, fence_digits
+            info.since, info.fence, info.ttl = NOW, fence_digits, ttl
             info = cjson.encode(info)
         end
         local h = {token = token, count = 1, ends = NOW + ttl, kind = kind, limit = limit or 1,

@@ -88,6 +88,8 @@ impl RedissonSession {
                 note: String::new(),
                 since_ms: 0,
                 lease_ms: u64::try_from(pttl).ok(),
+                ttl_ms: None,
+                renewed_ms: None,
                 earlier: false,
             });
         }

@@ -1,0 +1,164 @@
+//! What the guardian becomes when rlock dies while COMMAND runs: once it has
+//! sent SIGKILL to COMMAND's group, it executes rlock's own binary again
+//! (opened at start, so a binary replaced on disk meanwhile does not
+//! matter) with the same command line and environment, plus [`HANDOVER`],
+//! which names an inherited file where rlock wrote its holds once it had
+//! them. That rlock gives the holds back as soon as COMMAND's group is gone,
+//! so the next holder need not wait out the lease. The token is never on a
+//! command line, nor in the environment: only in that file, which no other
+//! process can open (a memfd, reached through its descriptor alone).
+//!
+//! Everything is prepared before the fork (the guardian allocates nothing);
+//! what it runs at the end is async-signal-safe.
+
+use std::ffi::{CString, c_char};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+/// The variable that tells an rlock it was started to give back the holds
+/// of one that died, and the descriptor they are in.
+pub const HANDOVER: &str = "RLOCK_HANDOVER_FD";
+
+/// The handover file's name (`/memfd:rlock-handover` in /proc), which tells
+/// it from any other descriptor.
+const MEMFD_NAME: &[u8] = b"rlock-handover\0";
+
+/// rlock's binary, the handover file, and the command line and environment
+/// to execute it with.
+pub(super) struct Successor {
+    exe: libc::c_int,
+    file: libc::c_int,
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+    /// What `argv` and `envp` point into.
+    _strings: Vec<CString>,
+}
+
+// SAFETY: the pointers point into `_strings`, owned alongside and never
+// changed; the descriptors are plain numbers.
+unsafe impl Send for Successor {}
+
+impl Successor {
+    /// Opens rlock's binary and a fresh handover file (both close-on-exec),
+    /// and copies the command line and environment. None for an rlock that
+    /// is itself a successor, or when the kernel refuses (then a dead rlock's
+    /// holds expire with their lease, as they always could).
+    pub(super) fn prepare() -> Option<Successor> {
+        if std::env::var_os(HANDOVER).is_some() {
+            return None;
+        }
+        // SAFETY: open and memfd_create with valid NUL-terminated names.
+        let (exe, file) = unsafe {
+            let exe = libc::open(c"/proc/self/exe".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            let file = libc::memfd_create(MEMFD_NAME.as_ptr().cast(), libc::MFD_CLOEXEC);
+            (exe, file)
+        };
+        let strings = || -> Option<(Vec<CString>, usize)> {
+            let mut strings = Vec::new();
+            for arg in std::env::args_os() {
+                strings.push(CString::new(arg.as_bytes()).ok()?);
+            }
+            let argc = strings.len();
+            strings.push(CString::new(format!("{HANDOVER}={file}")).ok()?);
+            for (name, value) in std::env::vars_os() {
+                if name == HANDOVER {
+                    continue;
+                }
+                let mut pair = name.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(value.as_bytes());
+                strings.push(CString::new(pair).ok()?);
+            }
+            Some((strings, argc))
+        };
+        let made = (exe >= 0 && file >= 0).then(strings).flatten();
+        let Some((strings, argc)) = made else {
+            // SAFETY: closing descriptors this function opened (or -1).
+            unsafe {
+                libc::close(exe);
+                libc::close(file);
+            }
+            return None;
+        };
+        let pointers = |range: &[CString]| {
+            let mut list: Vec<*const c_char> = range.iter().map(|s| s.as_ptr()).collect();
+            list.push(std::ptr::null());
+            list
+        };
+        Some(Successor {
+            exe,
+            file,
+            argv: pointers(&strings[..argc]),
+            envp: pointers(&strings[argc..]),
+            _strings: strings,
+        })
+    }
+
+    /// The descriptors the guardian keeps.
+    pub(super) fn descriptors(&self) -> [libc::c_int; 2] {
+        [self.exe, self.file]
+    }
+
+    /// Writes what the successor needs (rlock's holds) into the file.
+    pub(super) fn write(&self, text: &[u8]) -> io::Result<()> {
+        // SAFETY: a write from a valid buffer at offset 0 of our own file.
+        let n = unsafe { libc::pwrite(self.file, text.as_ptr().cast(), text.len(), 0) };
+        if n == text.len() as isize {
+            return Ok(());
+        }
+        Err(io::Error::last_os_error())
+    }
+
+    /// In the guardian, COMMAND's group killed: becomes the successor.
+    /// Returns only if the kernel refused.
+    ///
+    /// # Safety
+    /// Only in the guardian; async-signal-safe calls only.
+    #[unsafe(link_section = ".text.hot.rlock_guardian")]
+    pub(super) unsafe fn become_rlock(&self) {
+        // SAFETY: callers keep the contract this function's doc comment states.
+        unsafe {
+            libc::fcntl(self.file, libc::F_SETFD, 0);
+            // The guardian blocked every signal; the successor starts as
+            // any rlock does.
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::fexecve(self.exe, self.argv.as_ptr(), self.envp.as_ptr());
+        }
+    }
+}
+
+/// In a successor: what the rlock that died handed over (empty when it died
+/// before writing it); None in any other rlock.
+pub fn handed_over() -> Option<io::Result<String>> {
+    let fd: libc::c_int = std::env::var(HANDOVER).ok()?.parse().ok()?;
+    let read = || -> io::Result<String> {
+        // Only the file rlock made: a variable set by hand names no memfd.
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+        let name = &MEMFD_NAME[..MEMFD_NAME.len() - 1];
+        let ours = link
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(b"/memfd:")
+            .is_some_and(|rest| rest.starts_with(name));
+        if !ours {
+            return Err(io::Error::other(format!(
+                "{HANDOVER} is rlock's own; unset it"
+            )));
+        }
+        let mut text = vec![0u8; 64 * 1024];
+        // SAFETY: a read into a buffer of the given length.
+        let n = unsafe { libc::pread(fd, text.as_mut_ptr().cast(), text.len(), 0) };
+        text.truncate(usize::try_from(n).map_err(|_| io::Error::last_os_error())?);
+        // SAFETY: our own descriptor, read once.
+        unsafe { libc::close(fd) };
+        String::from_utf8(text).map_err(io::Error::other)
+    };
+    Some(read())
+}
+
+/// Whether this rlock is a successor (see [`handed_over`]).
+pub fn is_successor() -> bool {
+    std::env::var_os(HANDOVER).is_some()
+}

@@ -1,0 +1,101 @@
+//! A dead holder is short-lived and visible: when rlock dies while COMMAND
+//! runs, its guardian kills COMMAND's group and releases the hold, so the
+//! next holder starts at once; `status` shows a holder's last renewal and
+//! flags one that is overdue.
+
+use std::time::Duration;
+
+use crate::support::expect::assert_lines;
+use crate::support::process::{alive, signal};
+use crate::support::redis_server::RedisServer;
+use crate::support::rlock::{self, code, rlock, sh, show, spawn, stdout};
+use crate::support::scratch::Scratch;
+use crate::support::{expect_within, now_ms};
+
+#[test]
+fn a_sigkilled_holders_next_holder_starts_within_a_second() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "30s", "dead", "--"])
+            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        dir.read("command").trim().parse::<u32>().is_ok()
+    });
+    let command: u32 = dir.read("command").trim().parse().unwrap();
+    let waiter = spawn(
+        rlock(&redis.url())
+            .args(["run", "--wait", "30s", "dead", "--"])
+            .args(sh(&format!("date +%s%3N > {}", dir.file("started")))),
+    );
+    expect_within(rlock::LIMIT, "the waiter to wait", || {
+        redis.cmd::<i64>(&["ZCARD", "rlock:{dead}:waiters"]) == 1
+    });
+    let killed = now_ms();
+    holder.kill();
+    let out = waiter.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let started: u128 = dir.read("started").trim().parse().unwrap();
+    let after = started.saturating_sub(killed);
+    assert!(
+        after < 1000,
+        "the waiter started {after} ms after the SIGKILL"
+    );
+    assert!(!alive(command), "COMMAND was killed with its rlock");
+    // The history: the dead holder's end, then the waiter's run.
+    let out = rlock::output(rlock(&redis.url()).args(["history", "dead", "--limit", "3"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_lines(
+        &stdout(&out),
+        &format!(
+            "[..]  released    pid [..] on [..] ('sh -c date [..]'), fence [..], held [..], exit 0\n\
+             [..]  acquired    pid [..] on [..] ('sh -c date [..]'), fence [..], waited [..]\n\
+             [..]  released    pid {} on [..] ('sh -c echo [..]', note 'rlock died while COMMAND ran; \
+             its guardian killed COMMAND's process group and released the lock'), fence [..], held [..]",
+            holder.pid
+        ),
+    );
+}
+
+/// `status` of a holder whose rlock is stopped: the renewal it missed.
+#[test]
+fn status_flags_the_overdue_renewal_of_a_stopped_holder() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "10s", "stopped", "--"])
+            .args(sh(&format!("touch {}; sleep 60", dir.file("ready")))),
+    );
+    let status = || {
+        let out = rlock::output(rlock(&redis.url()).args(["status", "stopped"]));
+        assert_eq!(code(&out), 0, "{}", show(&out));
+        stdout(&out)
+    };
+    // Renewed every 0.9 s at most (a tenth of the lease's 9.2 s stretch).
+    expect_within(rlock::LIMIT, "a renewal", || {
+        status().contains(", renewed ")
+    });
+    signal(holder.pid, libc::SIGSTOP);
+    let overdue = crate::support::wait_until(Duration::from_secs(8), || {
+        status().contains(", renewal overdue by ")
+    });
+    let shown = status();
+    let json = rlock::output(rlock(&redis.url()).args(["status", "--json", "stopped"]));
+    signal(holder.pid, libc::SIGCONT);
+    signal(holder.pid, libc::SIGTERM);
+    holder.output_within(rlock::LIMIT);
+    assert!(overdue, "{shown}");
+    assert_lines(
+        &shown,
+        "server [..]\n\
+         NAME    STATE      HOLDERS WAITING\n\
+         stopped exclusive        1       0\n\
+         \x20 pid [..] on [..] ('sh -c touch [..]') held for [..]s, lease left [..]s, renewal overdue by [..]s",
+    );
+    let json = stdout(&json);
+    assert!(json.contains("\"renewed_ms_ago\":"), "{json}");
+    assert!(!json.contains("\"renewal_overdue_ms\":0}"), "{json}");
+}
