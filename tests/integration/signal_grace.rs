@@ -121,7 +121,8 @@ fn a_cancelled_ci_job_releases_its_lock_after_the_signal_grace() {
     assert!(exited < TERM_AFTER, "rlock exited {exited:?} after SIGINT");
     assert_lines(
         &run.stderr,
-        "rlock: deploy: COMMAND still ran 5s after SIGINT; killed it (--signal-grace)",
+        "rlock: deploy: COMMAND still ran 5s after SIGINT; killed it (--signal-grace)\n\
+         rlock: deploy: released after [..]s (COMMAND exited 130 on SIGINT)",
     );
 }
 
@@ -176,7 +177,8 @@ fn signal_grace_from_the_environment_and_its_bounds() {
     assert_eq!(code(&out), 129, "{}", show(&out));
     assert_lines(
         &stderr(&out),
-        "rlock: stubborn: COMMAND still ran 300ms after SIGHUP; killed it (--signal-grace)",
+        "rlock: stubborn: COMMAND still ran 300ms after SIGHUP; killed it (--signal-grace)\n\
+         rlock: stubborn: released after [..]s (COMMAND exited 129 on SIGHUP)",
     );
     assert_eq!(
         redis.lock_keys("stubborn"),
