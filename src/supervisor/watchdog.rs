@@ -189,6 +189,9 @@ struct Watch<'a> {
     next: Stamp,
     /// The cause of the renewals failing since the last confirmed one.
     failing: Option<String>,
+    /// When the renewals began failing, and why: said once they get
+    /// through again (a loss has its own line, which names the cause).
+    outage: Option<(Stamp, String)>,
     /// The server's clock as the last answered renewal read it, and which
     /// node's it was.
     clock: Option<(String, ServerRead)>,
@@ -222,6 +225,7 @@ impl<'a> Watch<'a> {
             shared,
             next: renewal.confirmed_at + renewal.period,
             failing: None,
+            outage: None,
             clock: None,
             extend: Extend::AtLeast,
             spacing: RETRY_SPACING,
@@ -408,8 +412,16 @@ impl<'a> Watch<'a> {
         self.shared.announce().tell(&Event::Renewed);
         self.next = sent + renewal.period;
         self.spacing = RETRY_SPACING;
-        if self.failing.take().is_some() {
-            report::error(&format!("{}: renewal confirmed again", renewal.display));
+        self.failing = None;
+        if let Some((since, cause)) = self.outage.take() {
+            // One line for the whole outage: a log read later shows how long
+            // the renewals did not get through and why, and that they did
+            // again; a lost lease says so in a line of its own instead.
+            report::error(&format!(
+                "{}: renewal failed for {} ({cause}), then confirmed again",
+                renewal.display,
+                super::tenths(Stamp::now().since(since))
+            ));
         }
         report::verbose(|| {
             format!(
@@ -425,16 +437,21 @@ impl<'a> Watch<'a> {
     /// at `term`. One that waited out its reply bound is retried at once, so
     /// that some request is out whenever the server may come back.
     fn failed(&mut self, err: Failure, sent: Stamp, term: Stamp) {
-        // Once per outage, as it begins: a log read later shows when the
-        // renewals stopped getting through, before the line that says they
-        // did again or the one that says the lease was lost.
+        // Said with -v only as it begins: if the lease is lost, the run's
+        // one line says why; if a retry gets through, the line that says so
+        // tells the outage.
         if self.failing.is_none() {
-            report::error(&format!(
-                "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
-                self.renewal.display,
-                err.cause,
-                humantime::format_duration(round_ms(term.remaining()))
-            ));
+            report::verbose(|| {
+                format!(
+                    "{}: renewal failed ({}); retrying for {} before stopping COMMAND",
+                    self.renewal.display,
+                    err.cause,
+                    humantime::format_duration(round_ms(term.remaining()))
+                )
+            });
+        }
+        if self.outage.is_none() {
+            self.outage = Some((sent, err.cause.clone()));
         }
         // What the server said names the outage best (it became a replica,
         // it is loading); a renewal left unanswered only echoes the first

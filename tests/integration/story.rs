@@ -1,7 +1,7 @@
 //! A holder's log tells the story off a terminal (stderr is a pipe here): a
 //! closing line when the lock is released after a signal or a failure of
-//! COMMAND, the first failed renewal of an outage before "confirmed again",
-//! and a skipped run's line on a terminal.
+//! COMMAND, an outage's failed renewals in the line that says they were
+//! confirmed again, and a skipped run's line on a terminal.
 
 use std::time::{Duration, Instant};
 
@@ -98,9 +98,8 @@ fn a_stall_ridden_out_is_told_as_a_failure_then_confirmed_again() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_lines(
         &rlock::stderr(&out),
-        "rlock: blip: renewal failed (blip: server 127.0.0.1:[..] unavailable: no reply within [..]); \
-         retrying for [..] before stopping COMMAND\n\
-         rlock: blip: renewal confirmed again",
+        "rlock: blip: renewal failed for [..]s (blip: server 127.0.0.1:[..] unavailable: \
+         no reply within [..]), then confirmed again",
     );
 }
 
