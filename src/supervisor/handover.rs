@@ -108,6 +108,11 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
         .map(|n| n.as_str())
         .collect::<Vec<_>>()
         .join(", ");
+    // The hold is as good as gone: a readiness probe must not see it held
+    // while COMMAND's group dies and the release goes out.
+    if let Some(path) = &spec.announce.ready_file {
+        let _ = std::fs::remove_file(path);
+    }
     let expires = humantime::format_duration(spec.lease.unwrap_or(spec.lock.ttl));
     let until = Instant::now() + GROUP_GONE_WITHIN;
     while group_running(handover.group) {

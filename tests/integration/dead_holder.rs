@@ -18,11 +18,20 @@ fn a_sigkilled_holders_next_holder_starts_within_a_second() {
     let dir = Scratch::new();
     let mut holder = spawn(
         rlock(&redis.url())
-            .args(["run", "--ttl", "30s", "dead", "--"])
+            .args([
+                "run",
+                "--ttl",
+                "30s",
+                "--ready-file",
+                &dir.file("ready"),
+                "dead",
+                "--",
+            ])
             .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
     );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
+    expect_within(rlock::LIMIT, "COMMAND to start and the ready file", || {
         dir.read("command").trim().parse::<u32>().is_ok()
+            && std::path::Path::new(&dir.file("ready")).exists()
     });
     let command: u32 = dir.read("command").trim().parse().unwrap();
     let waiter = spawn(
@@ -44,6 +53,11 @@ fn a_sigkilled_holders_next_holder_starts_within_a_second() {
         "the waiter started {after} ms after the SIGKILL"
     );
     assert!(!alive(command), "COMMAND was killed with its rlock");
+    // Removed before the release that let the waiter in.
+    assert!(
+        !std::path::Path::new(&dir.file("ready")).exists(),
+        "the dead holder's ready file is gone"
+    );
     // The history: the dead holder's end, then the waiter's run.
     let out = rlock::output(rlock(&redis.url()).args(["history", "dead", "--limit", "3"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
