@@ -106,9 +106,11 @@ complete -c rlock -n '__fish_rlock_using_subcommand run acquire renew release st
 "#;
 
 /// The man page `rlock(1)`: every option of every subcommand, the environment,
-/// the exit statuses and examples. Deterministic: no build date.
+/// the exit statuses and examples. Deterministic: no build date. A reference
+/// that fits a few screens: each option with its short help (the first
+/// paragraph of its doc comment, as `-h` shows it); the guide has the rest.
 pub fn man_page() -> String {
-    let cmd = cli::command().disable_help_subcommand(true);
+    let cmd = short_help(cli::command().disable_help_subcommand(true));
     let man = clap_mangen::Man::new(cmd.clone())
         .date("")
         .manual("rlock manual")
@@ -118,11 +120,15 @@ pub fn man_page() -> String {
     let _ = man.render_name_section(&mut out);
     let _ = man.render_synopsis_section(&mut out);
     let _ = man.render_description_section(&mut out);
+    // The option lists without a blank line between entries: the page stays a
+    // reference of a few screens.
+    out.extend(b".PD 0\n");
     let mut global = Vec::new();
     let _ = man.render_options_section(&mut global);
     out.extend(
         String::from_utf8_lossy(&global)
-            .replacen(".SH OPTIONS", ".SH \"GLOBAL OPTIONS\"", 1)
+            .replacen(".SH OPTIONS", ".sp\n.SH \"GLOBAL OPTIONS\"", 1)
+            .replace("\n.SH CONNECTION", "\n.sp\n.SH CONNECTION")
             .bytes(),
     );
     let run = cmd.find_subcommand("run").cloned();
@@ -136,7 +142,7 @@ pub fn man_page() -> String {
         let _ = sub_man.render_options_section(&mut part);
         let mut part = String::from_utf8_lossy(&part)
             .replacen(".SH SYNOPSIS", &format!(".SH \"{name}\""), 1)
-            .replacen(".SH DESCRIPTION\n", ".PP\n", 1)
+            .replacen(".SH DESCRIPTION\n", ".PP\n.sp\n", 1)
             .replacen(".SH OPTIONS", &format!(".SS \"{name} OPTIONS\""), 1);
         if sub.get_name() == "run" {
             part = run_synopsis(&part);
@@ -152,10 +158,67 @@ pub fn man_page() -> String {
             &part[..options],
             part[options..].replace("\n.SH ", "\n.SS ")
         );
+        out.extend(b".sp\n");
         out.extend(part.bytes());
     }
+    out.extend(ENVIRONMENT_HEAD.bytes());
+    out.extend(option_variable_lines().bytes());
     out.extend(EXTRA_SECTIONS.bytes());
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `cmd` with only the short help of each option and subcommand (the long
+/// help stays `--help`'s), each variable named once, in ENVIRONMENT, and
+/// `--help` once, among the global options.
+fn short_help(cmd: clap::Command) -> clap::Command {
+    fn shorten(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|arg| {
+            // Each one's help names its values (clap insists the flag go only on
+            // an argument that takes a value).
+            let takes_value = arg.get_action().takes_values();
+            arg.long_help(None::<&str>)
+                .hide_env(true)
+                .hide_possible_values(takes_value)
+        })
+        .long_about(None::<&str>)
+    }
+    shorten(cmd).mut_subcommands(|sub| shorten(sub).disable_help_flag(true))
+}
+
+/// ENVIRONMENT's list of the options' variables, each beside its option,
+/// from the definition (so a new option's variable cannot be left out).
+fn option_variable_lines() -> String {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    fn walk(cmd: &clap::Command, pairs: &mut Vec<(String, String)>) {
+        for arg in cmd.get_arguments() {
+            if let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) {
+                let var = var.to_string_lossy().into_owned();
+                if !pairs.iter().any(|(v, _)| *v == var) {
+                    pairs.push((var, long.to_string()));
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, pairs);
+        }
+    }
+    walk(&cli::command(), &mut pairs);
+    // Named as the intro says (RLOCK_ and the long name): the names alone, in
+    // one paragraph; an option whose variable is named otherwise says which.
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|(var, long)| {
+            if *var == format!("RLOCK_{}", long.to_uppercase().replace('-', "_")) {
+                format!("\\fB{var}\\fR")
+            } else {
+                format!("\\fB{var}\\fR (\\fB\\-\\-{}\\fR)", long.replace('-', "\\-"))
+            }
+        })
+        .collect();
+    let mut out = String::from(".PP\n.nh\n");
+    out.push_str(&names.join(", "));
+    out.push_str(".\n.hy\n");
+    out
 }
 
 /// `run`'s synopsis as a user types it: NAMEs, then `--` and COMMAND, or `-c`
@@ -215,239 +278,112 @@ fn options_shared_with_run(part: &str, acquire: &clap::Command, run: &clap::Comm
     )
 }
 
-const EXTRA_SECTIONS: &str = r#".SH ENVIRONMENT
-An option given on the command line wins over its variable, and over the variable of
-its opposite (\fB--wait\fR over \fBRLOCK_NO_WAIT\fR, \fB--shared\fR over \fBRLOCK_LIMIT\fR,
-\fB--lease\fR over \fBRLOCK_TTL\fR, and the other way round); opposites both set in the
-environment are a usage error. The switches (\fBRLOCK_NO_WAIT\fR, \fBRLOCK_SHARED\fR,
-\fBRLOCK_FAIR\fR, \fBRLOCK_REDISSON\fR) are off when unset, empty, 0, f, false, n, no or off.
-A duration is a bare number of seconds (5, 0.5) or a number with a unit (500ms, 10m).
-.TP
-\fBRLOCK_URL\fR
-Server URL(s), comma-separated, when \fB--url\fR is not given.
-.TP
+/// ENVIRONMENT's opening; the options' variables follow, one a line.
+const ENVIRONMENT_HEAD: &str = r#".PD
+.SH ENVIRONMENT
+These options may be set in the environment, as RLOCK_ and the long name in capitals
+with _ for - (\fB--no-wait\fR: \fBRLOCK_NO_WAIT\fR). The command line wins over its
+variable and its opposite's (\fB--wait\fR over \fBRLOCK_NO_WAIT\fR); opposites both
+set in the environment are a usage error. Switches are off when unset, empty, 0, f,
+false, n, no or off. A duration is a bare number of seconds (5, 0.5) or a number with a
+unit (500ms, 10m).
+"#;
+
+/// The hand-written sections after the options' variables.
+const EXTRA_SECTIONS: &str = r#".PP
+Also read:
+.PD 0
+.TP 20
 \fBREDIS_URL\fR
-Server URL when neither \fB--url\fR nor \fBRLOCK_URL\fR is given. Default: redis://127.0.0.1:6379.
-.TP
+the URL without \fB--url\fR or \fBRLOCK_URL\fR
+.TP 20
 \fBREDISCLI_AUTH\fR
-Password, used when the URL has none. Never printed.
-.TP
-\fBRLOCK_PASSWORD_FILE\fR
-\fB--password-file\fR: a file holding the password (mode 0600), read again for every new connection.
-.TP
-\fBRLOCK_PASSWORD_COMMAND\fR
-\fB--password-command\fR: a command run with \fBsh -c\fR for every new connection; its first line of output is the password (at most 10s; a failure is exit 69 with its stderr's first line).
-.TP
-\fBRLOCK_PREFIX\fR
-\fB--prefix\fR: key namespace (default rlock).
-.TP
-\fBRLOCK_CACERT\fR
-\fB--cacert\fR: CA certificate (PEM) to trust for rediss:// servers.
-.TP
-\fBRLOCK_CERT\fR
-\fB--cert\fR: client certificate (PEM) for rediss:// servers.
-.TP
-\fBRLOCK_KEY\fR
-\fB--key\fR: client private key (PEM) for rediss:// servers.
-.TP
-\fBRLOCK_CONNECT_TIMEOUT\fR
-\fB--connect-timeout\fR: bound on each connection attempt and each reply (default 2s).
-.TP
-\fBRLOCK_WAIT\fR
-\fB--wait\fR: how long \fBrun\fR and \fBacquire\fR wait for the lock (default: forever).
-.TP
-\fBRLOCK_NO_WAIT\fR
-\fB--no-wait\fR: give up at once when the lock is taken.
-.TP
-\fBRLOCK_NOTE\fR
-\fB--note\fR: what this holder is, shown by \fBstatus\fR, \fBlist\fR, \fB--json\fR, waiting runs and their messages.
-.TP
-\fBRLOCK_PROGRESS_INTERVAL\fR
-\fB--progress-interval\fR: how often a waiting run off a terminal prints a line (default 30s; 0: never).
-.TP
-\fBRLOCK_UNREACHABLE_WAIT\fR
-\fB--unreachable-wait\fR: how long to wait for an unreachable server without \fB--wait\fR (default 60s).
-.TP
-\fBRLOCK_CONFLICT_EXIT_CODE\fR
-\fB-E\fR: exit status when the lock was not acquired (default 75).
-.TP
-\fBRLOCK_TTL\fR
-\fB--ttl\fR: lease length (default 30s).
-.TP
-\fBRLOCK_LEASE\fR
-\fB--lease\fR: fixed lease without renewal (\fBrun\fR).
-.TP
-\fBRLOCK_MAX_HOLD\fR
-\fB--max-hold\fR: stop COMMAND this long after it started, exit 124 (\fBrun\fR).
-.TP
-\fBRLOCK_HISTORY\fR
-\fB--history\fR: how many of the lock's last events to keep for \fBrlock history\fR (default 100; 0: none).
-.TP
-\fBRLOCK_METRICS_FILE\fR
-\fB--metrics-file\fR: where \fBrun\fR writes its outcome in Prometheus' text format.
-.TP
-\fBRLOCK_NOTIFY_READY\fR
-\fB--notify-ready\fR: under systemd, READY=1 once the lock is held (held, the default) or at once (start) (\fBrun\fR).
-.TP
-\fBRLOCK_READY_FILE\fR
-\fB--ready-file\fR: a file that exists exactly while the lock is held and COMMAND runs (\fBrun\fR).
-.TP
-\fBRLOCK_PING\fR
-\fB--ping\fR: a monitor URL told in healthchecks.io's protocol: URL/start when the lock is taken, URL/<exit status> after the release, URL/log for a run skipped because the lock was taken (\fBrun\fR).
-.TP
-\fBNOTIFY_SOCKET\fR
-Set by systemd for \fBType=notify\fR: \fBrun\fR sends STATUS= (what it waits for or holds), READY=1, EXTEND_TIMEOUT_USEC= while it waits and STOPPING=1 when COMMAND ends; the progress log then says only when the wait starts and when the holder changes.
-.TP
-\fBWATCHDOG_USEC\fR, \fBWATCHDOG_PID\fR
-Set by systemd for \fBWatchdogSec=\fR: \fBrun\fR sends WATCHDOG=1 after each answer from the server while it waits and each confirmed renewal while it holds, hearing from the server and renewing at least every half of it (ignored when \fBWATCHDOG_PID\fR names another process).
-.TP
-\fBRLOCK_KILL_AFTER\fR
-\fB--kill-after\fR: grace between SIGTERM and SIGKILL (\fBrun\fR).
-.TP
-\fBRLOCK_SIGNAL_GRACE\fR
-\fB--signal-grace\fR: kill COMMAND's group this long after forwarding it SIGINT, SIGTERM or SIGHUP, release, exit 128+N (\fBrun\fR; default: off).
-.TP
-\fBRLOCK_SHARED\fR
-\fB--shared\fR: a shared (read) lock.
-.TP
-\fBRLOCK_LIMIT\fR
-\fB--limit\fR: a semaphore of N holders.
-.TP
-\fBRLOCK_FAIR\fR
-\fB--fair\fR: first come, first served among waiters.
-.TP
-\fBRLOCK_MIN_REPLICAS\fR
-\fB--min-replicas\fR: replicas that must have the lock.
-.TP
-\fBRLOCK_REDISSON\fR
-\fB--redisson\fR: a lock exactly as Redisson's getLock(NAME) stores it.
-.TP
+the password, when the URL has none (never printed)
+.TP 20
 \fBRLOCK_TOKEN\fR
-\fBrenew\fR, \fBrelease\fR: the owner token when \fB--token\fR is not given (kept off the command line, which \fBps\fR shows); a nested \fBrlock run\fR of the same NAME re-enters with it.
-.TP
-\fBGITHUB_SERVER_URL\fR, \fBGITHUB_REPOSITORY\fR, \fBGITHUB_RUN_ID\fR
-Without \fB--note\fR, the note is the URL of the GitHub Actions run (server/\:repository/\:actions/\:runs/\:id) when all three are set;
-.TP
-\fBCI_JOB_URL\fR
-else GitLab CI's job URL;
-.TP
-\fBBUILDKITE_BUILD_URL\fR
-else Buildkite's build URL;
-.TP
-\fBBUILD_URL\fR
-else Jenkins' build URL. A note is one line of at most 200 bytes, without URL passwords.
-.TP
+\fBrenew\fR, \fBrelease\fR: the token when \fB--token\fR is not given
+.TP 20
+\fBNOTIFY_SOCKET\fR
+systemd \fBType=notify\fR: STATUS=, READY=1, STOPPING=1
+.TP 20
+\fBWATCHDOG_USEC\fR
+\fBWatchdogSec=\fR: WATCHDOG=1, unless \fBWATCHDOG_PID\fR differs
+.TP 20
 \fBHOME\fR
-Expands \fB~\fR in \fB--url file:~/DIR\fR.
+expands \fB~\fR in \fB--url file:~/DIR\fR
+.PD
 .PP
-COMMAND gets \fBRLOCK_NAME\fR (the name(s)), \fBRLOCK_TOKEN\fR (its owner token: a
-capability, do not log it), \fBRLOCK_FENCE\fR (fencing token: strictly increases with every
-acquisition of the name), \fBRLOCK_FENCES\fR (name=fence for each name) and
-\fBRLOCK_TOKENS\fR (tokens of every enclosing run, for re-entry).
+Without \fB--note\fR, the note is the CI job's URL: from \fBGITHUB_SERVER_URL\fR,
+\fBGITHUB_REPOSITORY\fR and \fBGITHUB_RUN_ID\fR (GitHub Actions); else \fBCI_JOB_URL\fR
+(GitLab), \fBBUILDKITE_BUILD_URL\fR or \fBBUILD_URL\fR (Jenkins).
+.PP
+COMMAND gets \fBRLOCK_NAME\fR, \fBRLOCK_TOKEN\fR (a capability: do not log it),
+\fBRLOCK_FENCE\fR (strictly increases with every acquisition of the name),
+\fBRLOCK_FENCES\fR (name=fence for each name) and \fBRLOCK_TOKENS\fR (for re-entry).
 .SH "EXIT STATUS"
-.TP
-COMMAND's status
-COMMAND ran; 128+N if it died by signal N.
-.TP
+.PD 0
+.TP 10
+COMMAND
+COMMAND ran: its exit status; 128+N if it died by signal N.
+.TP 10
 0
 \fBacquire\fR, \fBrenew\fR, \fBrelease\fR, \fBstatus\fR, \fBlist\fR succeeded; \fBstatus --check\fR: every NAME is held.
-.TP
+.TP 10
 1
-\fBrenew\fR, \fBrelease\fR: the token does not hold the lock (expired, released, or not a token); \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed).
-.TP
+\fBrenew\fR, \fBrelease\fR: the token does not hold the lock; \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed); \fBcheck\fR: a warning.
+.TP 10
 2
 Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.
-.TP
+.TP 10
 69
 Server unavailable: cannot connect or authenticate, server error, a lock key of another type.
-.TP
+.TP 10
 70
 The lock was lost or the lease ended while COMMAND ran; COMMAND was stopped.
-.TP
+.TP 10
 75
 The lock was not acquired (taken, or \fB--wait\fR elapsed); changed by \fB-E\fR.
-.TP
+.TP 10
 124
-COMMAND ran past \fB--max-hold\fR and was stopped (SIGTERM, then SIGKILL after \fB--kill-after\fR); the lock was released.
-.TP
+COMMAND ran past \fB--max-hold\fR and was stopped; the lock was released.
+.TP 10
 125
 Any other failure of rlock itself.
-.TP
+.TP 10
 126, 127
 COMMAND found but not executable, or not found.
-.TP
+.TP 10
 128+N
 rlock was interrupted by signal N while waiting; nothing was acquired or left behind.
+.PD
 .SH EXAMPLES
-.TP
-\fBrlock run nightly-backup -- ./backup.sh\fR
-Never two backups at once, on any host.
-.TP
-\fBrlock run --wait 10m deploy-prod -- make deploy\fR
-Serialize deploys across CI runners, waiting up to 10 minutes.
-.TP
-\fBrlock run --no-wait -E 0 report -- ./report.sh\fR
-Skip quietly when the previous run still holds the lock.
-.TP
-\fBrlock run --limit 3 deploy-slot -- ./deploy.sh\fR
-At most three at once.
-.TP
-\fBrlock run --shared db -- ./tests.sh\fR
-Many test suites at once, never beside \fBrlock run db -- ./migrate.sh\fR.
-.TP
-\fBtoken=$(rlock acquire --wait 5m --while-pid $$ deploy)\fR
-A critical section in a shell script: held while the shell lives; \fBrlock release deploy --token "$token"\fR ends it early.
-.TP
-\fBrlock status deploy\fR, \fBrlock list --json 'deploy-*'\fR
-Who holds the lock (pid, host, command and note), since when, who waits.
-.TP
-\fBrlock status --check deploy || alert 'deploy is not running'\fR
-Monitoring: exits 1 when the lock is free.
-.TP
-\fBrlock run --metrics-file /var/lib/prometheus/node-exporter/rlock.prom --max-hold 3h nightly-backup -- ./backup.sh\fR
-What happened last night: the run's outcome for node_exporter's textfile collector (last success, wait, hold, exit status; Debian's directory, elsewhere the one \fB--collector.textfile.directory\fR names, often /var/lib/node_exporter/textfile_collector); a hung backup is stopped after 3 hours (exit 124).
-.TP
-\fBrlock run --unreachable-wait forever --ready-file /run/scheduler.ready scheduler -- /app/scheduler\fR
-A hot standby on every host (a systemd \fBType=notify\fR unit, a Kubernetes Deployment): one runs, the others wait and take over; the file exists only where it runs..TP
-\fBrlock history nightly-backup\fR, \fBrlock history --json --limit 10 deploy\fR
-What happened last night: the lock's last events, newest first (acquired, released, busy, lost, forced, max-hold, interrupted), with host, pid, command, fence, time waited or held and exit status.
-.TP
-\fBrlock metrics 'deploy-*'\fR
-The locks now, in Prometheus' text format.
-.TP
-\fBrlock release deploy --force\fR
-Break any hold (operators); the evicted run stops its COMMAND and exits 70.
+.nf
+rlock run nightly-backup -- ./backup.sh          # never two at once
+rlock run --wait 10m deploy-prod -- make deploy  # wait up to 10 minutes
+rlock run --no-wait -E 0 report -- ./report.sh   # skip when taken
+rlock run --limit 3 deploy-slot -- ./deploy.sh   # at most three at once
+rlock run --shared db -- ./tests.sh              # many at once, never
+rlock run db -- ./migrate.sh                     #   beside a migration
+token=$(rlock acquire --wait 5m --while-pid $$ deploy)   # in a script
+rlock release deploy --token "$token"
+rlock status deploy                              # who holds, who waits
+rlock history nightly-backup                     # last night's events
+rlock status --check deploy || alert 'not running'   # exit 1 when free
+rlock release deploy --force                     # break any hold
+.fi
 .SH FILES
-rlock reads no configuration file. With \fB--url file:\fR\fIDIR\fR (\fBfile:~/\fR\fIDIR\fR
-for one under \fBHOME\fR) it needs no server and locks on this host only, with
-flock(2) on files in \fIDIR\fR (an absolute path, created mode 0700 when missing; one
-that others may write to is refused unless it has the sticky bit). A NAME becomes a
-file name with ASCII bytes outside A\-Za\-z0\-9_\- written %XX:
-.TP
-\fIDIR\fR\fB/\fR\fINAME\fR\fB.lock\fR
-The lock itself: flock(1) on this file and \fBrlock\fR exclude each other. It stays
-when the lock is free, as flock(1)'s files do; COMMAND inherits it, so the lock lasts
-while anything COMMAND started still holds it.
-.TP
-\fIDIR\fR\fB/\fR\fINAME\fR\fB.fence\fR
-The last fence handed out (\fBRLOCK_FENCE\fR), replaced in one step; never expires.
-.TP
-\fIDIR\fR\fB/\fR\fINAME\fR\fB.history\fR
-The lock's last events, for \fBrlock history\fR.
-.TP
-\fIDIR\fR\fB/\fR\fINAME\fR\fB.gate\fR, other \fIDIR\fR\fB/\fR\fINAME\fR\fB.*\fR
-A short per-lock gate, and the records of holders and waiters (removed when they end).
-.PP
-\fB--min-replicas\fR, \fB--redisson\fR, \fB--fair\fR, other URLs and \fBacquire\fR
-without \fB--while-pid\fR are refused with \fBfile:\fR; \fB--ttl\fR, \fB--lease\fR and
-\fB--prefix\fR have no effect there. With Redis, a lock lives in keys under
-\fIPREFIX\fR\fB:{\fR\fINAME\fR\fB}\fR, which expire by themselves.
+rlock reads no configuration file. With \fB--url file:\fR\fIDIR\fR it needs no server
+and locks on this host only, with flock(2) on \fIDIR\fR\fB/\fR\fINAME\fR\fB.lock\fR
+(flock(1) on that file and rlock exclude each other), beside \fINAME\fR\fB.fence\fR,
+\fINAME\fR\fB.history\fR, \fINAME\fR\fB.gate\fR and the records of holders and waiters.
+With Redis, a lock lives in keys under \fIPREFIX\fR\fB:{\fR\fINAME\fR\fB}\fR, which
+expire by themselves.
 .SH "SEE ALSO"
 flock(1), timeout(1), redis\-cli(1), flock(2)
 .PP
-The README, the guide (every option in depth, lock kinds, Redisson, Sentinel, Cluster,
-Redlock, TLS, ACL users, guarantees), the FAQ and the production checklist, in
-/usr/share/doc/rlock/ (the .deb) or the release tarball.
+The guide has every option in depth, the recipes (cron, systemd, CI, Kubernetes) and
+the guarantees: /usr/share/doc/rlock/docs/guide.md from the .deb, \fBdocs/guide.md\fR
+in the release tarball. Also there: the README, the FAQ and the production checklist.
 "#;
 
 /// Every environment variable an option reads (`RLOCK_WAIT`, ...), sorted,
