@@ -12,14 +12,26 @@
 //! outcome types ([`exit`], [`error`]), and the pings to a monitor
 //! ([`ping`]). Every other module is the crate's own.
 
+// Without the command line, what only `rlock run` and the other commands
+// use is compiled but not called.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+#![warn(missing_docs)]
+
 pub(crate) mod announce;
 pub(crate) mod backend;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
+mod client;
+#[cfg(feature = "cli")]
 pub(crate) mod commands;
 pub(crate) mod config;
+#[doc(hidden)]
 pub mod error;
+#[doc(hidden)]
 pub mod exit;
 pub(crate) mod lock;
+#[doc(hidden)]
 pub mod ping;
 pub(crate) mod report;
 pub(crate) mod run_state;
@@ -27,19 +39,31 @@ pub(crate) mod supervisor;
 pub(crate) mod sys;
 pub(crate) mod wait;
 
+pub use client::{Client, ClientBuilder, Error, ErrorKind, Hold, LockBuilder, Loss, LossSignal};
+
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub use cli::generate;
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
+#[doc(hidden)]
 pub use sys::arena::StartupAllocator;
 
+#[cfg(feature = "cli")]
 use cli::{Cli, Command};
-use error::{Error, Result};
+#[cfg(feature = "cli")]
+use error::Result;
+#[cfg(feature = "cli")]
 use exit::Exit;
 
 /// First thing in `main`, before the command line is parsed: when it may be
 /// `rlock run`, forks the guardian (see `src/sys/guardian.rs`) while the
 /// process is small. Another command drops it unused.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub fn start() {
+    // The binary speaks on stderr; the library stays quiet.
+    report::set_verbosity(0);
     report::timeline_start();
     let mut args = std::env::args_os().skip(1);
     if args.any(|arg| arg == "run") {
@@ -49,6 +73,8 @@ pub fn start() {
 }
 
 /// Runs the parsed command line.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub fn run(cli: Cli) -> Result<Exit> {
     report::mark("parsed");
     let result = run_command(cli);
@@ -57,6 +83,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     result
 }
 
+#[cfg(feature = "cli")]
 fn run_command(cli: Cli) -> Result<Exit> {
     if !matches!(cli.command, Command::Run(_)) {
         drop(sys::guardian::take_early());
@@ -75,7 +102,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
             }
             source => format!("{scope} (from {})", source.describe()),
         });
-        Ok::<_, Error>(config)
+        Ok::<_, error::Error>(config)
     };
     // A job that takes a lock on the default server only because nothing
     // said otherwise (a crontab line without RLOCK_URL) could be locking
@@ -89,7 +116,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
                 config.server_label()
             ));
         }
-        Ok::<_, Error>(config)
+        Ok::<_, error::Error>(config)
     };
     match &cli.command {
         Command::Run(args) => {
@@ -137,6 +164,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
 
 /// Where the command's locks are kept: under the prefix, or as Redisson
 /// keeps them (`--redisson`), for `-v` to say where it looks.
+#[cfg(feature = "cli")]
 fn dialect_of(command: &Command) -> lock::name::Dialect {
     let redisson = match command {
         Command::Run(args) => args.lock.redisson,
@@ -153,7 +181,9 @@ fn dialect_of(command: &Command) -> lock::name::Dialect {
 }
 
 /// Prints `err` as the single `rlock: …` line the contract promises.
-pub fn report(err: &Error) {
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub fn report(err: &error::Error) {
     // `-E 0`: "not acquired" was declared a success; success prints nothing,
     // but -v says the run was skipped and why (a cron job skipped for days
     // behind a stuck holder must leave a trace somewhere).

@@ -449,14 +449,7 @@ impl RunArgs {
     }
 }
 
-/// When a run under systemd tells it it is ready (`--notify-ready`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NotifyReady {
-    /// Once the lock is held and COMMAND started.
-    Held,
-    /// At once: a waiting standby counts as started.
-    Start,
-}
+pub use crate::config::NotifyReady;
 
 /// Options of `rlock acquire`.
 #[derive(Debug, Args)]
