@@ -1,16 +1,36 @@
-//! rlock: run a command while holding a named lock in Redis.
+//! rlock: named locks in Redis (or a `file:` directory) for shell jobs
+//! and Rust programs alike.
 //!
-//! The lock follows Redisson's design (a re-entrant hash lock driven by Lua
-//! scripts, a watchdog renewing the lease every ttl/3, push wake-ups for
-//! waiters) and adds what scripts need: COMMAND is stopped before its lease can
-//! lapse, it dies with rlock, it gets a fencing token, and every outcome has an
-//! exit status (see [`exit::Exit`]). The user-facing contract is the README;
-//! docs/design.md describes the layers below.
+//! The `rlock` command runs a command while holding a lock (`rlock run
+//! nightly -- ./compact`); this crate's library takes the same locks from
+//! Rust: the same keys and scripts, fencing tokens from one sequence,
+//! holders `rlock status` shows, and a background watchdog that renews the
+//! lease at the command's cadence and reports a loss before the lease can
+//! end. A service and a cron job can share one lock.
 //!
-//! The library exports what the binary and the tests use: the command line
-//! ([`cli`]), its generated completions and man page ([`generate`]), and the
-//! outcome types ([`exit`], [`error`]), and the pings to a monitor
-//! ([`ping`]). Every other module is the crate's own.
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! let client = rlock::Client::open("redis://127.0.0.1:6379")?;
+//! let hold = client
+//!     .lock("nightly")
+//!     .ttl(Duration::from_secs(30))
+//!     .wait(Duration::from_secs(10))
+//!     .acquire()?;
+//! println!("working under fence {}", hold.fence());
+//! if hold.is_lost() {
+//!     // stop: someone else may hold the lock now
+//! }
+//! hold.release()?;
+//! # Ok::<(), rlock::Error>(())
+//! ```
+//!
+//! Start at [`Client`]. Build without the command line with
+//! `rlock = { version = "0.1", default-features = false }` (the default
+//! feature `cli` is the `rlock` binary's: clap and the generated man page
+//! and completions). Only the items documented here are the library's
+//! stable API; the hidden modules are the binary's and may change in any
+//! release.
 
 // Without the command line, what only `rlock run` and the other commands
 // use is compiled but not called.

@@ -11,9 +11,8 @@ use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::ping::{PingUrl, Pinger};
 
-/// When a run under systemd tells it it is ready (`--notify-ready`).
+/// When a run under systemd tells it it is ready (`--notify-ready`, resolved).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum NotifyReady {
     /// Once the lock is held and COMMAND started.
     Held,
@@ -51,7 +50,10 @@ impl AnnounceSpec {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let notify = var("NOTIFY_SOCKET").map(|socket| NotifySpec {
             socket,
-            ready: args.notify_ready,
+            ready: match args.notify_ready {
+                crate::cli::NotifyReady::Held => NotifyReady::Held,
+                crate::cli::NotifyReady::Start => NotifyReady::Start,
+            },
             watchdog: watchdog(var("WATCHDOG_USEC"), var("WATCHDOG_PID")),
         });
         if let Some(path) = &args.ready_file {

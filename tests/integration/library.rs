@@ -51,7 +51,11 @@ fn signal_state() -> Vec<String> {
     std::fs::read_to_string("/proc/thread-self/status")
         .unwrap()
         .lines()
-        .filter(|l| ["SigBlk", "SigIgn", "SigCgt"].iter().any(|k| l.starts_with(k)))
+        .filter(|l| {
+            ["SigBlk", "SigIgn", "SigCgt"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
         .map(str::to_owned)
         .collect()
 }
@@ -97,7 +101,8 @@ fn a_library_waiter_is_woken_by_a_cli_release_and_busy_without_a_wait() {
     assert!(err.is_busy(), "{err}");
     assert_eq!(err.exit_code(), 75);
     assert!(
-        err.to_string().starts_with("handover: not acquired: held by pid "),
+        err.to_string()
+            .starts_with("handover: not acquired: held by pid "),
         "{err}"
     );
     let signals = signal_state();
@@ -120,7 +125,10 @@ fn a_library_waiter_is_woken_by_a_cli_release_and_busy_without_a_wait() {
     let (acquired, hold) = waiter.join().unwrap();
     let hold = hold.unwrap();
     let woke = acquired.saturating_duration_since(released);
-    assert!(woke < Duration::from_secs(1), "woken {woke:?} after the release");
+    assert!(
+        woke < Duration::from_secs(1),
+        "woken {woke:?} after the release"
+    );
     assert_eq!(signals, signal_state(), "the library left signals alone");
     hold.release().unwrap();
 }
@@ -161,9 +169,11 @@ fn fences_of_the_library_and_the_cli_form_one_increasing_sequence() {
         let hold = client.lock("fenced").acquire().unwrap();
         fences.push(hold.fence());
         hold.release().unwrap();
-        let out = output(rlock(&redis.url()).args(["run", "-n", "fenced", "--"]).args(sh(
-            "echo $RLOCK_FENCE",
-        )));
+        let out = output(
+            rlock(&redis.url())
+                .args(["run", "-n", "fenced", "--"])
+                .args(sh("echo $RLOCK_FENCE")),
+        );
         assert_eq!(code(&out), 0, "{}", show(&out));
         fences.push(stdout(&out).trim().parse().unwrap());
     }
@@ -241,9 +251,11 @@ fn a_stopped_server_is_reported_before_the_lease_could_end() {
 fn a_thousand_holds_use_one_thread_and_two_connections() {
     let _serial = serial();
     let redis = RedisServer::start();
-    expect_within(rlock::LIMIT, "other clients' renewal threads to end", || {
-        threads_named("rlock-renewer") == 0
-    });
+    expect_within(
+        rlock::LIMIT,
+        "other clients' renewal threads to end",
+        || threads_named("rlock-renewer") == 0,
+    );
     let client = ::rlock::Client::open(&redis.url()).unwrap();
     let one = client.lock("many-0").acquire().unwrap();
     // The thread names itself once it runs.
@@ -258,7 +270,11 @@ fn a_thousand_holds_use_one_thread_and_two_connections() {
     let tasks = std::fs::read_dir("/proc/self/task").unwrap().count();
     assert_eq!(threads_named("rlock-renewer"), 1);
     assert!(tasks < 64, "{tasks} threads in the process");
-    assert_eq!(connections(&redis), 2, "one renews, one acquires and releases");
+    assert_eq!(
+        connections(&redis),
+        2,
+        "one renews, one acquires and releases"
+    );
     // Two renewal periods (1.9 s each): every hold renewed, none lost.
     std::thread::sleep(Duration::from_secs(4));
     assert!(holds.iter().all(|h| !h.is_lost()));
@@ -271,9 +287,11 @@ fn a_thousand_holds_use_one_thread_and_two_connections() {
     eprintln!("1,000 releases in {:?}", released.elapsed());
     assert_eq!(connections(&redis), 2);
     drop(client);
-    expect_within(rlock::LIMIT, "the renewal thread to end with its client", || {
-        threads_named("rlock-renewer") == 0
-    });
+    expect_within(
+        rlock::LIMIT,
+        "the renewal thread to end with its client",
+        || threads_named("rlock-renewer") == 0,
+    );
 }
 
 #[test]
@@ -285,7 +303,12 @@ fn several_locks_are_taken_all_or_none() {
     let err = client.lock_all(["pair-a", "pair-b"]).acquire().unwrap_err();
     assert!(err.is_busy(), "{err}");
     let run = output(rlock(&redis.url()).args(["run", "-n", "pair-a", "--", "true"]));
-    assert_eq!(code(&run), 0, "nothing kept of a partial hold: {}", show(&run));
+    assert_eq!(
+        code(&run),
+        0,
+        "nothing kept of a partial hold: {}",
+        show(&run)
+    );
     let hold = client.lock("pair-a").and("pair-c").acquire().unwrap();
     assert_eq!(hold.fences().len(), 2);
     let run = output(rlock(&redis.url()).args(["run", "-n", "pair-c", "--", "true"]));
@@ -311,7 +334,10 @@ fn file_locks_work_through_the_library() {
 fn bad_input_is_a_usage_error() {
     let client = ::rlock::Client::open("redis://127.0.0.1:1").unwrap();
     let err = client.lock("").acquire().unwrap_err();
-    assert_eq!((err.kind(), err.exit_code()), (::rlock::ErrorKind::Usage, 2));
+    assert_eq!(
+        (err.kind(), err.exit_code()),
+        (::rlock::ErrorKind::Usage, 2)
+    );
     let err = client
         .lock("x")
         .ttl(Duration::from_millis(10))
@@ -359,11 +385,17 @@ fn the_examples_run_against_a_real_server() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let out = rlock::output(example("service").args([&redis.url(), "3"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stdout(&out).ends_with("batch 2\nreleased\n"), "{}", show(&out));
+    assert!(
+        stdout(&out).ends_with("batch 2\nreleased\n"),
+        "{}",
+        show(&out)
+    );
     // A loss stops the work and ends the service with 70.
     let mut service = spawn(example("service").args([&redis.url(), "600"]));
     expect_within(rlock::LIMIT, "the service to hold", || {
-        code(&output(rlock(&redis.url()).args(["run", "-n", "nightly", "--", "true"]))) == 75
+        code(&output(
+            rlock(&redis.url()).args(["run", "-n", "nightly", "--", "true"]),
+        )) == 75
     });
     let out = output(rlock(&redis.url()).args(["release", "--force", "nightly"]));
     assert_eq!(code(&out), 0, "{}", show(&out));
