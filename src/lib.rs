@@ -1,25 +1,57 @@
-//! rlock: run a command while holding a named lock in Redis.
+//! rlock: named locks in Redis (or a `file:` directory) for shell jobs
+//! and Rust programs alike.
 //!
-//! The lock follows Redisson's design (a re-entrant hash lock driven by Lua
-//! scripts, a watchdog renewing the lease every ttl/3, push wake-ups for
-//! waiters) and adds what scripts need: COMMAND is stopped before its lease can
-//! lapse, it dies with rlock, it gets a fencing token, and every outcome has an
-//! exit status (see [`exit::Exit`]). The user-facing contract is the README;
-//! docs/design.md describes the layers below.
+//! The `rlock` command runs a command while holding a lock (`rlock run
+//! nightly -- ./compact`); this crate's library takes the same locks from
+//! Rust: the same keys and scripts, fencing tokens from one sequence,
+//! holders `rlock status` shows, and a background watchdog that renews the
+//! lease at the command's cadence and reports a loss before the lease can
+//! end. A service and a cron job can share one lock.
 //!
-//! The library exports what the binary and the tests use: the command line
-//! ([`cli`]), its generated completions and man page ([`generate`]), and the
-//! outcome types ([`exit`], [`error`]), and the pings to a monitor
-//! ([`ping`]). Every other module is the crate's own.
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! let client = rlock::Client::open("redis://127.0.0.1:6379")?;
+//! let hold = client
+//!     .lock("nightly")
+//!     .ttl(Duration::from_secs(30))
+//!     .wait(Duration::from_secs(10))
+//!     .acquire()?;
+//! println!("working under fence {}", hold.fence());
+//! if hold.is_lost() {
+//!     // stop: someone else may hold the lock now
+//! }
+//! hold.release()?;
+//! # Ok::<(), rlock::Error>(())
+//! ```
+//!
+//! Start at [`Client`]. Build without the command line with
+//! `rlock = { version = "0.1", default-features = false }` (the default
+//! feature `cli` is the `rlock` binary's: clap and the generated man page
+//! and completions). Only the items documented here are the library's
+//! stable API; the hidden modules are the binary's and may change in any
+//! release.
+
+// Without the command line, what only `rlock run` and the other commands
+// use is compiled but not called.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+#![warn(missing_docs)]
 
 pub(crate) mod announce;
 pub(crate) mod backend;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
+mod client;
+#[cfg(feature = "cli")]
 pub(crate) mod commands;
 pub(crate) mod config;
+#[doc(hidden)]
 pub mod error;
+#[doc(hidden)]
 pub mod exit;
 pub(crate) mod lock;
+#[doc(hidden)]
 pub mod ping;
 pub(crate) mod report;
 pub(crate) mod run_state;
@@ -27,19 +59,31 @@ pub(crate) mod supervisor;
 pub(crate) mod sys;
 pub(crate) mod wait;
 
+pub use client::{Client, ClientBuilder, Error, ErrorKind, Hold, LockBuilder, Loss, LossSignal};
+
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub use cli::generate;
 /// The `rlock` binary's global allocator: a start-up arena, then the
 /// system's (see `src/sys/arena.rs`).
+#[doc(hidden)]
 pub use sys::arena::StartupAllocator;
 
+#[cfg(feature = "cli")]
 use cli::{Cli, Command};
-use error::{Error, Result};
+#[cfg(feature = "cli")]
+use error::Result;
+#[cfg(feature = "cli")]
 use exit::Exit;
 
 /// First thing in `main`, before the command line is parsed: when it may be
 /// `rlock run`, forks the guardian (see `src/sys/guardian.rs`) while the
 /// process is small. Another command drops it unused.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub fn start() {
+    // The binary speaks on stderr; the library stays quiet.
+    report::set_verbosity(0);
     report::timeline_start();
     let mut args = std::env::args_os().skip(1);
     // (Not in the rlock a guardian became: it releases, it runs nothing.)
@@ -50,6 +94,8 @@ pub fn start() {
 }
 
 /// Runs the parsed command line.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub fn run(cli: Cli) -> Result<Exit> {
     report::mark("parsed");
     let result = run_command(cli);
@@ -58,6 +104,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     result
 }
 
+#[cfg(feature = "cli")]
 fn run_command(cli: Cli) -> Result<Exit> {
     if !matches!(cli.command, Command::Run(_)) {
         drop(sys::guardian::take_early());
@@ -76,7 +123,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
             }
             source => format!("{scope} (from {})", source.describe()),
         });
-        Ok::<_, Error>(config)
+        Ok::<_, error::Error>(config)
     };
     // A job that takes a lock on the default server only because nothing
     // said otherwise (a crontab line without RLOCK_URL) could be locking
@@ -90,7 +137,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
                 config.server_label()
             ));
         }
-        Ok::<_, Error>(config)
+        Ok::<_, error::Error>(config)
     };
     match &cli.command {
         Command::Run(args) if sys::guardian::is_successor() => {
@@ -143,6 +190,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
 
 /// Where the command's locks are kept: under the prefix, or as Redisson
 /// keeps them (`--redisson`), for `-v` to say where it looks.
+#[cfg(feature = "cli")]
 fn dialect_of(command: &Command) -> lock::name::Dialect {
     let redisson = match command {
         Command::Run(args) => args.lock.redisson,
@@ -160,17 +208,20 @@ fn dialect_of(command: &Command) -> lock::name::Dialect {
 
 /// In the rlock a guardian became when its rlock died: gives back the holds
 /// it handed over (see `src/supervisor/handover.rs`).
+#[cfg(feature = "cli")]
 fn give_back(config: &config::Config, args: &cli::RunArgs) -> Result<Exit> {
     let spec = config::RunSpec::resolve(config, args)?;
     match sys::guardian::handed_over() {
         Some(Ok(text)) => supervisor::give_back(config, &spec, &text),
-        Some(Err(err)) => Err(Error::usage(err.to_string())),
+        Some(Err(err)) => Err(error::Error::usage(err.to_string())),
         None => Ok(Exit::Success),
     }
 }
 
 /// Prints `err` as the single `rlock: …` line the contract promises.
-pub fn report(err: &Error) {
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub fn report(err: &error::Error) {
     // `-E 0`: "not acquired" was declared a success. Off a terminal (cron
     // mails any output) it prints nothing but with -v (a cron job skipped
     // for days behind a stuck holder must leave a trace somewhere); on a

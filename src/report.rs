@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicI8, Ordering};
 
 pub mod json;
 
-static VERBOSITY: AtomicI8 = AtomicI8::new(0);
+/// Quiet until the `rlock` binary says otherwise ([`crate::start`]): a
+/// program using the library gets no `rlock:` lines on its stderr.
+static VERBOSITY: AtomicI8 = AtomicI8::new(-1);
 
 /// Sets the verbosity: -1 quiet, 0 normal, 1 verbose.
 pub fn set_verbosity(level: i8) {

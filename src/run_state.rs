@@ -79,6 +79,9 @@ pub struct Shared {
     on_stop_signal: Mutex<Option<Sender<()>>>,
     /// Whom the run's events are told, from any of its threads.
     announce: Arc<Announcer>,
+    /// Whether rlock's caught signals are looked for: not in a program
+    /// using the library, whose signals are its own.
+    signals: bool,
 }
 
 impl Shared {
@@ -99,7 +102,20 @@ impl Shared {
             stop_signal: OnceLock::new(),
             on_stop_signal: Mutex::new(None),
             announce,
+            signals: true,
         })
+    }
+
+    /// For a program using the library: starts in [`Phase::Acquiring`],
+    /// announces nothing, and never takes, waits for or acts on a signal
+    /// (the program's signals are its own: no signal thread, no
+    /// sigtimedwait, dispositions and masks left as they are).
+    pub fn without_signals(lock: &str) -> Arc<Self> {
+        let mut shared = Shared::new(lock);
+        if let Some(own) = Arc::get_mut(&mut shared) {
+            own.signals = false;
+        }
+        shared
     }
 
     /// Whom the run's events are told.
@@ -111,7 +127,7 @@ impl Shared {
     /// for long, where only a thread can act on a signal at once (wake a
     /// blocked waiter, forward to a COMMAND rlock waits for).
     pub fn watch_signals(self: &Arc<Self>) -> crate::error::Result<()> {
-        if self.watching.get().is_some() {
+        if !self.signals || self.watching.get().is_some() {
             return Ok(());
         }
         let shared = Arc::clone(self);
@@ -189,7 +205,9 @@ impl Shared {
     /// running COMMAND yet (they interrupt, as in [`Phase::Acquiring`]); the
     /// phase may be locked meanwhile.
     pub fn interrupted(&self) -> Option<Signal> {
-        while let Some(signal) = dispositions::take_pending() {
+        while self.signals
+            && let Some(signal) = dispositions::take_pending()
+        {
             self.note_interrupt(signal);
         }
         match self.interrupted.load(Ordering::SeqCst) {

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{Event, Sink, holding};
-use crate::cli::NotifyReady;
+use crate::config::NotifyReady;
 use crate::config::NotifySpec;
 use crate::report;
 use crate::sys::notify::NotifySocket;

@@ -380,6 +380,8 @@ pub struct RunArgs {
           value_hint = clap::ValueHint::FilePath, help_heading = SERVICE)]
     pub ready_file: Option<std::path::PathBuf>,
 
+    // `<exit status>` is the URL's syntax in --help and the man page, not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     /// Pings a monitor at URL in healthchecks.io's protocol (Cronitor and
     /// others accept it too): URL/start when the lock is taken, URL/<exit
     /// status> after the release, URL/log for a run skipped because the lock

@@ -6,9 +6,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{NotifyReady, RunArgs};
+#[cfg(feature = "cli")]
+use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::ping::{PingUrl, Pinger};
+
+/// When a run under systemd tells it it is ready (`--notify-ready`, resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyReady {
+    /// Once the lock is held and COMMAND started.
+    Held,
+    /// At once: a waiting standby counts as started.
+    Start,
+}
 
 /// Where and how a run announces itself; nothing when empty.
 #[derive(Debug, Clone, Default)]
@@ -35,11 +45,15 @@ pub struct NotifySpec {
 impl AnnounceSpec {
     /// From `run`'s options and the environment systemd sets; `cacert` is
     /// the trust of an `https://` ping (`--cacert`).
+    #[cfg(feature = "cli")]
     pub fn resolve(args: &RunArgs, cacert: Option<&Path>) -> Result<AnnounceSpec> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let notify = var("NOTIFY_SOCKET").map(|socket| NotifySpec {
             socket,
-            ready: args.notify_ready,
+            ready: match args.notify_ready {
+                crate::cli::NotifyReady::Held => NotifyReady::Held,
+                crate::cli::NotifyReady::Start => NotifyReady::Start,
+            },
             watchdog: watchdog(var("WATCHDOG_USEC"), var("WATCHDOG_PID")),
         });
         if let Some(path) = &args.ready_file {

@@ -6,10 +6,10 @@
 //! nothing after this step parses a URL.
 
 mod announce;
-mod note;
+pub(crate) mod note;
 mod spec;
 
-pub use announce::{AnnounceSpec, NotifySpec};
+pub use announce::{AnnounceSpec, NotifyReady, NotifySpec};
 pub use spec::{LockSpec, RunSpec};
 
 use std::path::PathBuf;
@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::backend::url::{self, PasswordFrom, ServerSpec};
 use crate::backend::{Backend, Local, Redlock, Standalone};
+#[cfg(feature = "cli")]
 use crate::cli::Global;
 use crate::error::{Error, Result};
 use crate::lock::name::{Dialect, LockId};
@@ -92,9 +93,61 @@ impl UrlSource {
     }
 }
 
+/// Everything a [`Config`] is resolved from, as plain values: what the
+/// command line and the environment give the CLI, and what a library user
+/// gives [`crate::Client`]'s builder.
+#[derive(Clone)]
+pub struct Settings {
+    /// The URL list (several: a Redlock quorum; `file:DIR`: this host).
+    pub urls: Vec<String>,
+    /// Where the URL list came from.
+    pub url_source: UrlSource,
+    /// The key prefix.
+    pub prefix: String,
+    /// Bound on each connection attempt and each reply.
+    pub connect_timeout: Duration,
+    /// TLS files for rediss://.
+    pub tls: TlsPaths,
+    /// Read the password from this file for each new connection.
+    pub password_file: Option<PathBuf>,
+    /// Run this command for each new connection's password.
+    pub password_command: Option<String>,
+    /// The password when neither of those is given (the CLI's
+    /// REDISCLI_AUTH); a password in the URL comes first.
+    pub auth: Option<String>,
+    /// Tokens of enclosing holds, re-entered rather than waited for.
+    pub inherited: Vec<Token>,
+    /// The owner token `renew` and `release` use without `--token`.
+    pub token_from_env: Option<String>,
+    /// The note a new hold carries.
+    pub note: String,
+}
+
+impl Settings {
+    /// `urls` with the defaults of the command line: prefix `rlock`, a 2 s
+    /// connect timeout, no TLS files, no password source, no enclosing
+    /// holds, no note.
+    pub fn new(urls: Vec<String>) -> Settings {
+        Settings {
+            urls,
+            url_source: UrlSource::Option,
+            prefix: "rlock".into(),
+            connect_timeout: Duration::from_secs(2),
+            tls: TlsPaths::default(),
+            password_file: None,
+            password_command: None,
+            auth: None,
+            inherited: Vec::new(),
+            token_from_env: None,
+            note: String::new(),
+        }
+    }
+}
+
 impl Config {
     /// Resolves `global` and the environment; `note` is `--note` (None for
     /// commands that make no hold).
+    #[cfg(feature = "cli")]
     pub fn resolve(global: &Global, note: Option<&str>) -> Result<Config> {
         crate::lock::name::validate_prefix(&global.prefix)?;
         let redis_url = std::env::var("REDIS_URL").ok();
@@ -109,13 +162,32 @@ impl Config {
         } else {
             UrlSource::Default
         };
-        let urls = url::choose_urls(&global.urls, redis_url);
-        let tls = TlsPaths {
-            cacert: global.cacert.clone(),
-            cert: global.cert.clone(),
-            key: global.key.clone(),
-        };
-        let password = match (&global.password_file, &global.password_command) {
+        Config::from_settings(Settings {
+            urls: url::choose_urls(&global.urls, redis_url),
+            url_source,
+            prefix: global.prefix.clone(),
+            connect_timeout: global.connect_timeout,
+            tls: TlsPaths {
+                cacert: global.cacert.clone(),
+                cert: global.cert.clone(),
+                key: global.key.clone(),
+            },
+            password_file: global.password_file.clone(),
+            password_command: global.password_command.clone(),
+            auth: std::env::var("REDISCLI_AUTH").ok(),
+            inherited: crate::lock::token::inherited_tokens(
+                &std::env::var("RLOCK_TOKENS").unwrap_or_default(),
+                &std::env::var("RLOCK_TOKEN").unwrap_or_default(),
+            ),
+            token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
+            note: crate::config::note::resolve(note),
+        })
+    }
+
+    /// Resolves `settings`, as given: nothing is read from the environment.
+    pub fn from_settings(settings: Settings) -> Result<Config> {
+        crate::lock::name::validate_prefix(&settings.prefix)?;
+        let password = match (&settings.password_file, &settings.password_command) {
             (Some(_), Some(_)) => {
                 return Err(Error::usage(
                     "--password-file and --password-command: give the password once",
@@ -125,20 +197,38 @@ impl Config {
             (None, Some(command)) => Some(PasswordFrom::Command(command.clone())),
             (None, None) => None,
         };
-        Ok(Config {
-            target: target(&urls, &tls, password.as_ref(), global.connect_timeout)?,
-            password_file: global.password_file.clone(),
-            password_command: global.password_command.clone(),
+        let Settings {
             urls,
-            prefix: global.prefix.clone(),
-            connect_timeout: global.connect_timeout,
+            url_source,
+            prefix,
+            connect_timeout,
             tls,
-            inherited: crate::lock::token::inherited_tokens(
-                &std::env::var("RLOCK_TOKENS").unwrap_or_default(),
-                &std::env::var("RLOCK_TOKEN").unwrap_or_default(),
-            ),
-            token_from_env: std::env::var("RLOCK_TOKEN").ok().filter(|t| !t.is_empty()),
-            note: crate::config::note::resolve(note),
+            password_file,
+            password_command,
+            auth,
+            inherited,
+            token_from_env,
+            note,
+        } = settings;
+        // --password-file and --password-command stand in for REDISCLI_AUTH.
+        let auth = auth.filter(|_| password.is_none());
+        Ok(Config {
+            target: target(
+                &urls,
+                &tls,
+                password.as_ref(),
+                auth.as_deref(),
+                connect_timeout,
+            )?,
+            password_file,
+            password_command,
+            urls,
+            prefix,
+            connect_timeout,
+            tls,
+            inherited,
+            token_from_env,
+            note,
             url_source,
         })
     }
@@ -279,6 +369,7 @@ fn target(
     urls: &[String],
     tls: &TlsPaths,
     password: Option<&PasswordFrom>,
+    auth: Option<&str>,
     timeout: Duration,
 ) -> Result<Target> {
     if let Some(dir) = urls.iter().find_map(|u| u.strip_prefix("file:")) {
@@ -289,11 +380,6 @@ fn target(
         }
         return Ok(Target::Local(local_dir(dir)?));
     }
-    // --password-file and --password-command stand in for REDISCLI_AUTH.
-    let auth = match password {
-        Some(_) => None,
-        None => std::env::var("REDISCLI_AUTH").ok(),
-    };
     let files = url::TlsFiles {
         cacert: tls.cacert.as_deref(),
         cert: tls.cert.as_deref(),
@@ -302,7 +388,7 @@ fn target(
     let mut specs = urls
         .iter()
         .map(|url| {
-            url::parse_url(url, auth.as_deref(), timeout)
+            url::parse_url(url, auth, timeout)
                 .and_then(|spec| spec.with_tls(&files))
                 .and_then(|spec| spec.with_password(password))
         })

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::Config;
 use super::announce::AnnounceSpec;
+#[cfg(feature = "cli")]
 use crate::cli::{FOREVER, LockOptions, RunArgs};
 use crate::error::{Error, Result};
 use crate::lock::kind::Kind;
@@ -45,9 +46,9 @@ pub struct LockSpec {
 impl LockSpec {
     /// Resolves `options` for `config`'s target, refusing options that
     /// cannot go together instead of silently running with other semantics.
+    #[cfg(feature = "cli")]
     pub fn resolve(config: &Config, options: &LockOptions) -> Result<LockSpec> {
-        refuse_conflicts(config, options)?;
-        Ok(LockSpec {
+        let spec = LockSpec {
             kind: match (options.shared, options.limit) {
                 (true, _) => Kind::Shared,
                 (false, Some(n)) if n > 1 => Kind::Semaphore(n),
@@ -66,7 +67,16 @@ impl LockSpec {
             ttl: options.ttl,
             history: options.history,
             redisson: options.redisson,
-        })
+        };
+        spec.refuse_conflicts(config, options.limit)?;
+        Ok(spec)
+    }
+
+    /// Refuses what cannot go together with `config`'s target or with each
+    /// other; `limit` is the semaphore limit as asked (`--limit 1` is an
+    /// exclusive lock, but still asks for a count).
+    pub fn refuse_conflicts(&self, config: &Config, limit: Option<u32>) -> Result<()> {
+        refuse_conflicts(config, self, limit.is_some_and(|n| n > 1))
     }
 
     /// `--no-wait` (or `--wait 0`): never wait, for the lock or the server.
@@ -111,6 +121,7 @@ pub struct RunSpec {
 
 impl RunSpec {
     /// Resolves `run`'s options for `config`'s target.
+    #[cfg(feature = "cli")]
     pub fn resolve(config: &Config, args: &RunArgs) -> Result<RunSpec> {
         Ok(RunSpec {
             lock: LockSpec::resolve(config, &args.lock)?,
@@ -138,7 +149,7 @@ fn first_of_each(names: &[LockName]) -> Vec<LockName> {
 }
 
 /// Options that cannot go together with each other or with the target.
-fn refuse_conflicts(config: &Config, lock: &LockOptions) -> Result<()> {
+fn refuse_conflicts(config: &Config, lock: &LockSpec, counted: bool) -> Result<()> {
     if config.is_local() {
         let refuse = |what: &str| {
             Err(Error::usage(format!(
@@ -166,13 +177,13 @@ fn refuse_conflicts(config: &Config, lock: &LockOptions) -> Result<()> {
         }
         // Each server counts only its own holders and queue: different
         // majorities could admit more than N, or order a queue differently.
-        if lock.limit.is_some_and(|n| n > 1) || lock.fair {
+        if counted || lock.fair {
             return Err(Error::usage(
                 "--limit above 1 and --fair need one server: a Redlock quorum (several --url) cannot count holders or order a queue across servers",
             ));
         }
     }
-    if lock.redisson && (lock.shared || lock.fair || lock.limit.is_some_and(|n| n > 1)) {
+    if lock.redisson && (lock.kind != Kind::Exclusive || lock.fair) {
         return Err(Error::usage(
             "--redisson is Redisson's exclusive lock: it cannot be combined with --shared, --limit or --fair",
         ));
@@ -180,7 +191,7 @@ fn refuse_conflicts(config: &Config, lock: &LockOptions) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};

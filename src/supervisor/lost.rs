@@ -57,6 +57,16 @@ impl Lost {
         }
     }
 
+    /// The loss as a library hold's notice says it: the run's line without
+    /// what became of COMMAND (a library can only tell).
+    pub fn notice(&self, why: Option<&str>) -> String {
+        let line = self.line(why);
+        line.strip_suffix("; COMMAND was stopped")
+            .unwrap_or(&line)
+            .replace("under COMMAND", "under the holder")
+            .replace("so COMMAND may have run", "so the holder may have worked")
+    }
+
     /// The server itself said the hold is gone (at a renewal): it is so
     /// whenever it was seen, and the server that said it answers.
     pub fn refused(&self) -> bool {

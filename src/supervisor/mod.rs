@@ -15,16 +15,17 @@
 mod announced;
 mod child;
 mod command_env;
+pub(crate) mod deadline;
 mod ended;
 mod ending;
 mod handover;
-mod held;
+pub(crate) mod held;
 pub(crate) mod holder;
-mod lost;
+pub(crate) mod lost;
 mod max_hold;
 mod record;
 mod release;
-mod watchdog;
+pub(crate) mod watchdog;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -462,7 +463,7 @@ impl<'a> Running<'a> {
             grace: run.grace,
             period: run.period(),
             confirmed_at: holding.since,
-            deadlines,
+            deadlines: Arc::new(deadlines),
         };
         // A COMMAND that ends before its first renewal is due (most short
         // jobs) needs no watchdog thread: start one only if COMMAND still

@@ -30,7 +30,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 impl Recorder {
-    pub(super) fn new(cap: u32, holder: HolderInfo, locks: &[LockId]) -> Recorder {
+    pub(crate) fn new(cap: u32, holder: HolderInfo, locks: &[LockId]) -> Recorder {
         Recorder {
             cap,
             holder,
@@ -43,12 +43,12 @@ impl Recorder {
     }
 
     /// The `acquired` event the acquiring script writes with a new hold.
-    pub(super) fn acquired(&self) -> Option<(u32, Event)> {
+    pub(crate) fn acquired(&self) -> Option<(u32, Event)> {
         (self.cap > 0).then(|| (self.cap, self.event(EventKind::Acquired)))
     }
 
     /// Notes the fences of the holds taken.
-    pub(super) fn held(&mut self, held: &[HeldLock]) {
+    pub(crate) fn held(&mut self, held: &[HeldLock]) {
         for (lock, fence) in &mut self.locks {
             *fence = held
                 .iter()
@@ -60,7 +60,7 @@ impl Recorder {
     /// The `acquired` events the acquiring script did not write (a hold
     /// handed over by a release, several locks, Redlock): written once
     /// COMMAND runs.
-    pub(super) fn unrecorded(&self, held: &[HeldLock], waited: Duration) -> Vec<(LockId, Event)> {
+    pub(crate) fn unrecorded(&self, held: &[HeldLock], waited: Duration) -> Vec<(LockId, Event)> {
         let Some((_, acquired)) = self.acquired() else {
             return Vec::new();
         };
@@ -86,7 +86,7 @@ impl Recorder {
     /// The event the releasing script writes when a kept hold ends: how
     /// COMMAND ended (`ending`, or an error when its end is not known), after
     /// holding for `held`. Each lock's fence is added by the release.
-    pub(super) fn at_release(
+    pub(crate) fn at_release(
         &self,
         ending: Option<Ending>,
         held: Duration,

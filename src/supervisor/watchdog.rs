@@ -17,15 +17,14 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::deadline::{Deadline, Guarded};
 use super::held::HeldLock;
 use super::lost::{Lost, why_lapsed};
-use crate::announce::Event;
 use crate::backend::Session;
 use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
 use crate::report;
 use crate::run_state::Shared;
-use crate::sys::guardian::Deadlines;
 use crate::sys::process::Pid;
 use crate::sys::signal::Signal;
 
@@ -102,8 +101,8 @@ pub struct Renewal {
     pub period: Duration,
     /// When the request that proved the lease was sent.
     pub confirmed_at: Stamp,
-    /// The deadlines the guardian enforces.
-    pub deadlines: Deadlines,
+    /// The deadlines the guardian enforces (a library hold: in-process ones).
+    pub deadlines: Arc<dyn Deadline>,
 }
 
 impl Watchdog {
@@ -116,7 +115,7 @@ impl Watchdog {
         let (stop, stopped) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("watchdog".into())
-            .spawn(move || watch(session, &renewal, &stopped, &shared))?;
+            .spawn(move || watch(session, renewal, &stopped, shared))?;
         Ok(Watchdog { stop, handle })
     }
 
@@ -130,44 +129,66 @@ impl Watchdog {
 
 /// Waits on `stopped` until `until`; true when told to stop. Records how late
 /// the wake-up came, which is how a suspension of rlock shows.
-fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, shared: &Shared) -> bool {
+fn sleep_until(stopped: &mpsc::Receiver<()>, until: Stamp, guarded: &dyn Guarded) -> bool {
     let outcome = stopped.recv_timeout(until.remaining());
     // Also when told to stop: a stop message that was waiting when rlock was
     // continued must not hide how long it was stopped.
-    shared.note_wake(until);
+    guarded.note_wake(until);
     !matches!(outcome, Err(RecvTimeoutError::Timeout))
 }
 
 /// The watchdog thread: renews until told to stop (COMMAND has ended) or the
 /// hold is lost, then makes sure SIGKILL comes even without the guardian.
 fn watch(
-    session: Box<dyn Session>,
-    renewal: &Renewal,
+    mut session: Box<dyn Session>,
+    renewal: Renewal,
     stopped: &mpsc::Receiver<()>,
-    shared: &Shared,
+    shared: Arc<Shared>,
 ) -> (Box<dyn Session>, Option<Lost>) {
-    let mut watch = Watch::new(session, renewal, stopped, shared);
+    let mut watch = Watch::new(renewal, shared);
     let lost = loop {
-        match watch.turn() {
+        let next = match watch.due() {
+            Due::At(wake) if sleep_until(stopped, wake, watch.guarded.as_ref()) => Next::Stopped,
+            Due::At(_) => watch.act(session.as_mut()),
+            Due::Lapsed(lost) if stopped.try_recv().is_ok() => Next::Ended(lost),
+            Due::Lapsed(lost) => Next::Lost(lost),
+            Due::Closed => {
+                let _ = stopped.recv();
+                Next::Stopped
+            }
+        };
+        match next {
             Next::Again => {}
-            Next::Stopped => return (watch.session, None),
+            Next::Stopped => return (session, None),
             // The guardian may have stopped COMMAND before this thread knew.
             Next::Ended(lost) => {
-                shared.announce().tell(&Event::Lost);
-                return (watch.session, Some(lost));
+                watch.guarded.lost();
+                return (session, Some(lost));
             }
             Next::Lost(lost) => {
-                shared.announce().tell(&Event::Lost);
+                watch.guarded.lost();
                 break lost;
             }
         }
     };
-    watch.kill_when_due();
-    (watch.session, Some(lost))
+    watch.kill_when_due(stopped);
+    (session, Some(lost))
+}
+
+/// When a watch acts next.
+pub(crate) enum Due {
+    /// At this instant: a renewal, or the stop, is due.
+    At(Stamp),
+    /// The stop went out: the lease is no longer proven, for this reason
+    /// (unless what it protects had ended before: run judges that by the
+    /// clock).
+    Lapsed(Lost),
+    /// No deadline is kept any more (COMMAND's group is gone).
+    Closed,
 }
 
 /// What the watch does after a turn.
-enum Next {
+pub(crate) enum Next {
     /// Keep watching.
     Again,
     /// Told to stop: COMMAND has ended.
@@ -179,12 +200,12 @@ enum Next {
     Lost(Lost),
 }
 
-/// The watchdog thread's state between turns.
-struct Watch<'a> {
-    session: Box<dyn Session>,
-    renewal: &'a Renewal,
-    stopped: &'a mpsc::Receiver<()>,
-    shared: &'a Shared,
+/// A lease's watch between turns: renewing it on a session it is given
+/// each turn (a run's own, or the one a library client renews all its
+/// holds on), and telling what it protects what became of it.
+pub(crate) struct Watch {
+    renewal: Arc<Renewal>,
+    guarded: Arc<dyn Guarded>,
     /// When the next renewal is due.
     next: Stamp,
     /// The cause of the renewals failing since the last confirmed one.
@@ -211,19 +232,13 @@ enum Extend {
     Exactly,
 }
 
-impl<'a> Watch<'a> {
-    fn new(
-        session: Box<dyn Session>,
-        renewal: &'a Renewal,
-        stopped: &'a mpsc::Receiver<()>,
-        shared: &'a Shared,
-    ) -> Self {
+impl Watch {
+    /// The watch of `renewal`'s lease, telling `guarded`.
+    pub(crate) fn new(renewal: Renewal, guarded: Arc<dyn Guarded>) -> Self {
         Watch {
-            session,
-            renewal,
-            stopped,
-            shared,
             next: renewal.confirmed_at + renewal.period,
+            renewal: Arc::new(renewal),
+            guarded,
             failing: None,
             outage: None,
             clock: None,
@@ -232,35 +247,33 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Sleeps until a renewal or SIGTERM is due, sends SIGTERM if it is,
-    /// else renews.
-    fn turn(&mut self) -> Next {
-        let deadlines = self.renewal.deadlines;
-        let term = match deadlines.term_at() {
-            Some(term) => term,
-            // SIGTERM went out: the lease is no longer proven (unless
-            // COMMAND had ended before: run judges that by the clock).
+    /// The renewal this watch makes (its locks and lease).
+    pub(crate) fn renewal(&self) -> &Renewal {
+        &self.renewal
+    }
+
+    /// When a renewal or SIGTERM is due, or why not.
+    pub(crate) fn due(&mut self) -> Due {
+        let deadlines = &self.renewal.deadlines;
+        match deadlines.term_at() {
+            Some(term) => Due::At(match self.renewal.lease {
+                Lease::Renewed(_) => self.next.min(term),
+                Lease::Fixed(_) => term,
+            }),
+            // SIGTERM went out: the lease is no longer proven.
             None if deadlines.fired() => {
                 let failing = self.failing.take();
-                let lost = why_lapsed(self.renewal.lease, failing, self.shared.late());
-                if self.stopped.try_recv().is_ok() {
-                    return Next::Ended(lost);
-                }
-                return Next::Lost(lost);
+                Due::Lapsed(why_lapsed(self.renewal.lease, failing, self.guarded.late()))
             }
             // COMMAND's group is gone and the deadlines are closed.
-            None => {
-                let _ = self.stopped.recv();
-                return Next::Stopped;
-            }
-        };
-        let wake = match self.renewal.lease {
-            Lease::Renewed(_) => self.next.min(term),
-            Lease::Fixed(_) => term,
-        };
-        if sleep_until(self.stopped, wake, self.shared) {
-            return Next::Stopped;
+            None => Due::Closed,
         }
+    }
+
+    /// Once the instant [`Watch::due`] named has come: sends SIGTERM if it
+    /// is due, else renews on `session`.
+    pub(crate) fn act(&mut self, session: &mut dyn Session) -> Next {
+        let deadlines = Arc::clone(&self.renewal.deadlines);
         if deadlines.fire_if_due() {
             self.stop_command();
         }
@@ -270,27 +283,28 @@ impl<'a> Watch<'a> {
         if matches!(self.renewal.lease, Lease::Fixed(_)) {
             return Next::Again;
         }
-        self.renew(term)
+        self.renew(session, term)
     }
 
     /// Renews every hold within half the time left before `term`, so that a
     /// stalled server leaves room to retry (on a fresh connection) before
     /// SIGTERM is due.
-    fn renew(&mut self, term: Stamp) -> Next {
-        let renewal = self.renewal;
+    fn renew(&mut self, session: &mut dyn Session, term: Stamp) -> Next {
+        let renewal = Arc::clone(&self.renewal);
+        let renewal = renewal.as_ref();
         let sent = Stamp::now();
         let limit = (term.since(sent) / 2).max(Duration::from_millis(1));
         let ttl = renewal.lease.ttl();
-        let renewed = renew_all(self.session.as_mut(), renewal, ttl, limit, self.extend);
+        let renewed = renew_all(session, renewal, ttl, limit, self.extend);
         if let Ok(None) = renewed {
             self.extend = Extend::AtLeast;
         }
         // A renewal that overran its limit by far was held up by rlock's own
         // stop, not by the server (a call may take one and a half times its
         // limit: see the session's connection).
-        self.shared.note_wake(sent + limit + limit / 2);
+        self.guarded.note_wake(sent + limit + limit / 2);
         let step = match renewed {
-            Ok(_) => self.read_clock(sent),
+            Ok(_) => self.read_clock(session, sent),
             Err(_) => None,
         };
         match renewed {
@@ -305,8 +319,7 @@ impl<'a> Watch<'a> {
                     // the ttl, so a dead rlock's hold does not outlive it.
                     Some(step @ ClockStep::Back(_)) => {
                         let left = limit.saturating_sub(Stamp::now().since(sent));
-                        let set =
-                            renew_all(self.session.as_mut(), renewal, ttl, left, Extend::Exactly);
+                        let set = renew_all(session, renewal, ttl, left, Extend::Exactly);
                         if let Ok(Some(name)) = set {
                             return self.not_ours(name, None);
                         }
@@ -344,7 +357,7 @@ impl<'a> Watch<'a> {
     /// The server says the hold on `name` is gone: COMMAND is stopped at
     /// once, and the loss names a forward `step` of its clock, if any.
     fn not_ours(&mut self, name: String, step: Option<ClockStep>) -> Next {
-        let renewal = self.renewal;
+        let renewal = Arc::clone(&self.renewal);
         if renewal.deadlines.stop_now(renewal.grace) {
             self.stop_command();
         } else {
@@ -352,7 +365,7 @@ impl<'a> Watch<'a> {
             // rlock itself was stopped meanwhile (within the renewal's round
             // trip), the lease lapsed under the suspension, and another
             // holder's taking the lock is what the refusal shows.
-            let lapsed = why_lapsed(renewal.lease, None, self.shared.late());
+            let lapsed = why_lapsed(renewal.lease, None, self.guarded.late());
             if matches!(lapsed, Lost::Suspended(_)) {
                 return Next::Lost(lapsed);
             }
@@ -369,15 +382,13 @@ impl<'a> Watch<'a> {
     /// The hold is lost: said first (the ready file goes before COMMAND
     /// hears of it), then COMMAND's group gets SIGTERM.
     fn stop_command(&self) {
-        self.shared.announce().tell(&Event::Lost);
-        self.shared.signal_group(Signal::TERM);
-        self.shared.signal_group(Signal::CONT);
+        self.guarded.stop();
     }
 
     /// The step of the server's clock since the last answered renewal, as
     /// the one sent at `sent` (just answered) read it.
-    fn read_clock(&mut self, sent: Stamp) -> Option<ClockStep> {
-        let time = self.session.server_time()?;
+    fn read_clock(&mut self, session: &mut dyn Session, sent: Stamp) -> Option<ClockStep> {
+        let time = session.server_time()?;
         let read = ServerRead {
             sent,
             replied: Stamp::now(),
@@ -395,7 +406,7 @@ impl<'a> Watch<'a> {
     /// to the lease it proves, and the next renewal is due a third of the
     /// lease later.
     fn confirmed(&mut self, sent: Stamp) -> Next {
-        let renewal = self.renewal;
+        let renewal = Arc::clone(&self.renewal);
         let (term, kill) = renewal.lease.deadlines(sent, renewal.grace);
         if !renewal.deadlines.extend(term, kill) {
             return Next::Again;
@@ -406,10 +417,10 @@ impl<'a> Watch<'a> {
                 renewal.display
             ));
             renewal.deadlines.stop_now(Duration::ZERO);
-            self.shared.signal_group(Signal::KILL);
+            self.guarded.kill();
             return Next::Lost(Lost::Unconfirmed("the guardian process is gone".into()));
         }
-        self.shared.announce().tell(&Event::Renewed);
+        self.guarded.renewed();
         self.next = sent + renewal.period;
         self.spacing = RETRY_SPACING;
         self.failing = None;
@@ -472,11 +483,11 @@ impl<'a> Watch<'a> {
     }
 
     /// The guardian sends SIGKILL when it is due; should it be gone, so do we.
-    fn kill_when_due(&self) {
+    fn kill_when_due(&self, stopped: &mpsc::Receiver<()>) {
         if let Some(kill) = self.renewal.deadlines.kill_at()
-            && !sleep_until(self.stopped, kill, self.shared)
+            && !sleep_until(stopped, kill, self.guarded.as_ref())
         {
-            self.shared.signal_group(Signal::KILL);
+            self.guarded.kill();
         }
     }
 }

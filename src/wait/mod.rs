@@ -50,14 +50,41 @@ pub fn acquire(
     lock: &str,
     shared: &Arc<Shared>,
 ) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
+    acquire_with(backend, None, wanted, lock, shared)
+}
+
+/// [`acquire`] on `session` when one is given (a library client's, kept
+/// between acquisitions), else on a new one.
+pub fn acquire_with(
+    backend: &Arc<dyn Backend>,
+    session: Option<Box<dyn Session>>,
+    wanted: &Wanted<'_>,
+    lock: &str,
+    shared: &Arc<Shared>,
+) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
     let mut outage = Outage::new(wanted.patience);
     report::flush_note();
     report::verbose(|| format!("{lock}: using {}", backend.server()));
-    let mut session = loop {
+    let mut session = match session {
+        Some(session) => session,
+        None => connect(backend, lock, shared, &mut outage)?,
+    };
+    let (holds, at) = acquire_on(backend, session.as_mut(), wanted, shared, outage)?;
+    Ok((session, holds, at))
+}
+
+/// Connects, riding out an outage as `outage` allows.
+fn connect(
+    backend: &Arc<dyn Backend>,
+    lock: &str,
+    shared: &Arc<Shared>,
+    outage: &mut Outage,
+) -> Result<Box<dyn Session>> {
+    loop {
         match backend.connect() {
             Ok(session) => {
                 report::mark("connected");
-                break session;
+                return Ok(session);
             }
             // A signal that came while connecting is the reason the user
             // sees, whatever the connection's own failure.
@@ -68,9 +95,7 @@ pub fn acquire(
                 .ride_out(err, lock, shared)
                 .map_err(|e| e.in_lock(lock))?,
         }
-    };
-    let (holds, at) = acquire_on(backend, session.as_mut(), wanted, shared, outage)?;
-    Ok((session, holds, at))
+    }
 }
 
 /// [`acquire`] on a connected session, within what is left of an outage

@@ -32,6 +32,10 @@ mod scripting;
 /// several NAMEs in one run (all or none)
 mod several;
 
+// The Rust library beside the CLI.
+/// rlock::Client in this process and the CLI on one server: interop, losses, cost
+mod library;
+
 // Backends and topologies: file:, Redlock, replicas, Sentinel, Cluster, TLS, Redisson.
 /// three masters; locks in every slot, a slot moved under a holder
 mod cluster;
