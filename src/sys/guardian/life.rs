@@ -66,12 +66,11 @@ unsafe fn detach(reader: libc::c_int, writer: libc::c_int, successor: Option<&Su
     unsafe {
         libc::close(writer);
         // Hold none of rlock's descriptors (its Redis socket, its stdout pipe): only
-        // the read end of the pipe, and for a successor rlock's binary, the
-        // handover file and stderr (where it says what it could not do).
-        let mut keep = [reader, -1, -1, -1];
+        // the read end of the pipe, and for a successor the handover file and
+        // stderr (where it says what it could not do).
+        let mut keep = [reader, -1, -1];
         if let Some(successor) = successor {
-            let [exe, file] = successor.descriptors();
-            keep = [reader, libc::STDERR_FILENO, exe, file];
+            keep = [reader, libc::STDERR_FILENO, successor.descriptor()];
         }
         close_all_but(keep);
         // Out of rlock's process group and deaf to its signals: a Ctrl-C or a
@@ -87,7 +86,7 @@ unsafe fn detach(reader: libc::c_int, writer: libc::c_int, successor: Option<&Su
 
 /// Closes every descriptor but those in `keep` (-1: none).
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
-unsafe fn close_all_but(mut keep: [libc::c_int; 4]) {
+unsafe fn close_all_but(mut keep: [libc::c_int; 3]) {
     keep.sort_unstable();
     let mut from: libc::c_int = 0;
     for fd in keep.into_iter().filter(|fd| *fd >= 0) {

@@ -1,15 +1,19 @@
 //! What the guardian becomes when rlock dies while COMMAND runs: once it has
 //! sent SIGKILL to COMMAND's group, it executes rlock's own binary again
-//! (opened at start, so a binary replaced on disk meanwhile does not
-//! matter) with the same command line and environment, plus [`HANDOVER`],
-//! which names an inherited file where rlock wrote its holds once it had
-//! them. That rlock gives the holds back as soon as COMMAND's group is gone,
-//! so the next holder need not wait out the lease. The token is never on a
-//! command line, nor in the environment: only in that file, which no other
-//! process can open (a memfd, reached through its descriptor alone).
+//! (`/proc/self/exe`, which names the running binary even when the file was
+//! replaced on disk meanwhile) with the same command line and environment,
+//! plus [`HANDOVER`], which names an inherited file where rlock wrote its
+//! holds once it had them. That rlock gives the holds back as soon as
+//! COMMAND's group is gone, so the next holder need not wait out the lease.
+//! The token is never on a command line, nor in the environment: only in
+//! that file, which no other process can open (a memfd, reached through its
+//! descriptor alone).
 //!
-//! Everything is prepared before the fork (the guardian allocates nothing);
-//! what it runs at the end is async-signal-safe.
+//! Only the file is made before the fork (one system call on the path to
+//! COMMAND); the command line and environment are copied when the guardian
+//! becomes the successor. It may allocate then: it was forked from a
+//! process with one thread, so no lock in the allocator is held by a thread
+//! that is not there.
 
 use std::ffi::{CString, c_char};
 use std::io;
@@ -23,80 +27,27 @@ pub const HANDOVER: &str = "RLOCK_HANDOVER_FD";
 /// it from any other descriptor.
 const MEMFD_NAME: &[u8] = b"rlock-handover\0";
 
-/// rlock's binary, the handover file, and the command line and environment
-/// to execute it with.
+/// The handover file the successor inherits.
 pub(super) struct Successor {
-    exe: libc::c_int,
     file: libc::c_int,
-    argv: Vec<*const c_char>,
-    envp: Vec<*const c_char>,
-    /// What `argv` and `envp` point into.
-    _strings: Vec<CString>,
 }
 
-// SAFETY: the pointers point into `_strings`, owned alongside and never
-// changed; the descriptors are plain numbers.
-unsafe impl Send for Successor {}
-
 impl Successor {
-    /// Opens rlock's binary and a fresh handover file (both close-on-exec),
-    /// and copies the command line and environment. None for an rlock that
-    /// is itself a successor, or when the kernel refuses (then a dead rlock's
+    /// A fresh handover file (close-on-exec). None for an rlock that is
+    /// itself a successor, or when the kernel refuses (then a dead rlock's
     /// holds expire with their lease, as they always could).
     pub(super) fn prepare() -> Option<Successor> {
         if std::env::var_os(HANDOVER).is_some() {
             return None;
         }
-        // SAFETY: open and memfd_create with valid NUL-terminated names.
-        let (exe, file) = unsafe {
-            let exe = libc::open(c"/proc/self/exe".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            let file = libc::memfd_create(MEMFD_NAME.as_ptr().cast(), libc::MFD_CLOEXEC);
-            (exe, file)
-        };
-        let strings = || -> Option<(Vec<CString>, usize)> {
-            let mut strings = Vec::new();
-            for arg in std::env::args_os() {
-                strings.push(CString::new(arg.as_bytes()).ok()?);
-            }
-            let argc = strings.len();
-            strings.push(CString::new(format!("{HANDOVER}={file}")).ok()?);
-            for (name, value) in std::env::vars_os() {
-                if name == HANDOVER {
-                    continue;
-                }
-                let mut pair = name.as_bytes().to_vec();
-                pair.push(b'=');
-                pair.extend_from_slice(value.as_bytes());
-                strings.push(CString::new(pair).ok()?);
-            }
-            Some((strings, argc))
-        };
-        let made = (exe >= 0 && file >= 0).then(strings).flatten();
-        let Some((strings, argc)) = made else {
-            // SAFETY: closing descriptors this function opened (or -1).
-            unsafe {
-                libc::close(exe);
-                libc::close(file);
-            }
-            return None;
-        };
-        let pointers = |range: &[CString]| {
-            let mut list: Vec<*const c_char> = range.iter().map(|s| s.as_ptr()).collect();
-            list.push(std::ptr::null());
-            list
-        };
-        Some(Successor {
-            exe,
-            file,
-            argv: pointers(&strings[..argc]),
-            envp: pointers(&strings[argc..]),
-            _strings: strings,
-        })
+        // SAFETY: memfd_create with a valid NUL-terminated name.
+        let file = unsafe { libc::memfd_create(MEMFD_NAME.as_ptr().cast(), libc::MFD_CLOEXEC) };
+        (file >= 0).then_some(Successor { file })
     }
 
-    /// The descriptors the guardian keeps.
-    pub(super) fn descriptors(&self) -> [libc::c_int; 2] {
-        [self.exe, self.file]
+    /// The descriptor the guardian keeps.
+    pub(super) fn descriptor(&self) -> libc::c_int {
+        self.file
     }
 
     /// Writes what the successor needs (rlock's holds) into the file.
@@ -110,13 +61,23 @@ impl Successor {
     }
 
     /// In the guardian, COMMAND's group killed: becomes the successor.
-    /// Returns only if the kernel refused.
+    /// Returns only if it could not.
     ///
     /// # Safety
-    /// Only in the guardian; async-signal-safe calls only.
+    /// Only in the guardian.
     #[unsafe(link_section = ".text.hot.rlock_guardian")]
     pub(super) unsafe fn become_rlock(&self) {
-        // SAFETY: callers keep the contract this function's doc comment states.
+        let Some((strings, argc)) = command_line(self.file) else {
+            return;
+        };
+        let pointers = |range: &[CString]| {
+            let mut list: Vec<*const c_char> = range.iter().map(|s| s.as_ptr()).collect();
+            list.push(std::ptr::null());
+            list
+        };
+        let (argv, envp) = (pointers(&strings[..argc]), pointers(&strings[argc..]));
+        // SAFETY: our own descriptor; the lists end in null and point into
+        // `strings`, alive until execve returns (it returns only on failure).
         unsafe {
             libc::fcntl(self.file, libc::F_SETFD, 0);
             // The guardian blocked every signal; the successor starts as
@@ -124,9 +85,30 @@ impl Successor {
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            libc::fexecve(self.exe, self.argv.as_ptr(), self.envp.as_ptr());
+            libc::execve(c"/proc/self/exe".as_ptr(), argv.as_ptr(), envp.as_ptr());
         }
     }
+}
+
+/// rlock's command line, then its environment with [`HANDOVER`] naming
+/// `file`, and where the environment starts.
+fn command_line(file: libc::c_int) -> Option<(Vec<CString>, usize)> {
+    let mut strings = Vec::new();
+    for arg in std::env::args_os() {
+        strings.push(CString::new(arg.as_bytes()).ok()?);
+    }
+    let argc = strings.len();
+    strings.push(CString::new(format!("{HANDOVER}={file}")).ok()?);
+    for (name, value) in std::env::vars_os() {
+        if name == HANDOVER {
+            continue;
+        }
+        let mut pair = name.as_bytes().to_vec();
+        pair.push(b'=');
+        pair.extend_from_slice(value.as_bytes());
+        strings.push(CString::new(pair).ok()?);
+    }
+    Some((strings, argc))
 }
 
 /// In a successor: what the rlock that died handed over (empty when it died
