@@ -410,3 +410,37 @@ fn a_forced_cluster_failover_keeps_the_hold() {
 fn a_killed_cluster_master_keeps_a_replicated_hold() {
     a_replicated_hold_rides_out(|cluster, master, _| cluster.nodes[master].stop());
 }
+
+/// A reshard sets the slot's new owner on each node in turn: meanwhile the
+/// old owner sends rlock to the new one, which, still importing, sends it
+/// back. A run then follows the redirections a little apart until the nodes
+/// agree, within its limit, instead of failing (69) after five of them.
+#[test]
+fn a_slot_whose_nodes_disagree_for_a_moment_is_followed_until_they_agree() {
+    let cluster = Cluster::start();
+    let nodes = &cluster.nodes;
+    let url = cluster.url();
+    let slot: i64 = nodes[0].cmd(&["CLUSTER", "KEYSLOT", "rlock:{bounce}:leases"]);
+    let serves = |n: &&crate::support::redis_server::RedisServer| {
+        redis::cmd("EXISTS")
+            .arg("rlock:{bounce}:leases")
+            .query::<i64>(&mut n.con())
+            .is_ok()
+    };
+    let from = nodes.iter().position(|n| serves(&n)).expect("an owner");
+    let to = (from + 1) % 3;
+    let id = |n: usize| nodes[n].cmd::<String>(&["CLUSTER", "MYID"]);
+    let (from_id, to_id, slot) = (id(from), id(to), slot.to_string());
+    nodes[to].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+    nodes[from].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    // The old owner knows the new one; the new one still imports.
+    nodes[from].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    let probe = spawn(bare().args(["--url", &url, "run", "--no-wait", "bounce", "--", "true"]));
+    // How long the nodes disagree (the fault), not a wait for a condition.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for n in [to, (from + 2) % 3] {
+        nodes[n].cmd::<String>(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    }
+    let out = probe.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}

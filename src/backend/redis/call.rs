@@ -14,8 +14,14 @@ use super::topology::{Source, node_client};
 use crate::error::{Cause, Error, Result};
 use crate::lock::name::LockId;
 
-/// Most MOVED or ASK redirections one call follows.
+/// Most MOVED or ASK redirections one call follows at once; more are
+/// followed [`REDIRECT_PAUSE`] apart within the call's limit.
 const MAX_REDIRECTS: usize = 5;
+
+/// Pause between redirections past [`MAX_REDIRECTS`]: while a reshard sets
+/// a slot's new owner on each node in turn, two nodes may each name the
+/// other for a moment.
+const REDIRECT_PAUSE: Duration = Duration::from_millis(20);
 
 /// How often a call interrupted by a stop and continue is tried again.
 const INTERRUPTED_RETRIES: usize = 2;
@@ -107,7 +113,14 @@ impl StandaloneSession {
                 // from now on; ASK (the slot is being moved and our keys are
                 // already there): this one command there, after ASKING. Neither
                 // ran the command, so even a release may be sent again.
-                Err(err) if redirects < MAX_REDIRECTS && err.redirect_node().is_some() => {
+                Err(err)
+                    if err.redirect_node().is_some()
+                        && (redirects < MAX_REDIRECTS
+                            || Instant::now() + REDIRECT_PAUSE < deadline) =>
+                {
+                    if redirects >= MAX_REDIRECTS {
+                        std::thread::sleep(REDIRECT_PAUSE);
+                    }
                     redirects += 1;
                     let addr = err
                         .redirect_node()
