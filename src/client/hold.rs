@@ -96,7 +96,7 @@ impl Hold {
             recorder,
         } = keeping;
         let deadlines = Arc::new(InProcess::default());
-        let notice = Notice::new(Arc::clone(&deadlines));
+        let notice = Notice::new(Arc::clone(&deadlines), &display);
         let mut hold = Hold {
             inner: Arc::clone(&inner),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

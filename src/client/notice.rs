@@ -1,12 +1,14 @@
 //! How a hold's loss reaches the program: a flag read at any time, and a
 //! signal to block on, both set by the client's renewal thread at the point
-//! `rlock run` would send COMMAND SIGTERM.
+//! `rlock run` would send COMMAND SIGTERM. A wait also wakes at that point
+//! by the clock alone: the renewal thread may be held up in another hold's
+//! call to a stalled server then, and the loss must not wait for it.
 
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::supervisor::deadline::InProcess;
+use crate::supervisor::deadline::{Deadline, InProcess};
 
 /// A hold's loss: which lock, and why, in the words the `rlock` command
 /// uses for the same loss (without "COMMAND was stopped").
@@ -54,17 +56,41 @@ struct Fate {
 /// The state a hold shares with its [`LossSignal`]s and the renewal thread.
 pub(crate) struct Notice {
     pub(crate) deadlines: Arc<InProcess>,
+    /// The hold's lock(s), for a loss seen by the clock.
+    lock: String,
     fate: Mutex<Fate>,
     changed: Condvar,
 }
 
+/// The cause of a loss seen by the clock before the renewal thread said why
+/// (it was held up in a call to the server).
+const UNCONFIRMED: &str =
+    "lock lost: lease could not be renewed before it expired (no renewal was confirmed in time)";
+
 impl Notice {
-    pub(crate) fn new(deadlines: Arc<InProcess>) -> Arc<Self> {
+    pub(crate) fn new(deadlines: Arc<InProcess>, lock: &str) -> Arc<Self> {
         Arc::new(Notice {
             deadlines,
+            lock: lock.to_owned(),
             fate: Mutex::new(Fate::default()),
             changed: Condvar::new(),
         })
+    }
+
+    /// How long a wait may block before the lease could lapse with nobody
+    /// told; zero when it has (the loss is then recorded, by the clock).
+    fn until_lapse(&self, fate: &mut Fate) -> Option<Duration> {
+        if self.deadlines.lapsed() {
+            if fate.lost.is_none() && !fate.ended {
+                fate.lost = Some(Loss::new(&self.lock, UNCONFIRMED.to_owned()));
+                self.changed.notify_all();
+            }
+            return Some(Duration::ZERO);
+        }
+        // A little past the deadline: `lapsed` is true by then.
+        self.deadlines
+            .term_at()
+            .map(|term| term.remaining() + Duration::from_millis(1))
     }
 
     fn fate(&self) -> MutexGuard<'_, Fate> {
@@ -133,14 +159,24 @@ impl LossSignal {
     pub fn wait(&self) -> Option<Loss> {
         let mut fate = self.notice.fate();
         loop {
+            let lapse = self.notice.until_lapse(&mut fate);
             if fate.lost.is_some() || fate.ended {
                 return fate.lost.clone();
             }
-            fate = self
-                .notice
-                .changed
-                .wait(fate)
-                .unwrap_or_else(|p| p.into_inner());
+            fate = match lapse {
+                Some(left) => {
+                    self.notice
+                        .changed
+                        .wait_timeout(fate, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self
+                    .notice
+                    .changed
+                    .wait(fate)
+                    .unwrap_or_else(|p| p.into_inner()),
+            };
         }
     }
 
@@ -150,6 +186,7 @@ impl LossSignal {
         let until = Instant::now().checked_add(timeout);
         let mut fate = self.notice.fate();
         loop {
+            let lapse = self.notice.until_lapse(&mut fate);
             if fate.lost.is_some() || fate.ended {
                 return fate.lost.clone();
             }
@@ -160,6 +197,7 @@ impl LossSignal {
             if left.is_zero() {
                 return None;
             }
+            let left = lapse.map_or(left, |lapse| lapse.min(left));
             fate = self
                 .notice
                 .changed

@@ -124,8 +124,12 @@ fn renew(mut session: Box<dyn Session>, told: &mpsc::Receiver<Msg>, quiet: &Quie
         });
         let msg = match wake {
             Some(wake) => {
+                // A turn already due (the thread was busy with another
+                // hold's call) is not overslept: only a sleep that ends
+                // late shows the process was stopped.
+                let planned = wake.max(Stamp::now());
                 let msg = told.recv_timeout(wake.remaining());
-                quiet.note_wake(wake);
+                quiet.note_wake(planned);
                 msg
             }
             None => told.recv().map_err(|_| RecvTimeoutError::Disconnected),

@@ -94,6 +94,12 @@ fn parse(text: &str) -> Option<Handover> {
 /// handed over, once COMMAND's group is gone. Exits 0 whatever happens
 /// (nobody waits for its status); says only what it could not do.
 pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
+    // The hold is as good as gone (a file: lock went with rlock's files): a
+    // readiness probe must not see it held while COMMAND's group dies and
+    // the release goes out.
+    if let Some(path) = &spec.announce.ready_file {
+        let _ = std::fs::remove_file(path);
+    }
     let Some(handover) = parse(text) else {
         return Ok(Exit::Success);
     };
@@ -108,11 +114,6 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
         .map(|n| n.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    // The hold is as good as gone: a readiness probe must not see it held
-    // while COMMAND's group dies and the release goes out.
-    if let Some(path) = &spec.announce.ready_file {
-        let _ = std::fs::remove_file(path);
-    }
     let expires = humantime::format_duration(spec.lease.unwrap_or(spec.lock.ttl));
     let until = Instant::now() + GROUP_GONE_WITHIN;
     while group_running(handover.group) {

@@ -22,10 +22,11 @@ impl NotifySocket {
             }
             None => SocketAddr::from_pathname(name)?,
         };
-        Ok(NotifySocket {
-            socket: UnixDatagram::unbound()?,
-            to,
-        })
+        let socket = UnixDatagram::unbound()?;
+        // A full queue at the service manager must never hold up a renewal
+        // or a release: such a message is dropped (the next one says more).
+        socket.set_nonblocking(true)?;
+        Ok(NotifySocket { socket, to })
     }
 
     /// Sends `message` (newline-separated assignments) as one datagram.

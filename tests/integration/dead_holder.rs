@@ -113,3 +113,46 @@ fn status_flags_the_overdue_renewal_of_a_stopped_holder() {
     assert!(json.contains("\"renewed_ms_ago\":"), "{json}");
     assert!(!json.contains("\"renewal_overdue_ms\":0}"), "{json}");
 }
+
+/// A `file:` lock goes with its dead rlock's open files; its `--ready-file`
+/// goes too, so a probe never sees the dead holder as the leader.
+#[test]
+fn a_sigkilled_file_holders_ready_file_is_removed() {
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let mut holder = spawn(rlock(&format!("file:{}", dir.file("locks"))).args([
+        "run",
+        "--ready-file",
+        &ready,
+        "dead",
+        "--",
+        "sleep",
+        "60",
+    ]));
+    expect_within(rlock::LIMIT, "the ready file", || {
+        std::path::Path::new(&ready).exists()
+    });
+    holder.kill();
+    expect_within(rlock::LIMIT, "the ready file to go", || {
+        !std::path::Path::new(&ready).exists()
+    });
+}
+
+/// The variable that starts a dead rlock's successor, set by hand, is
+/// refused: nothing runs, nothing is released.
+#[test]
+fn a_handover_variable_set_by_hand_is_refused() {
+    for value in ["x", "1"] {
+        let out = rlock::output(
+            rlock("redis://127.0.0.1:1")
+                .env("RLOCK_HANDOVER_FD", value)
+                .args(["run", "g", "--", "echo", "RAN"]),
+        );
+        assert_eq!(code(&out), 2, "{value}: {}", show(&out));
+        assert_eq!(stdout(&out), "", "{value}: {}", show(&out));
+        assert_lines(
+            &rlock::stderr(&out),
+            "rlock: RLOCK_HANDOVER_FD is rlock's own; unset it",
+        );
+    }
+}

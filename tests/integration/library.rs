@@ -247,6 +247,50 @@ fn a_stopped_server_is_reported_before_the_lease_could_end() {
     assert!(hold.release().unwrap_err().loss().is_some());
 }
 
+/// One client's renewal thread, held up in a long hold's renewal on a
+/// stalled server, cannot tell a short hold's loss in time: the wait for
+/// that loss wakes by the clock, before the short lease could end.
+#[test]
+fn a_loss_is_told_in_time_while_another_holds_renewal_is_stuck() {
+    let _serial = serial();
+    let redis = RedisServer::start();
+    let client = ::rlock::Client::open(&redis.url()).unwrap();
+    let long = client
+        .lock("stuck-long")
+        .ttl(Duration::from_secs(60))
+        .acquire()
+        .unwrap();
+    let taken = Instant::now();
+    // The long hold is renewed every 4.8 s, the short one every 0.3 s: the
+    // short one is taken at 4.6 s and the fault comes at 4.7 s, so the long
+    // hold's renewal, due first, waits on the stalled server (the moments of
+    // the fault, not waits for a condition).
+    std::thread::sleep(Duration::from_millis(4600).saturating_sub(taken.elapsed()));
+    let ttl = Duration::from_secs(6);
+    let short = client.lock("stuck-short").ttl(ttl).acquire().unwrap();
+    let short_taken = Instant::now();
+    std::thread::sleep(Duration::from_millis(4700).saturating_sub(taken.elapsed()));
+    redis.freeze();
+    let loss = short.lost().wait_timeout(Duration::from_secs(40));
+    let noticed = short_taken.elapsed();
+    redis.thaw();
+    let loss = loss.expect("a loss");
+    // Where `rlock run` sends SIGTERM: the grace (a third of the ttl) before
+    // the end of the lease the last confirmed renewal proves.
+    assert!(
+        noticed < ttl - ttl / 3 + Duration::from_millis(200),
+        "told {noticed:?} after the 6 s hold was taken: {loss}"
+    );
+    assert!(short.is_lost());
+    // Not read as a suspension of the process: it ran all along.
+    assert!(
+        loss.cause()
+            .starts_with("lock lost: lease could not be renewed before it expired ("),
+        "{loss}"
+    );
+    drop(long);
+}
+
 #[test]
 fn a_thousand_holds_use_one_thread_and_two_connections() {
     let _serial = serial();

@@ -114,7 +114,14 @@ fn command_line(file: libc::c_int) -> Option<(Vec<CString>, usize)> {
 /// In a successor: what the rlock that died handed over (empty when it died
 /// before writing it); None in any other rlock.
 pub fn handed_over() -> Option<io::Result<String>> {
-    let fd: libc::c_int = std::env::var(HANDOVER).ok()?.parse().ok()?;
+    let Ok(fd) = std::env::var_os(HANDOVER)?
+        .to_string_lossy()
+        .parse::<libc::c_int>()
+    else {
+        return Some(Err(io::Error::other(format!(
+            "{HANDOVER} is rlock's own; unset it"
+        ))));
+    };
     let read = || -> io::Result<String> {
         // Only the file rlock made: a variable set by hand names no memfd.
         let link = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
