@@ -241,8 +241,13 @@ read_matches() {
     local out deadline=$(( SECONDS + 20 ))
     while (( SECONDS < deadline )); do
         if zpty -r -t z out; then
-            [[ $out == *'<END>'* && $out != *print* ]] && return 0
-            [[ $out == *'<HIT>'* ]] && print -r -- "$line"$'\t'"${${out##*<HIT>}%%$'\r'*}"
+            # A read may hold several lines under load (a hit and the end):
+            # each is looked at, hits first.
+            local piece
+            for piece in "${(@f)out}"; do
+                [[ $piece == *'<HIT>'* ]] && print -r -- "$line"$'\t'"${${piece##*<HIT>}%%$'\r'*}"
+                [[ $piece == *'<END>'* && $piece != *print* ]] && return 0
+            done
         else
             sleep 0.02
         fi
