@@ -155,7 +155,7 @@ fn a_hold_lost_in_a_restart_is_reported_at_release() {
         &mut RedisServer::start(),
         "restarted",
         "lost in a server restart: the server has been up for [..]s, the hold began [..]s ago \
-         (a server without appendonly forgets every hold when it restarts)",
+         (without appendonly, a restart keeps only what the server last saved)",
         |redis| {
             std::thread::sleep(Duration::from_millis(2000));
             redis.restart();

@@ -47,7 +47,7 @@ pub(super) fn cause(
         if uptime + Duration::from_secs(1) < held_for {
             return format!(
                 "lost in a server restart: the server has been up for {}, the hold began {} ago \
-                 (a server without appendonly forgets every hold when it restarts)",
+                 (without appendonly, a restart keeps only what the server last saved)",
                 seconds(uptime),
                 seconds(held_for)
             );
