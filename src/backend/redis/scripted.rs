@@ -10,6 +10,7 @@ use redis::{RedisError, Value};
 use super::call::Retry;
 use super::keys::Keys;
 use super::reply::{self, decode};
+use super::topology::Source;
 use super::{StandaloneSession, loss, millis};
 use crate::backend::{ServerTime, script};
 use crate::error::Result;
@@ -62,6 +63,13 @@ impl StandaloneSession {
     ) -> Result<Option<u64>> {
         let stored = Keys::of(lock);
         let others = self.others(&stored);
+        // Behind Sentinel the release is the run's last word: sent to a master
+        // demoted in the last moments (the sentinels' answer is otherwise
+        // trusted for a while), it would succeed there while the new master
+        // lacks the hold and another run has it. Ask the sentinels first.
+        if matches!(*self.source, Source::Sentinel(_)) {
+            self.master_checked = None;
+        }
         let reply: Value = self.call(lock, self.timeout(), Retry::Never, |con| {
             let mut invocation = with_keys(&script::RELEASE, &stored, token, &others);
             invocation.arg("owner", token.digest().as_str());
