@@ -232,21 +232,25 @@ zpty -w z "PROMPT=''; RPROMPT=''; fpath=(${(q)fpath_dir} \$fpath); autoload -Uz 
 zpty -w z 'compadd () {
     if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi
     local -a hits; builtin compadd -A hits "$@"; local ret=$?
-    local hit; for hit in $hits; do print -r -- "<HIT>$hit"; done
+    local hit; for hit in $hits; do print -r -- "<HI""T>$hit"; done
     return ret
 }'
-zpty -w z 'bindkey "^I" complete-word; print "<END>"'
+zpty -w z 'bindkey "^I" complete-word; print "<EN""D>"'
 # Prints the matches of $line until the line "<END>"; fails after 20s.
+# Output is looked at in whole lines only: under load a read may end inside
+# a line (half a hit) or hold several (a hit and the end). The markers are
+# typed split in two ("<EN""D>"), so the terminal's echo of what is typed,
+# which may arrive in pieces, never holds one.
 read_matches() {
-    local out deadline=$(( SECONDS + 20 ))
+    local out buf= piece deadline=$(( SECONDS + 20 ))
     while (( SECONDS < deadline )); do
         if zpty -r -t z out; then
-            # A read may hold several lines under load (a hit and the end):
-            # each is looked at, hits first.
-            local piece
-            for piece in "${(@f)out}"; do
+            buf+=$out
+            while [[ $buf == *$'\n'* ]]; do
+                piece=${buf%%$'\n'*}
+                buf=${buf#*$'\n'}
                 [[ $piece == *'<HIT>'* ]] && print -r -- "$line"$'\t'"${${piece##*<HIT>}%%$'\r'*}"
-                [[ $piece == *'<END>'* && $piece != *print* ]] && return 0
+                [[ $piece == *'<END>'* ]] && return 0
             done
         else
             sleep 0.02
@@ -258,7 +262,7 @@ read_matches() {
 line=; read_matches || exit 1
 for line in "$@"; do
     zpty -n -w z "$line"$'\t'
-    zpty -w z $'\C-e\C-u print "<END>"'
+    zpty -w z $'\C-e\C-u print "<EN""D>"'
     read_matches || exit 1
 done
 zpty -d z
