@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::hold::{Hold, Keeping};
 use super::{Client, Error};
-use crate::backend::HolderInfo;
+use crate::backend::{HolderInfo, Session};
 use crate::config::LockSpec;
 use crate::error::Cause;
+use crate::lock::clock::Stamp;
 use crate::lock::kind::Kind;
 use crate::lock::lease::{Lease, fit_grace};
 use crate::lock::name::{LockId, LockName};
@@ -48,13 +49,60 @@ const UNREACHABLE_WAIT: Duration = Duration::from_secs(60);
 pub struct LockBuilder<'c> {
     client: &'c Client,
     names: Vec<String>,
-    ttl: Duration,
-    wait: Option<Duration>,
-    shared: bool,
-    limit: Option<u32>,
-    fair: bool,
+    /// How the locks are taken: the CLI's own lock spec, which the setters
+    /// fill in and `rlock run` and `rlock acquire` give whole.
+    spec: LockSpec,
     note: Option<String>,
-    history: u32,
+}
+
+/// The caller's side of an acquisition: what `rlock run`, `rlock acquire`
+/// and a library program each bring (who holds, the lease asked for, how
+/// the wait hears of signals).
+pub(crate) struct Caller {
+    /// The wait's run state: signals, progress, announcements.
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) holder: HolderInfo,
+    pub(crate) token: Token,
+    /// The lease to ask for (a fixed `--lease`, or the ttl).
+    pub(crate) ttl: Duration,
+    /// A release may hand the lock over while we wait.
+    pub(crate) handoff: bool,
+    /// How often the holder will renew, when not a third of the lease.
+    pub(crate) refresh_after: Option<Duration>,
+}
+
+/// What an acquisition took: the holds, the session they were taken on,
+/// when the request that proved them was sent, and the history's recorder
+/// (with each lock's fence).
+pub(crate) struct Taken {
+    pub(crate) session: Box<dyn Session>,
+    /// The holds, in the order they were acquired (by name).
+    pub(crate) held: Vec<HeldLock>,
+    pub(crate) since: Stamp,
+    pub(crate) waited: Duration,
+    pub(crate) recorder: Recorder,
+    /// The names as given, comma-separated.
+    pub(crate) display: String,
+    /// The first name given.
+    pub(crate) first: String,
+}
+
+/// An acquisition that took nothing: why, and, once the wait began, the
+/// recorder and the time waited for the events only its end knows.
+pub(crate) struct NotTaken {
+    pub(crate) err: crate::error::Error,
+    pub(crate) recorder: Option<Recorder>,
+    pub(crate) waited: Option<Duration>,
+}
+
+impl From<crate::error::Error> for Box<NotTaken> {
+    fn from(err: crate::error::Error) -> Self {
+        Box::new(NotTaken {
+            err,
+            recorder: None,
+            waited: None,
+        })
+    }
 }
 
 impl<'c> LockBuilder<'c> {
@@ -62,14 +110,27 @@ impl<'c> LockBuilder<'c> {
         LockBuilder {
             client,
             names,
-            ttl: DEFAULT_TTL,
-            wait: Some(Duration::ZERO),
-            shared: false,
-            limit: None,
-            fair: false,
+            spec: LockSpec {
+                kind: Kind::Exclusive,
+                wait: Some(Duration::ZERO),
+                unreachable_wait: UNREACHABLE_WAIT,
+                progress_interval: Duration::ZERO,
+                conflict_code: crate::exit::NOT_ACQUIRED_DEFAULT,
+                fair: false,
+                min_replicas: 0,
+                ttl: DEFAULT_TTL,
+                history: crate::lock::event::DEFAULT_CAP,
+                redisson: false,
+            },
             note: None,
-            history: crate::lock::event::DEFAULT_CAP,
         }
+    }
+
+    /// The builder `rlock run` and `rlock acquire` take their locks with:
+    /// every option as their command line resolved it.
+    pub(crate) fn with_spec(mut self, spec: &LockSpec) -> Self {
+        self.spec = spec.clone();
+        self
     }
 
     /// Also takes lock `name` (all or none, as [`Client::lock_all`]).
@@ -83,7 +144,7 @@ impl<'c> LockBuilder<'c> {
     /// the default), and a hold whose renewals fail is reported lost a
     /// third of the lease (at most 10 s) before the lease could end.
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        self.spec.ttl = ttl;
         self
     }
 
@@ -91,33 +152,39 @@ impl<'c> LockBuilder<'c> {
     /// waiter at once. Default: no wait ([`Error::is_busy`] when taken). An
     /// unreachable server is waited for within the same time.
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = Some(wait);
+        self.spec.wait = Some(wait);
         self
     }
 
     /// Waits for the lock however long it takes (`rlock` without
     /// `--no-wait` or `--wait`).
     pub fn wait_forever(mut self) -> Self {
-        self.wait = None;
+        self.spec.wait = None;
         self
     }
 
     /// A shared (read) lock (`rlock --shared`): many shared holders at once,
     /// none beside an exclusive one.
     pub fn shared(mut self) -> Self {
-        self.shared = true;
+        self.spec.kind = Kind::Shared;
         self
     }
 
-    /// A semaphore (`rlock --limit N`): at most `n` holders at once.
+    /// A semaphore (`rlock --limit N`): at most `n` holders at once. A
+    /// shared lock stays shared.
     pub fn limit(mut self, n: u32) -> Self {
-        self.limit = Some(n);
+        if self.spec.kind != Kind::Shared {
+            self.spec.kind = match n {
+                1 => Kind::Exclusive,
+                n => Kind::Semaphore(n),
+            };
+        }
         self
     }
 
     /// First come, first served among waiters (`rlock --fair`).
     pub fn fair(mut self) -> Self {
-        self.fair = true;
+        self.spec.fair = true;
         self
     }
 
@@ -131,7 +198,7 @@ impl<'c> LockBuilder<'c> {
     /// Keeps the lock's last `n` events for `rlock history` (`rlock
     /// --history`). Default 100; 0 records nothing.
     pub fn history(mut self, n: u32) -> Self {
-        self.history = n;
+        self.spec.history = n;
         self
     }
 
@@ -146,9 +213,48 @@ impl<'c> LockBuilder<'c> {
     /// ([`ErrorKind::Usage`](crate::ErrorKind::Usage)).
     pub fn acquire(self) -> Result<Hold, Error> {
         let inner = Arc::clone(self.client.inner());
+        let note = crate::config::note::resolve(self.note.as_deref());
+        let lease = Lease::Renewed(self.spec.ttl);
+        let display = self.names.join(", ");
+        let grace = fit_grace(None, lease, &display);
+        let caller = Caller {
+            shared: Shared::without_signals(&display),
+            holder: program_holder(&note),
+            token: Token::generate()?,
+            ttl: self.spec.ttl,
+            handoff: true,
+            refresh_after: Some(lease.period(grace)),
+        };
+        let mut taken = match self.take(caller) {
+            Ok(taken) => taken,
+            Err(not) => {
+                record_not_acquired(&inner, &not);
+                return Err(not.err.into());
+            }
+        };
+        for (lock, event) in taken.recorder.unrecorded(&taken.held, taken.waited) {
+            let _ = taken.session.record(&lock, taken.recorder.cap(), &event);
+        }
+        Hold::start(Keeping {
+            inner,
+            session: taken.session,
+            held: taken.held,
+            display: taken.display,
+            first: taken.first,
+            lease,
+            grace,
+            since: taken.since,
+            recorder: taken.recorder,
+        })
+    }
+
+    /// The acquisition itself, for a library program and for the CLI's
+    /// `run` and `acquire` alike: checks the names and options, waits for
+    /// every lock (all or none, in name order) and notes their fences.
+    pub(crate) fn take(self, caller: Caller) -> Result<Taken, Box<NotTaken>> {
+        let inner = self.client.inner();
         let config = &inner.config;
-        let spec = self.spec()?;
-        spec.refuse_conflicts(config, self.limit)?;
+        let spec = self.checked_spec()?;
         let mut names: Vec<LockName> = Vec::with_capacity(self.names.len());
         for name in &self.names {
             let name = LockName::new(name).map_err(crate::error::Error::from)?;
@@ -167,80 +273,72 @@ impl<'c> LockBuilder<'c> {
         let first = names[0].as_str().to_owned();
         // Every holder takes shared names in the same order: no deadlock.
         names.sort();
-        let locks: Vec<LockId> = names.iter().map(|n| config.lock_id(false, n)).collect();
-        let note = crate::config::note::resolve(self.note.as_deref());
-        let holder = program_holder(&note);
-        let token = Token::generate()?;
-        let lease = Lease::Renewed(spec.ttl);
-        let grace = fit_grace(None, lease, &display);
-        let mut recorder = Recorder::new(spec.history, holder.clone(), &locks);
-        let mut wanted = Wanted::new(&locks, &token, &[], &holder, &spec, spec.ttl, true);
+        let locks: Vec<LockId> = names.iter().map(|n| spec.lock_id(config, n)).collect();
+        let mut recorder = Recorder::new(spec.history, caller.holder.clone(), &locks);
+        let mut wanted = Wanted::new(
+            &locks,
+            &caller.token,
+            &config.inherited,
+            &caller.holder,
+            &spec,
+            caller.ttl,
+            caller.handoff,
+        );
         wanted.replica_timeout = config.connect_timeout;
-        wanted.refresh_after = lease.period(grace);
+        if let Some(refresh_after) = caller.refresh_after {
+            wanted.refresh_after = refresh_after;
+        }
         wanted.record = recorder.acquired();
-        let shared = Shared::without_signals(&display);
         let started = Instant::now();
-        let acquired = wait::acquire_with(
+        let acquired = wait::acquire(
             &inner.backend,
             inner.take_idle(),
             &wanted,
             &display,
-            &shared,
+            &caller.shared,
         );
         let waited = started.elapsed();
-        let (mut session, holds, since) = match acquired {
+        let (session, holds, since) = match acquired {
             Ok(acquired) => acquired,
             Err(err) => {
-                record_not_acquired(&inner, &recorder, &err, waited);
-                return Err(err.into());
+                return Err(Box::new(NotTaken {
+                    err,
+                    recorder: Some(recorder),
+                    waited: Some(waited),
+                }));
             }
         };
         let held = HeldLock::pair(&locks, holds);
         recorder.held(&held);
-        for (lock, event) in recorder.unrecorded(&held, waited) {
-            let _ = session.record(&lock, recorder.cap(), &event);
-        }
-        Hold::start(Keeping {
-            inner,
+        Ok(Taken {
             session,
             held,
+            since,
+            waited,
+            recorder,
             display,
             first,
-            lease,
-            grace,
-            since,
-            recorder,
         })
     }
 
-    /// The CLI's lock spec for what was asked.
-    fn spec(&self) -> Result<LockSpec, Error> {
-        if self.ttl < MIN_TTL {
+    /// The spec, with what cannot work refused.
+    fn checked_spec(&self) -> crate::error::Result<LockSpec> {
+        let spec = &self.spec;
+        if spec.ttl < MIN_TTL {
             return Err(crate::error::Error::usage(format!(
                 "the ttl must be at least 100ms, not {}",
-                humantime::format_duration(self.ttl)
-            ))
-            .into());
+                humantime::format_duration(spec.ttl)
+            )));
         }
-        if self.limit == Some(0) {
-            return Err(crate::error::Error::usage("the limit must be at least 1").into());
-        }
-        Ok(LockSpec {
-            kind: match (self.shared, self.limit) {
-                (true, _) => Kind::Shared,
-                (false, Some(n)) if n > 1 => Kind::Semaphore(n),
-                _ => Kind::Exclusive,
-            },
-            wait: self.wait,
-            unreachable_wait: UNREACHABLE_WAIT,
-            progress_interval: Duration::ZERO,
-            conflict_code: crate::exit::NOT_ACQUIRED_DEFAULT,
-            fair: self.fair,
-            min_replicas: 0,
-            ttl: self.ttl,
-            history: self.history,
-            redisson: false,
-        })
+        let limit = match spec.kind {
+            Kind::Semaphore(0) => {
+                return Err(crate::error::Error::usage("the limit must be at least 1"));
+            }
+            Kind::Semaphore(n) => Some(n),
+            _ => None,
+        };
+        spec.refuse_conflicts(&self.client.inner().config, limit)?;
+        Ok(spec.clone())
     }
 }
 
@@ -259,17 +357,11 @@ fn program_holder(note: &str) -> HolderInfo {
 
 /// Records how a wait that got nothing ended (`busy`, as the CLI does), on
 /// the client's session; other failures leave no event.
-fn record_not_acquired(
-    inner: &super::Inner,
-    recorder: &Recorder,
-    err: &crate::error::Error,
-    waited: Duration,
-) {
-    let ending = match err.cause() {
-        Cause::NotAcquired { .. } => Ending::Busy,
-        _ => return,
+fn record_not_acquired(inner: &super::Inner, not: &NotTaken) {
+    let (Some(recorder), Cause::NotAcquired { .. }) = (&not.recorder, not.err.cause()) else {
+        return;
     };
-    let events = recorder.at_end(&ending, err.exit(), Some(waited));
+    let events = recorder.at_end(&Ending::Busy, not.err.exit(), not.waited);
     if events.is_empty() {
         return;
     }

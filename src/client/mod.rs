@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use builder::LockBuilder;
+pub(crate) use builder::{Caller, NotTaken, Taken};
 pub use error::{Error, ErrorKind};
 pub use hold::Hold;
 pub use notice::{Loss, LossSignal};
@@ -176,6 +177,25 @@ impl Client {
         self.inner.config.server_label()
     }
 
+    /// The client of a configuration the command line resolved, keeping
+    /// its locks in `dialect` (`--redisson`): how `rlock run`, `acquire`
+    /// and `status` reach the server, as a library program does.
+    pub(crate) fn from_config(config: Config, dialect: Dialect) -> crate::error::Result<Client> {
+        let backend = config.backend(dialect)?;
+        Ok(Client::of(config, backend))
+    }
+
+    fn of(config: Config, backend: Arc<dyn Backend>) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                config,
+                backend,
+                idle: Mutex::new(None),
+                renewer: Renewer::default(),
+            }),
+        }
+    }
+
     pub(crate) fn inner(&self) -> &Arc<Inner> {
         &self.inner
     }
@@ -254,15 +274,7 @@ impl ClientBuilder {
     /// The client: the URL is parsed and checked, nothing is connected.
     pub fn open(self) -> Result<Client, Error> {
         let config = Config::from_settings(self.settings)?;
-        let backend = config.backend(Dialect::Rlock)?;
-        Ok(Client {
-            inner: Arc::new(Inner {
-                config,
-                backend,
-                idle: Mutex::new(None),
-                renewer: Renewer::default(),
-            }),
-        })
+        Ok(Client::from_config(config, Dialect::Rlock)?)
     }
 }
 

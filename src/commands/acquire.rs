@@ -4,30 +4,28 @@
 //! for the lock, hand the hold to the `--while-pid` keeper, print the token.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use crate::backend::{Backend, Hold, HolderInfo, Session};
+use crate::backend::{HolderInfo, Session};
 use crate::cli::AcquireArgs;
+use crate::client::{Caller, Client, NotTaken};
 use crate::commands::while_pid::{self, Keeper, StartError, Watched};
 use crate::config::{Config, LockSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
-use crate::lock::event::{Event, EventKind};
-use crate::lock::name::LockId;
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
+use crate::supervisor::Ending;
+use crate::supervisor::held::HeldLock;
 use crate::supervisor::holder;
-use crate::wait::{self, Wanted};
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.
 pub fn acquire(config: &Config, spec: &LockSpec, args: &AcquireArgs) -> Result<Exit> {
     let acquisition = Acquisition::prepare(config, spec, args)?;
-    let (mut session, holds) = acquisition.wait()?;
-    let hold = &holds[0];
-    let keeper = acquisition.hand_to_keeper(session.as_mut(), hold)?;
-    acquisition.print_token(session.as_mut(), hold, keeper)
+    let (mut session, held) = acquisition.wait()?;
+    let keeper = acquisition.hand_to_keeper(session.as_mut(), &held)?;
+    acquisition.print_token(session.as_mut(), &held, keeper)
 }
 
 /// One `rlock acquire`: what it asks for and on behalf of whom.
@@ -37,12 +35,9 @@ struct Acquisition<'a> {
     args: &'a AcquireArgs,
     /// The process the hold follows (`--while-pid`).
     watched: Option<Watched>,
-    backend: Arc<dyn Backend>,
-    lock: [LockId; 1],
+    /// The server(s), as a library program reaches them.
+    client: Client,
     shared: Arc<Shared>,
-    token: Token,
-    /// The calling script, shown as the holder.
-    holder: HolderInfo,
 }
 
 impl<'a> Acquisition<'a> {
@@ -64,114 +59,84 @@ impl<'a> Acquisition<'a> {
                 })
             })
             .transpose()?;
-        let backend = config.backend(spec.dialect())?;
-        let lock = [spec.lock_id(config, &args.name)];
+        let client = Client::from_config(config.clone(), spec.dialect())?;
         run_state::start();
         let shared = Shared::new(&args.name);
-        let token = Token::generate()?;
         Ok(Acquisition {
             config,
             spec,
             args,
             watched,
-            backend,
-            lock,
+            client,
             shared,
-            token,
-            holder: calling_script(config, args),
         })
     }
 
     /// Waits for the lock as `run` does, and records in the history how the
     /// wait ended: `acquired`, or `busy`/`interrupted` when nothing was held.
-    fn wait(&self) -> Result<(Box<dyn Session>, Vec<Hold>)> {
-        let mut wanted = Wanted::new(
-            &self.lock,
-            &self.token,
-            &self.config.inherited,
-            &self.holder,
-            self.spec,
-            self.spec.ttl,
-            // The lock must last its ttl from when this command returns.
-            false,
-        );
-        wanted.replica_timeout = self.config.connect_timeout;
-        let acquired = holder::event(EventKind::Acquired, &self.holder);
-        if self.spec.history > 0 {
-            wanted.record = Some((self.spec.history, acquired.clone()));
-        }
-        let waiting_since = Instant::now();
+    fn wait(&self) -> Result<(Box<dyn Session>, HeldLock)> {
         if let Some(watched) = &self.watched {
             while_pid::interrupt_on_exit(watched, &self.shared);
         }
-        let waited = || u64::try_from(waiting_since.elapsed().as_millis()).unwrap_or(u64::MAX);
-        match wait::acquire(&self.backend, &wanted, &self.args.name, &self.shared) {
-            Ok((mut session, holds, _)) => {
-                self.record_acquired(session.as_mut(), &holds[0], acquired, waited());
-                Ok((session, holds))
-            }
-            Err(err) => {
-                self.record_not_acquired(&err, waited());
-                Err(self.caller_gone(err))
-            }
-        }
-    }
-
-    /// Adds the `acquired` event to the history, unless the hold was recorded
-    /// with the acquisition or is a re-entry.
-    fn record_acquired(
-        &self,
-        session: &mut dyn Session,
-        hold: &Hold,
-        acquired: Event,
-        waited: u64,
-    ) {
-        let cap = self.spec.history;
-        if cap == 0 || hold.recorded || hold.count != 1 {
-            return;
-        }
-        let event = Event {
-            waited_ms: Some(waited),
-            fence: Some(hold.fence.0),
-            ..acquired
+        let caller = Caller {
+            shared: Arc::clone(&self.shared),
+            holder: calling_script(self.config, self.args),
+            token: Token::generate()?,
+            ttl: self.spec.ttl,
+            // The lock must last its ttl from when this command returns.
+            handoff: false,
+            refresh_after: None,
         };
-        if let Err(err) = session.record(&self.lock[0], cap, &event) {
-            report::verbose(|| format!("{}: history not written: {err}", self.args.name));
+        let taken = self
+            .client
+            .lock(&self.args.name)
+            .with_spec(self.spec)
+            .take(caller);
+        match taken {
+            Ok(mut taken) => {
+                let recorder = &taken.recorder;
+                for (lock, event) in recorder.unrecorded(&taken.held, taken.waited) {
+                    if let Err(err) = taken.session.record(&lock, recorder.cap(), &event) {
+                        report::verbose(|| format!("{}: history not written: {err}", lock.name));
+                    }
+                }
+                Ok((taken.session, taken.held.remove(0)))
+            }
+            Err(not) => {
+                self.record_not_acquired(&not);
+                Err(self.caller_gone(not.err))
+            }
         }
     }
 
     /// Records a wait that ended without the lock: `busy` (taken, or --wait
     /// elapsed) or `interrupted`; other failures leave no event.
-    fn record_not_acquired(&self, err: &Error, waited: u64) {
-        let kind = match err.cause() {
-            Cause::NotAcquired { .. } => EventKind::Busy,
-            Cause::Interrupted(_) => EventKind::Interrupted,
+    fn record_not_acquired(&self, not: &NotTaken) {
+        let Some(recorder) = &not.recorder else {
+            return;
+        };
+        let ending = match not.err.cause() {
+            Cause::NotAcquired { .. } => Ending::Busy,
+            Cause::Interrupted(_) => Ending::Interrupted,
             _ => return,
         };
-        let event = Event {
-            waited_ms: Some(waited),
-            exit: Some(i64::from(err.exit().code())),
-            ..holder::event(kind, &self.holder)
-        };
-        crate::commands::history::record_after(
-            self.backend.as_ref(),
-            &self.lock,
-            self.spec.history,
-            &event,
-        );
+        let backend = self.client.inner().backend.as_ref();
+        for (lock, event) in recorder.at_end(&ending, not.err.exit(), not.waited) {
+            crate::commands::history::record_after(backend, &[lock], recorder.cap(), &event);
+        }
     }
 
     /// With `--while-pid`, starts the keeper that holds the lock while PID
     /// lives. A signal, or PID gone, meanwhile gives the hold back: the script
     /// is not there to take it.
-    fn hand_to_keeper(&self, session: &mut dyn Session, hold: &Hold) -> Result<Option<Keeper>> {
-        let token = &hold.token;
+    fn hand_to_keeper(&self, session: &mut dyn Session, held: &HeldLock) -> Result<Option<Keeper>> {
+        let token = held.token();
         let Some(watched) = &self.watched else {
             return Ok(None);
         };
         let name = &self.args.name;
         let mut keeper = None;
-        let fds = session.handover(&self.lock[0]);
+        let fds = session.handover(&held.id);
         // A file: re-entry holds nothing of its own: the enclosing run keeps it.
         if !self.config.is_local() || !fds.is_empty() {
             // Signals are noted, not acted on, until the keeper has answered.
@@ -188,11 +153,11 @@ impl<'a> Acquisition<'a> {
                 Ok(started) => keeper = Some(started),
                 Err(StartError::Interrupted(signal)) => {
                     let err = Error::from(Cause::Interrupted(signal)).in_lock(name);
-                    return Err(self.give_back(session, hold, err));
+                    return Err(self.give_back(session, held, err));
                 }
                 Err(StartError::Failed(err)) => {
                     let cause = format!("{name}: cannot start the --while-pid watchdog: {err}");
-                    return Err(self.give_back(session, hold, Error::internal(cause)));
+                    return Err(self.give_back(session, held, Error::internal(cause)));
                 }
             }
         }
@@ -201,7 +166,7 @@ impl<'a> Acquisition<'a> {
                 keeper.stop();
             }
             let err = Error::from(Cause::Interrupted(signal)).in_lock(name);
-            return Err(self.give_back(session, hold, err));
+            return Err(self.give_back(session, held, err));
         }
         Ok(keeper)
     }
@@ -211,10 +176,10 @@ impl<'a> Acquisition<'a> {
     fn print_token(
         &self,
         session: &mut dyn Session,
-        hold: &Hold,
+        held: &HeldLock,
         keeper: Option<Keeper>,
     ) -> Result<Exit> {
-        let token = &hold.token;
+        let token = held.token();
         self.shared.set(Phase::Finished);
         let printed = if crate::commands::output::stdout_was_closed() {
             Err(std::io::Error::other("standard output is closed"))
@@ -236,7 +201,7 @@ impl<'a> Acquisition<'a> {
             Ok(()) => Ok(Exit::Success),
             Err(err) => {
                 let cause = format!("{}: cannot hand the token over: {err}", self.args.name);
-                Err(self.give_back(session, hold, Error::internal(cause)))
+                Err(self.give_back(session, held, Error::internal(cause)))
             }
         }
     }
@@ -258,8 +223,8 @@ impl<'a> Acquisition<'a> {
 
     /// Releases the hold `err` leaves nobody to use, and says so when `err`
     /// is rlock's own failure.
-    fn give_back(&self, session: &mut dyn Session, hold: &Hold, err: Error) -> Error {
-        let _ = session.give_back(&self.lock[0], hold);
+    fn give_back(&self, session: &mut dyn Session, held: &HeldLock, err: Error) -> Error {
+        let _ = session.give_back(&held.id, &held.hold);
         match self.caller_gone(err) {
             err if matches!(err.cause(), Cause::Internal(_)) => {
                 Error::internal(format!("{err}; the lock was given back"))

@@ -25,6 +25,7 @@ use crate::lock::name::{Dialect, LockId};
 use crate::lock::token::Token;
 
 /// Where locks live.
+#[derive(Clone)]
 pub enum Target {
     /// `file:DIR`: this host only (`~/` expanded; created by the backend).
     Local(PathBuf),
@@ -44,6 +45,7 @@ pub struct TlsPaths {
 
 /// What every lock command works with, resolved from the global options and
 /// the environment.
+#[derive(Clone)]
 pub struct Config {
     pub target: Target,
     /// The URL list the target came from, as given (for the `--while-pid`

@@ -33,16 +33,15 @@ use std::time::{Duration, Instant};
 
 use crate::announce::{self, Announcer};
 use crate::backend::{Backend, Session};
+use crate::client::{Caller, Client, Taken};
 use crate::config::{Config, RunSpec};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
-use crate::lock::event::Event;
-use crate::lock::name::{LockId, LockName};
+use crate::lock::name::LockName;
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
 use crate::sys::guardian::{Deadlines, Guardian};
-use crate::wait::{self, Wanted};
 pub use announced::ended as announce_end;
 pub use ended::Ended;
 use ended::Holding;
@@ -84,9 +83,9 @@ struct Run<'a> {
     names: &'a [LockName],
     /// The names, comma-separated, for messages.
     display: String,
+    /// The server(s), as a library program reaches them.
+    client: Client,
     backend: Arc<dyn Backend>,
-    /// The locks in the order they are acquired (sorted by name).
-    locks: Vec<LockId>,
     lease: Lease,
     /// SIGTERM to SIGKILL, fitted into the lease.
     grace: Duration,
@@ -194,10 +193,8 @@ impl<'a> Prepared<'a> {
             .collect::<Vec<_>>()
             .join(", ");
         let program = child::resolve(&spec.command[0], &display)?;
-        let backend = config.backend(spec.lock.dialect())?;
-        let mut order: Vec<&LockName> = names.iter().collect();
-        order.sort();
-        let locks: Vec<LockId> = order.iter().map(|n| spec.lock.lock_id(config, n)).collect();
+        let client = Client::from_config(config.clone(), spec.lock.dialect())?;
+        let backend = Arc::clone(&client.inner().backend);
         let lease = match spec.lease {
             Some(lease) => Lease::Fixed(lease),
             None => Lease::Renewed(spec.lock.ttl),
@@ -220,8 +217,8 @@ impl<'a> Prepared<'a> {
                 config,
                 names,
                 display,
+                client,
                 backend,
-                locks,
                 lease,
                 grace,
                 guardian,
@@ -236,21 +233,31 @@ impl<'a> Prepared<'a> {
     pub fn acquire(self) -> std::result::Result<Held<'a>, Box<Ended>> {
         let Prepared { run, program } = self;
         run.shared.set(Phase::Acquiring);
-        let waiting_since = Instant::now();
         let token = Token::generate().map_err(|err| Ended::early(err, None, None, None))?;
-        let holder = holder::holder_info(&run.spec.command, &run.config.note);
-        let mut recorder = Recorder::new(run.spec.lock.history, holder.clone(), &run.locks);
-        let wanted = run.wanted(&token, &holder, recorder.acquired());
-        let acquired = wait::acquire(&run.backend, &wanted, &run.display, &run.shared);
-        let waited = waiting_since.elapsed();
-        let (session, holds, since) = match acquired {
-            Ok(acquired) => acquired,
-            Err(err) => return Err(Ended::early(err, Some(recorder), Some(waited), None)),
+        let renewed = matches!(run.lease, Lease::Renewed(_));
+        let caller = Caller {
+            shared: Arc::clone(&run.shared),
+            holder: holder::holder_info(&run.spec.command, &run.config.note),
+            token,
+            ttl: run.lease.ttl(),
+            handoff: renewed,
+            refresh_after: renewed.then(|| run.period()),
         };
+        let Taken {
+            session,
+            held: locks,
+            since,
+            waited,
+            recorder,
+            ..
+        } = run
+            .client
+            .lock_all(run.names.iter().map(LockName::as_str))
+            .with_spec(&run.spec.lock)
+            .take(caller)
+            .map_err(|not| Ended::early(not.err, not.recorder, not.waited, None))?;
         crate::report::mark("acquired");
         let acquired = Instant::now();
-        let locks = HeldLock::pair(&run.locks, holds);
-        recorder.held(&locks);
         let deadlines = run.arm(since);
         Ok(Held {
             run,
@@ -276,32 +283,6 @@ impl Run<'_> {
             signal_grace: self.spec.signal_grace,
             kill_after: self.grace,
         }
-    }
-
-    /// What the run asks for: every lock, for this holder, with the
-    /// `acquired` event the acquiring script writes.
-    fn wanted<'w>(
-        &'w self,
-        token: &'w Token,
-        holder: &'w crate::backend::HolderInfo,
-        record: Option<(u32, Event)>,
-    ) -> Wanted<'w> {
-        let handoff = matches!(self.lease, Lease::Renewed(_));
-        let mut wanted = Wanted::new(
-            &self.locks,
-            token,
-            &self.config.inherited,
-            holder,
-            &self.spec.lock,
-            self.lease.ttl(),
-            handoff,
-        );
-        wanted.replica_timeout = self.config.connect_timeout;
-        if let Lease::Renewed(_) = self.lease {
-            wanted.refresh_after = self.period();
-        }
-        wanted.record = record;
-        wanted
     }
 
     /// How often the lease is renewed: its own cadence, or under systemd's

@@ -41,21 +41,11 @@ use outage::Outage;
 /// run ever waits while holding, so `run a b` and `run b a` cannot deadlock,
 /// and a failure, timeout or interrupt leaves no partial hold.
 ///
-/// Connects first. A server that cannot be reached, when connecting or later,
-/// is waited for as `wanted.patience` allows (see [`crate::wait::outage`]); `lock`
-/// names the lock(s) in messages about it.
+/// Works on `session` when one is given (a client's, kept between
+/// acquisitions), else connects first. A server that cannot be reached, when
+/// connecting or later, is waited for as `wanted.patience` allows (see
+/// [`crate::wait::outage`]); `lock` names the lock(s) in messages about it.
 pub fn acquire(
-    backend: &Arc<dyn Backend>,
-    wanted: &Wanted<'_>,
-    lock: &str,
-    shared: &Arc<Shared>,
-) -> Result<(Box<dyn Session>, Vec<Hold>, Stamp)> {
-    acquire_with(backend, None, wanted, lock, shared)
-}
-
-/// [`acquire`] on `session` when one is given (a library client's, kept
-/// between acquisitions), else on a new one.
-pub fn acquire_with(
     backend: &Arc<dyn Backend>,
     session: Option<Box<dyn Session>>,
     wanted: &Wanted<'_>,
