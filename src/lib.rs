@@ -50,6 +50,7 @@ pub(crate) mod config;
 pub mod error;
 #[doc(hidden)]
 pub mod exit;
+pub(crate) mod holding;
 pub(crate) mod lock;
 #[doc(hidden)]
 pub mod ping;

@@ -9,15 +9,15 @@ use super::{Client, Error};
 use crate::backend::{HolderInfo, Session};
 use crate::config::LockSpec;
 use crate::error::Cause;
+use crate::holding::Recorder;
+use crate::holding::held::HeldLock;
+use crate::holding::{Ending, holder};
 use crate::lock::clock::Stamp;
 use crate::lock::kind::Kind;
 use crate::lock::lease::{Lease, fit_grace};
 use crate::lock::name::{LockId, LockName};
 use crate::lock::token::Token;
 use crate::run_state::Shared;
-use crate::supervisor::Recorder;
-use crate::supervisor::held::HeldLock;
-use crate::supervisor::{Ending, holder};
 use crate::wait::{self, Wanted};
 
 /// The lease when none is asked for, as `rlock --ttl`'s default.

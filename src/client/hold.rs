@@ -10,15 +10,15 @@ use super::renewer::Entry;
 use super::{Error, Inner};
 use crate::backend::Session;
 use crate::exit::Exit;
+use crate::holding::deadline::{Deadline, InProcess};
+use crate::holding::held::HeldLock;
+use crate::holding::lost::{Lost, why_lapsed};
+use crate::holding::watchdog::{Renewal, Watch};
+use crate::holding::{AFTER_LOSS_STEP, Ending, Recorder};
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
 use crate::lock::lease::Lease;
 use crate::lock::name::Dialect;
-use crate::supervisor::deadline::{Deadline, InProcess};
-use crate::supervisor::held::HeldLock;
-use crate::supervisor::lost::{Lost, why_lapsed};
-use crate::supervisor::watchdog::{Renewal, Watch};
-use crate::supervisor::{AFTER_LOSS_STEP, Ending, Recorder};
 
 /// Numbers the holds of the process, for the renewal thread.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::supervisor::deadline::{Deadline, InProcess};
+use crate::holding::deadline::{Deadline, InProcess};
 
 /// A hold's loss: which lock, and why, in the words the `rlock` command
 /// uses for the same loss (without "COMMAND was stopped").

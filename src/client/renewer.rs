@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use super::notice::{Loss, Notice};
 use crate::backend::Session;
+use crate::holding::deadline::Guarded;
+use crate::holding::lost::Lost;
+use crate::holding::watchdog::{Due, Next, Watch};
 use crate::lock::clock::Stamp;
-use crate::supervisor::deadline::Guarded;
-use crate::supervisor::lost::Lost;
-use crate::supervisor::watchdog::{Due, Next, Watch};
 
 /// What the renewal thread is told.
 enum Msg {

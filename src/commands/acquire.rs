@@ -12,12 +12,12 @@ use crate::commands::while_pid::{self, Keeper, StartError, Watched};
 use crate::config::{Config, LockSpec};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
+use crate::holding::Ending;
+use crate::holding::held::HeldLock;
+use crate::holding::holder;
 use crate::lock::token::Token;
 use crate::report;
 use crate::run_state::{self, Phase, Shared};
-use crate::supervisor::Ending;
-use crate::supervisor::held::HeldLock;
-use crate::supervisor::holder;
 
 /// `rlock acquire`: waits as `run` does, then prints the owner token. The lock
 /// lasts --ttl unless renewed.

@@ -7,7 +7,8 @@ use crate::announce::Announcer;
 use crate::config::{Config, RunSpec};
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::supervisor::{AFTER_LOSS_STEP, Ended};
+use crate::holding::AFTER_LOSS_STEP;
+use crate::supervisor::Ended;
 
 /// Runs `rlock run`: acquire, spawn COMMAND, wait for it (and what it left
 /// in its group), release, in that order (see [`crate::supervisor`]); then

@@ -157,7 +157,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     let keys = config.lock_id(args.redisson, &args.name);
     let backend = config.backend(keys.dialect())?;
     // The caller (the script that releases) as the event's process.
-    let caller = crate::supervisor::holder::described(&caller_argv(), &config.note);
+    let caller = crate::holding::holder::described(&caller_argv(), &config.note);
     let caller_pid = crate::sys::process::parent_pid();
     let Some(token) = token else {
         let mut session = backend.administer().map_err(|e| e.in_lock(&args.name))?;
@@ -166,7 +166,7 @@ pub fn release(config: &Config, args: &ReleaseArgs) -> Result<Exit> {
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
     let released = crate::lock::event::Event {
         pid: Some(u64::from(caller_pid)),
-        ..crate::supervisor::holder::event(crate::lock::event::EventKind::Released, &caller)
+        ..crate::holding::holder::event(crate::lock::event::EventKind::Released, &caller)
     };
     let record = (args.history > 0).then_some((args.history, &released));
     match session.release_recorded(&keys, &token, record)? {

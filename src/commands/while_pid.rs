@@ -253,9 +253,9 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     let mut ready = Ready::inherited(inherited("RLOCK_KEEP_READY"));
     // The process the hold followed, for the `released` event.
     let argv = crate::sys::process::cmdline(args.pid);
-    let mut released = crate::supervisor::holder::event(
+    let mut released = crate::holding::holder::event(
         crate::lock::event::EventKind::Released,
-        &crate::supervisor::holder::described(&argv, &config.note),
+        &crate::holding::holder::described(&argv, &config.note),
     );
     released.pid = Some(u64::from(args.pid));
     if let crate::config::Target::Local(dir) = &config.target {

@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use super::ended::{Ended, Holding};
-use super::ending::Ending;
 use crate::announce::{self, Announcer, Event};
+use crate::holding::ending::Ending;
 use crate::lock::name::LockName;
 
 /// Tells that every lock in `holding` is held and COMMAND started; `names`

@@ -1,7 +1,7 @@
 //! The environment COMMAND gets: which locks it holds, their fences and
 //! tokens.
 
-use super::held::HeldLock;
+use crate::holding::held::HeldLock;
 use crate::lock::name::LockName;
 use crate::lock::token::{Token, tokens_for_child};
 

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::ending::Ending;
-use super::held::HeldLock;
-use super::record::Recorder;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
+use crate::holding::ending::Ending;
+use crate::holding::held::HeldLock;
+use crate::holding::record::Recorder;
 use crate::lock::clock::Stamp;
 
 /// What a run did, returned by the state it ended in.

@@ -9,11 +9,11 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use super::held::HeldLock;
 use crate::backend::Session;
 use crate::config::{Config, RunSpec};
 use crate::error::Result;
 use crate::exit::Exit;
+use crate::holding::held::HeldLock;
 use crate::lock::clock::now_ms;
 use crate::lock::event::{Event, EventKind};
 use crate::lock::name::LockName;
@@ -178,8 +178,8 @@ fn ended(spec: &RunSpec, config: &Config, handover: &Handover) -> Event {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let holder = super::holder::described(&argv, &config.note);
-    let mut event = super::holder::event(EventKind::Released, &holder);
+    let holder = crate::holding::holder::described(&argv, &config.note);
+    let mut event = crate::holding::holder::event(EventKind::Released, &holder);
     event.pid = Some(handover.pid);
     event.held_ms = Some(now_ms().saturating_sub(handover.since_ms));
     event.note = format!(

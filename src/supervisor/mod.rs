@@ -15,17 +15,10 @@
 mod announced;
 mod child;
 mod command_env;
-pub(crate) mod deadline;
 mod ended;
-mod ending;
 mod handover;
-pub(crate) mod held;
-pub(crate) mod holder;
-pub(crate) mod lost;
 mod max_hold;
-mod record;
 mod release;
-pub(crate) mod watchdog;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,6 +29,10 @@ use crate::backend::{Backend, Session};
 use crate::client::{Caller, Client, Taken};
 use crate::config::{Config, RunSpec};
 use crate::error::{Cause, Error, Result};
+use crate::holding::held::HeldLock;
+use crate::holding::lost::{Lost, why_lapsed};
+use crate::holding::watchdog::{Lease, Renewing};
+use crate::holding::{Ending, holder, tenths, watchdog};
 use crate::lock::clock::Stamp;
 use crate::lock::name::LockName;
 use crate::lock::token::Token;
@@ -45,20 +42,7 @@ use crate::sys::guardian::{Deadlines, Guardian};
 pub use announced::ended as announce_end;
 pub use ended::Ended;
 use ended::Holding;
-pub use ending::Ending;
 pub use handover::give_back;
-use held::HeldLock;
-use lost::{Lost, why_lapsed};
-pub use record::Recorder;
-use watchdog::{Lease, Renewing};
-
-/// After a loss, the release and the history write share this much time, so
-/// that rlock exits within `--kill-after` + 3 s of SIGTERM even when the
-/// server does not answer.
-pub const AFTER_LOSS: Duration = Duration::from_millis(2500);
-
-/// After a loss, the bound on each connection attempt and reply.
-pub const AFTER_LOSS_STEP: Duration = Duration::from_millis(500);
 
 /// Runs `spec` through every state, to its end: what the run did, whatever
 /// state it ended in. Its events on the way are told to `announcer`.
@@ -532,10 +516,4 @@ fn judge(run: &Run<'_>, seen: Option<Lost>, held_in_time: bool, emptied: bool) -
         (Some(lost), false) => Some(lost),
         (None, false) => Some(why_lapsed(run.lease, None, run.shared.late())),
     }
-}
-
-/// "17.4s": seconds to a tenth, rounded down (a figure rlock promises).
-fn tenths(d: Duration) -> String {
-    let tenths = d.as_millis() / 100;
-    format!("{}.{}s", tenths / 10, tenths % 10)
 }

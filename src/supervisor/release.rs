@@ -6,14 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::ended::{Ended, Holding};
-use super::ending::Ending;
-use super::held::HeldLock;
-use super::lost::Lost;
-use super::record::Recorder;
-use super::{AFTER_LOSS, AFTER_LOSS_STEP, CommandEnd, Fate, Finished, Run};
+use super::{CommandEnd, Fate, Finished, Run};
 use crate::backend::{Backend, Session};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
+use crate::holding::ending::Ending;
+use crate::holding::held::HeldLock;
+use crate::holding::lost::Lost;
+use crate::holding::record::Recorder;
+use crate::holding::{AFTER_LOSS, AFTER_LOSS_STEP};
 use crate::lock::clock::Stamp;
 use crate::lock::event::Event;
 use crate::report;
@@ -356,7 +357,7 @@ impl Run<'_> {
 /// ("16s", "2m 5s").
 fn held_for(held: Duration) -> String {
     if held < Duration::from_secs(10) {
-        return super::tenths(held);
+        return crate::holding::tenths(held);
     }
     humantime::format_duration(Duration::from_secs(held.as_secs())).to_string()
 }

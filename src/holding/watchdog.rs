@@ -37,7 +37,7 @@ const RETRY_SPACING: Duration = Duration::from_millis(50);
 const MAX_RETRY_SPACING: Duration = Duration::from_millis(500);
 
 /// What renews the lease while COMMAND runs.
-pub(super) enum Renewing {
+pub(crate) enum Renewing {
     /// Nobody yet: COMMAND ended before its first renewal was due.
     Idle(Box<dyn Session>),
     /// The watchdog thread.
@@ -49,7 +49,7 @@ pub(super) enum Renewing {
 impl Renewing {
     /// Starts the watchdog (and the signal thread); when that fails, kills
     /// COMMAND's group.
-    pub(super) fn start(
+    pub(crate) fn start(
         session: Box<dyn Session>,
         renewal: Renewal,
         shared: &Arc<Shared>,
@@ -97,7 +97,7 @@ pub struct Renewal {
     pub lease: Lease,
     /// Grace between SIGTERM and SIGKILL (already fitted to the lease).
     pub grace: Duration,
-    /// How often it is renewed (see [`crate::supervisor::Run::period`]).
+    /// How often it is renewed (see [`the run's renewal period`]).
     pub period: Duration,
     /// When the request that proved the lease was sent.
     pub confirmed_at: Stamp,
