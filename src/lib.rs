@@ -60,7 +60,9 @@ pub(crate) mod supervisor;
 pub(crate) mod sys;
 pub(crate) mod wait;
 
-pub use client::{Client, ClientBuilder, Error, ErrorKind, Hold, LockBuilder, Loss, LossSignal};
+pub use client::{
+    Client, ClientBuilder, Error, ErrorKind, Hold, Holder, LockBuilder, LockState, Loss, LossSignal,
+};
 
 #[cfg(feature = "cli")]
 #[doc(hidden)]

@@ -11,6 +11,7 @@ mod error;
 mod hold;
 mod notice;
 mod renewer;
+mod state;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,7 @@ pub(crate) use builder::{Caller, NotTaken, Taken};
 pub use error::{Error, ErrorKind};
 pub use hold::Hold;
 pub use notice::{Loss, LossSignal};
+pub use state::{Holder, LockState};
 
 use crate::backend::{Backend, Session};
 use crate::config::{Config, Settings, TlsPaths};
@@ -69,6 +71,8 @@ pub struct Client {
 pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) backend: Arc<dyn Backend>,
+    /// The layout its locks are kept in (`--redisson` for the command).
+    pub(crate) dialect: Dialect,
     /// The session acquisitions and releases reuse, when none is using it.
     idle: Mutex<Option<Box<dyn Session>>>,
     pub(crate) renewer: Renewer,
@@ -182,14 +186,22 @@ impl Client {
     /// and `status` reach the server, as a library program does.
     pub(crate) fn from_config(config: Config, dialect: Dialect) -> crate::error::Result<Client> {
         let backend = config.backend(dialect)?;
-        Ok(Client::of(config, backend))
+        Ok(Client::of(config, backend, dialect))
     }
 
-    fn of(config: Config, backend: Arc<dyn Backend>) -> Client {
+    /// [`from_config`](Self::from_config) for reading only (`status`,
+    /// `list`): a missing `file:` directory is reported, not created.
+    pub(crate) fn for_reading(config: Config, dialect: Dialect) -> crate::error::Result<Client> {
+        let backend = config.backend_for_reading(dialect)?;
+        Ok(Client::of(config, backend, dialect))
+    }
+
+    fn of(config: Config, backend: Arc<dyn Backend>, dialect: Dialect) -> Client {
         Client {
             inner: Arc::new(Inner {
                 config,
                 backend,
+                dialect,
                 idle: Mutex::new(None),
                 renewer: Renewer::default(),
             }),

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::backend::{HolderStatus, Inspect, LockStatus, WaiterStatus};
+use crate::backend::{HolderStatus, LockStatus, WaiterStatus};
+use crate::client::{Client, LockState};
 use crate::config::Config;
 use crate::error::Result;
 use crate::exit::Exit;
@@ -28,18 +29,11 @@ pub fn status(
     redisson: bool,
 ) -> Result<Exit> {
     let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
-    refuse_redisson(config, redisson)?;
-    let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
-    let mut session = backend
-        .inspect()
-        .map_err(|e| e.in_lock(&names.join(", ")))?;
-    let names = match names.as_slice() {
-        [] => session.list(&config.prefix, "*")?,
-        given => given.to_vec(),
-    };
-    let states = read_all(session.as_mut(), config, redisson, &names)?;
+    let client = reader(config, redisson)?;
+    let given = (!names.is_empty()).then_some(names.as_slice());
+    let states = client.read_states(given, "*")?;
     if check {
-        let held = states.iter().all(|(_, s)| !s.holders.is_empty());
+        let held = states.iter().all(LockState::is_held);
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
     }
     let dialect = Dialect::redisson_if(redisson);
@@ -47,8 +41,8 @@ pub fn status(
     if json {
         let server = config.server_json();
         let scope = Scope::of(config, &server, dialect);
-        for (name, state) in &states {
-            out.push_str(&json::to_string(&LockJson::new(name, state, &scope)));
+        for state in &states {
+            out.push_str(&json::to_string(&LockJson::new(state, &scope)));
             out.push('\n');
         }
     } else {
@@ -60,18 +54,14 @@ pub fn status(
 
 /// `rlock list [PATTERN] [--json]`.
 pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
-    refuse_redisson(config, redisson)?;
-    let backend = config.backend_for_reading(Dialect::redisson_if(redisson))?;
-    let mut session = backend.inspect().map_err(|e| e.in_lock(pattern))?;
-    let names = session.list(&config.prefix, pattern)?;
-    let states = read_all(session.as_mut(), config, redisson, &names)?;
+    let states = reader(config, redisson)?.read_states(None, pattern)?;
     let dialect = Dialect::redisson_if(redisson);
     let out = if json {
         let server = config.server_json();
         let scope = Scope::of(config, &server, dialect);
         let locks: Vec<LockJson> = states
             .iter()
-            .map(|(name, state)| LockJson::new(name, state, &scope))
+            .map(|state| LockJson::new(state, &scope))
             .collect();
         json::to_string(&locks) + "\n"
     } else {
@@ -81,28 +71,15 @@ pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Resul
     Ok(Exit::Success)
 }
 
-/// `--redisson` reads one Redis server, as Redisson keeps its locks.
-fn refuse_redisson(config: &Config, redisson: bool) -> Result<()> {
+/// The client `status` and `list` read through, as a library program
+/// would; `--redisson` reads one Redis server, as Redisson keeps its locks.
+fn reader(config: &Config, redisson: bool) -> Result<Client> {
     if redisson && (config.is_local() || config.is_quorum()) {
         return Err(crate::error::Error::usage(
             "--redisson locks live on one Redis server: not with file: or several --url",
         ));
     }
-    Ok(())
-}
-
-fn read_all(
-    session: &mut dyn Inspect,
-    config: &Config,
-    redisson: bool,
-    names: &[String],
-) -> Result<Vec<(String, LockStatus)>> {
-    let locks: Vec<_> = names
-        .iter()
-        .map(|name| config.lock_id(redisson, name))
-        .collect();
-    let states = session.statuses(&locks)?;
-    Ok(names.iter().cloned().zip(states).collect())
+    Client::for_reading(config.clone(), Dialect::redisson_if(redisson))
 }
 
 fn kind_word(s: &LockStatus) -> &'static str {
@@ -120,14 +97,14 @@ fn seconds(ms: u64) -> String {
 /// The human report: the server(s) asked, then one row per lock (`free`,
 /// or how it is held, with `holders/limit` for a semaphore), its holders and
 /// waiters below it; the fence with `-v` only.
-fn table(server: &str, states: &[(String, LockStatus)]) -> String {
+fn table(server: &str, states: &[LockState]) -> String {
     let mut out = format!("{server}\n");
     if states.is_empty() {
         out.push_str("no locks held or waited for\n");
         return out;
     }
     let now = now_ms();
-    let names: Vec<String> = states.iter().map(|(n, _)| report::sanitize(n)).collect();
+    let names: Vec<String> = states.iter().map(|s| report::sanitize(s.name())).collect();
     let width = names
         .iter()
         .map(|n| n.chars().count())
@@ -140,7 +117,7 @@ fn table(server: &str, states: &[(String, LockStatus)]) -> String {
         "NAME", "STATE", "HOLDERS", "WAITING"
     );
     let verbose = report::verbose_enabled();
-    for ((_, s), name) in states.iter().zip(&names) {
+    for (s, name) in states.iter().map(LockState::detail).zip(&names) {
         let (state, holders) = match (s.holders.len(), s.kind) {
             (0, _) => ("free", "0".to_owned()),
             (n, Some(kind @ Kind::Semaphore(_))) => (kind.word(), format!("{n}/{}", s.limit)),
@@ -334,7 +311,8 @@ fn or_null(text: &str) -> Option<&str> {
 }
 
 impl<'a> LockJson<'a> {
-    fn new(name: &'a str, s: &'a LockStatus, scope: &Scope<'a>) -> Self {
+    fn new(state: &'a LockState, scope: &Scope<'a>) -> Self {
+        let (name, s) = (state.name(), state.detail());
         let holders = s
             .holders
             .iter()
@@ -422,10 +400,10 @@ mod tests {
             servers: None,
             redisson: false,
         };
+        let state = LockState::new("deploy".into(), s);
         assert_eq!(
             json::to_string(&LockJson::new(
-                "deploy",
-                &s,
+                &state,
                 &Scope {
                     server: "127.0.0.1:6379",
                     db: Some(1),
@@ -470,10 +448,10 @@ mod tests {
             }),
             redisson: false,
         };
+        let state = LockState::new("d\u{e9}ploy".into(), s);
         assert_eq!(
             json::to_string(&LockJson::new(
-                "d\u{e9}ploy",
-                &s,
+                &state,
                 &Scope {
                     server: "quorum of 3: a, b, c",
                     db: None,

@@ -159,6 +159,58 @@ fn a_cli_waiter_is_woken_by_a_library_release_and_by_a_drop() {
     }
 }
 
+/// `Client::status` and `Client::list` read what `rlock status` reads: a
+/// CLI run's holder (pid, note, fence, lease), a waiter, a free lock.
+#[test]
+fn the_library_reads_a_cli_holder_as_status_does() {
+    let _serial = serial();
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let client = ::rlock::Client::open(&redis.url()).unwrap();
+    let mut cli = spawn(
+        rlock(&redis.url())
+            .args(["run", "--note", "from the shell", "read-me", "--"])
+            .args(sh(&format!(
+                "echo $RLOCK_FENCE > {}; while [ ! -e {} ]; do sleep 0.05; done",
+                dir.file("fence"),
+                dir.file("go")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "the CLI to hold", || {
+        std::fs::read_to_string(dir.file("fence")).is_ok_and(|f| f.ends_with('\n'))
+    });
+    let fence: u64 = std::fs::read_to_string(dir.file("fence"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let states = client.status(["read-me", "free-one"]).unwrap();
+    let names: Vec<&str> = states.iter().map(::rlock::LockState::name).collect();
+    assert_eq!(names, ["read-me", "free-one"]);
+    let (held, free) = (&states[0], &states[1]);
+    assert!(held.is_held() && !held.is_shared() && held.limit().is_none());
+    assert_eq!(held.fence(), fence);
+    let holder = &held.holders()[0];
+    assert_eq!(holder.pid(), cli.pid.to_string());
+    assert_eq!(holder.note(), "from the shell");
+    assert!(
+        holder
+            .lease_left()
+            .is_some_and(|left| left > Duration::ZERO)
+    );
+    assert!(!free.is_held() && free.holders().is_empty());
+    let listed = client.list("read-*").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].name(), "read-me");
+    assert_eq!(
+        client.status(["bad name"]).unwrap_err().kind(),
+        ::rlock::ErrorKind::Usage
+    );
+    std::fs::write(dir.file("go"), "").unwrap();
+    assert_eq!(cli.wait_within(rlock::LIMIT).code(), Some(0));
+    assert!(!client.status(["read-me"]).unwrap()[0].is_held());
+}
+
 #[test]
 fn fences_of_the_library_and_the_cli_form_one_increasing_sequence() {
     let _serial = serial();
