@@ -502,7 +502,7 @@ pub struct WhilePidArgs {
     /// The process whose life the hold follows.
     #[arg(long)]
     pub pid: u32,
-    /// Lease length, renewed every ttl/3.
+    /// Lease length, renewed at the run's cadence.
     #[arg(long, value_parser = lease_duration)]
     pub ttl: Duration,
     /// The lock is a Redisson lock.

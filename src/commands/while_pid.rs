@@ -11,6 +11,8 @@ use crate::cli::WhilePidArgs;
 use crate::config::{Config, LockSpec};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
+use crate::holding::watchdog::Retries;
+use crate::lock::lease::Lease;
 use crate::lock::token::Token;
 use crate::sys::signal::Signal;
 
@@ -236,7 +238,7 @@ fn taken_over(
 }
 
 /// `__while-pid`: keeps the hold while PID lives and lets it go when PID
-/// exits. A Redis hold is renewed every ttl/3, and the keeper ends when the
+/// exits. A Redis hold is renewed at the run's cadence, and the keeper ends when the
 /// hold is gone (released, forced, expired) or cannot be renewed before its
 /// lease could run out; a `file:` hold lives in the inherited open files.
 pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
@@ -278,8 +280,8 @@ pub fn keep(config: &Config, args: &WhilePidArgs) -> Result<Exit> {
     renew_while(config, args, &token, &watched, &mut ready, released)
 }
 
-/// A server's hold: renewed every ttl/3 while PID lives, released (with its
-/// `released` event) when PID exits.
+/// A server's hold: renewed at the run's cadence while PID lives, released
+/// (with its `released` event) when PID exits.
 fn renew_while(
     config: &Config,
     args: &WhilePidArgs,
@@ -299,21 +301,34 @@ fn renew_while(
         let _ = session.release(&keys, token);
         return Ok(Exit::Success);
     }
-    let period = args.ttl / 3;
+    // The run's cadence: an outage at the worst moment is ridden out 90%
+    // as long as at the best. With no COMMAND to stop, the whole lease is
+    // the stretch.
+    let period = Lease::Renewed(args.ttl).period(Duration::ZERO);
     let margin = crate::lock::clock::drift(args.ttl);
-    let mut confirmed = Instant::now();
     let started = Instant::now();
+    // When the last confirmed renewal was sent: the lease is proven from there.
+    let mut confirmed = started;
+    let mut wait = period;
+    let mut retries = Retries::default();
     loop {
-        if watched.exits_within(period) {
+        if watched.exits_within(wait) {
             released.held_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(0));
             let record = (args.history > 0).then_some((args.history, &released));
             let _ = session.release_recorded(&keys, token, record);
             return Ok(Exit::Success);
         }
+        let sent = Instant::now();
         match session.renew(&keys, token, args.ttl, config.connect_timeout) {
-            Ok(true) => confirmed = Instant::now(),
+            Ok(true) => {
+                confirmed = sent;
+                wait = period.saturating_sub(sent.elapsed());
+                retries = Retries::default();
+            }
             Ok(false) => return Ok(Exit::NotHeld),
-            Err(_) if confirmed.elapsed() + margin < args.ttl => {}
+            Err(_) if confirmed.elapsed() + margin < args.ttl => {
+                wait = retries.next(args.ttl.saturating_sub(confirmed.elapsed() + margin));
+            }
             Err(err) => return Err(err),
         }
     }

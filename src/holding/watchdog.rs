@@ -36,6 +36,33 @@ const RETRY_SPACING: Duration = Duration::from_millis(50);
 /// The widest spacing of retries.
 const MAX_RETRY_SPACING: Duration = Duration::from_millis(500);
 
+/// The spacing of renewals retried after a failure: spaced out while the
+/// lease's end is far (many holders retrying against a server that is down
+/// cost it little), denser as it nears, so a server back just before it is
+/// heard in time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retries {
+    spacing: Duration,
+}
+
+impl Default for Retries {
+    fn default() -> Self {
+        Retries {
+            spacing: RETRY_SPACING,
+        }
+    }
+}
+
+impl Retries {
+    /// How long after this failure to retry, with `left` before the
+    /// deadline the renewals race.
+    pub(crate) fn next(&mut self, left: Duration) -> Duration {
+        let spacing = self.spacing.min(left / 4).max(Duration::from_millis(10));
+        self.spacing = (self.spacing * 2).min(MAX_RETRY_SPACING);
+        spacing
+    }
+}
+
 /// What renews the lease while COMMAND runs.
 pub(crate) enum Renewing {
     /// Nobody yet: COMMAND ended before its first renewal was due.
@@ -220,7 +247,7 @@ pub(crate) struct Watch {
     /// backward step of the server's clock has not been undone yet.
     extend: Extend,
     /// How long after the next failure to retry.
-    spacing: Duration,
+    retries: Retries,
 }
 
 /// How a renewal sets the lease.
@@ -243,7 +270,7 @@ impl Watch {
             outage: None,
             clock: None,
             extend: Extend::AtLeast,
-            spacing: RETRY_SPACING,
+            retries: Retries::default(),
         }
     }
 
@@ -422,7 +449,7 @@ impl Watch {
         }
         self.guarded.renewed();
         self.next = sent + renewal.period;
-        self.spacing = RETRY_SPACING;
+        self.retries = Retries::default();
         self.failing = None;
         if let Some((since, cause)) = self.outage.take() {
             // One line for the whole outage: a log read later shows how long
@@ -470,14 +497,7 @@ impl Watch {
         if self.failing.is_none() || !err.unanswered {
             self.failing = Some(err.cause);
         }
-        // Spaced out while SIGTERM is far (many holders retrying against a
-        // server that is down cost it little), denser as it nears, so a
-        // server back just before it is heard in time.
-        let spacing = self
-            .spacing
-            .min(term.remaining() / 4)
-            .max(Duration::from_millis(10));
-        self.spacing = (self.spacing * 2).min(MAX_RETRY_SPACING);
+        let spacing = self.retries.next(term.remaining());
         // Not in the past: a wake-up planned earlier than now reads as late.
         self.next = (sent + spacing).max(Stamp::now());
     }
