@@ -126,9 +126,12 @@ pub struct WaiterStatus {
 /// The server's clock as a renewal read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerTime {
-    /// The node that answered (`host:port`): a failover changes it, and
-    /// another node's clock is no step of this one's.
-    pub node: String,
+    /// The server asked (as its URL names it; one of a quorum's).
+    pub server: String,
+    /// Which of the session's connections to it answered: a new one may
+    /// reach another machine (a failover, a name that now points
+    /// elsewhere), whose clock is no step of the last one's.
+    pub connection: u64,
     /// Its clock, in ms since the epoch.
     pub ms: u64,
 }
@@ -287,10 +290,11 @@ pub trait Session: Send {
     ) -> Result<bool> {
         self.renew(lock, token, ttl, limit)
     }
-    /// The server's clock as the last renewal read it, for telling a step
-    /// of that clock; None where no renewal reads one.
-    fn server_time(&self) -> Option<ServerTime> {
-        None
+    /// The servers' clocks as the last renewal read them (one per server of
+    /// a quorum that answered it), for telling a step of one; empty where no
+    /// renewal reads one.
+    fn server_times(&self) -> Vec<ServerTime> {
+        Vec::new()
     }
     /// Drops one hold of `token`. Returns the hold count left, or None when
     /// `token` did not hold the lock.

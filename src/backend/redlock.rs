@@ -22,7 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{
-    AcquireRequest, Administer, Attempt, Backend, Hold, Inspect, Session, Standalone, Wake,
+    AcquireRequest, Administer, Attempt, Backend, Hold, Inspect, ServerTime, Session, Standalone,
+    Wake,
 };
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
@@ -126,6 +127,42 @@ struct RedlockSession {
 impl RedlockSession {
     fn quorum(&self) -> usize {
         quorum(self.servers.len())
+    }
+
+    /// Renews on every server (to exactly the ttl after a server's clock
+    /// stepped back); true once a quorum confirmed, false once no quorum
+    /// can.
+    fn renew_each(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+        exactly: bool,
+    ) -> Result<bool> {
+        let deadline = Instant::now() + limit;
+        let results = self.each_until(Some(deadline), true, |s| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::internal("no time left to renew"));
+            }
+            if exactly {
+                s.renew_exactly(lock, token, ttl, left)
+            } else {
+                s.renew(lock, token, ttl, left)
+            }
+        });
+        let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
+        if confirmed >= self.quorum() {
+            return Ok(true);
+        }
+        // No quorum can confirm any more: the lock is no longer ours.
+        if refused > self.servers.len() - self.quorum() {
+            return Ok(false);
+        }
+        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
+        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
     }
 
     /// Runs `op` on every server, reconnecting to those without a session.
@@ -399,25 +436,25 @@ impl Session for RedlockSession {
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool> {
-        let deadline = Instant::now() + limit;
-        let results = self.each_until(Some(deadline), true, |s| {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::internal("no time left to renew"));
-            }
-            s.renew(lock, token, ttl, left)
-        });
-        let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
-        let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
-        if confirmed >= self.quorum() {
-            return Ok(true);
-        }
-        // No quorum can confirm any more: the lock is no longer ours.
-        if refused > self.servers.len() - self.quorum() {
-            return Ok(false);
-        }
-        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
+        self.renew_each(lock, token, ttl, limit, false)
+    }
+
+    fn renew_exactly(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        self.renew_each(lock, token, ttl, limit, true)
+    }
+
+    fn server_times(&self) -> Vec<ServerTime> {
+        self.sessions
+            .iter()
+            .flatten()
+            .flat_map(|session| session.server_times())
+            .collect()
     }
 
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {

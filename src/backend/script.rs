@@ -148,8 +148,8 @@ pub static REDISSON_ACQUIRE: Script = script!(
 /// `--redisson`: Redisson's renewal.
 pub static REDISSON_RENEW: Script = script!(
     plain "lua/redisson_renew.lua",
-    &["lease_ms", "field"],
-    &[]
+    &["lease_ms", "field", "exact"],
+    &[&protocol::RENEWED]
 );
 /// `--redisson`: Redisson's unlock, publishing its unlock message.
 pub static REDISSON_RELEASE: Script = script!(

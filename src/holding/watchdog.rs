@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::deadline::{Deadline, Guarded};
 use super::held::HeldLock;
 use super::lost::{Lost, why_lapsed};
-use crate::backend::Session;
+use crate::backend::{ServerTime, Session};
 use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
 use crate::report;
@@ -240,9 +240,9 @@ pub(crate) struct Watch {
     /// When the renewals began failing, and why: said once they get
     /// through again (a loss has its own line, which names the cause).
     outage: Option<(Stamp, String)>,
-    /// The server's clock as the last answered renewal read it, and which
-    /// node's it was.
-    clock: Option<(String, ServerRead)>,
+    /// Each server's clock as the last renewal it answered read it, and on
+    /// which connection.
+    clock: Vec<(ServerTime, ServerRead)>,
     /// How the next renewal sets the lease: exactly to the ttl while a
     /// backward step of the server's clock has not been undone yet.
     extend: Extend,
@@ -268,7 +268,7 @@ impl Watch {
             guarded,
             failing: None,
             outage: None,
-            clock: None,
+            clock: Vec::new(),
             extend: Extend::AtLeast,
             retries: Retries::default(),
         }
@@ -412,21 +412,40 @@ impl Watch {
         self.guarded.stop();
     }
 
-    /// The step of the server's clock since the last answered renewal, as
-    /// the one sent at `sent` (just answered) read it.
+    /// The step of the servers' clocks since the last answered renewal, as
+    /// the one sent at `sent` (just answered) read them: a forward step on
+    /// any server first (it may have ended the lease there), else the
+    /// widest backward one.
     fn read_clock(&mut self, session: &mut dyn Session, sent: Stamp) -> Option<ClockStep> {
-        let time = session.server_time()?;
-        let read = ServerRead {
-            sent,
-            replied: Stamp::now(),
-            server_ms: time.ms,
-        };
-        // After a failover the clock read is another node's: a new baseline.
-        let (node, before) = self.clock.replace((time.node.clone(), read))?;
-        if node != time.node {
-            return None;
+        let replied = Stamp::now();
+        let margin = drift(self.renewal.lease.ttl());
+        let mut steps: Vec<ClockStep> = Vec::new();
+        for time in session.server_times() {
+            let read = ServerRead {
+                sent,
+                replied,
+                server_ms: time.ms,
+            };
+            let known = self.clock.iter_mut().find(|(t, _)| t.server == time.server);
+            match known {
+                Some((before_time, before)) if before_time.connection == time.connection => {
+                    steps.extend(clock::step(*before, read, margin));
+                    *before = read;
+                }
+                // A new connection (after a failover, maybe to another
+                // machine) is a new baseline for its server.
+                Some(known) => *known = (time, read),
+                None => self.clock.push((time, read)),
+            }
         }
-        clock::step(before, read, drift(self.renewal.lease.ttl()))
+        let widest = |forward: bool| {
+            steps
+                .iter()
+                .filter(|step| matches!(step, ClockStep::Forward(_)) == forward)
+                .max_by_key(|step| step.by())
+                .copied()
+        };
+        widest(true).or_else(|| widest(false))
     }
 
     /// A renewal sent at `sent` was confirmed: the guardian's deadlines move

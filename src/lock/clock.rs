@@ -55,6 +55,13 @@ pub enum ClockStep {
 }
 
 impl ClockStep {
+    /// How far it stepped, either way.
+    pub fn by(self) -> Duration {
+        match self {
+            ClockStep::Forward(by) | ClockStep::Back(by) => by,
+        }
+    }
+
     /// How the step is named in messages: "jumped forward 60s".
     pub fn describe(self) -> String {
         let (way, by) = match self {

@@ -15,18 +15,22 @@ use crate::support::scratch::Scratch;
 /// Waits for a renewal of `name`'s hold (its key's PTTL jumps back up) and
 /// returns when it was seen.
 fn next_renewal(redis: &RedisServer, name: &str) -> Instant {
-    let key = format!("rlock:{{{name}}}:leases");
-    let mut last: i64 = redis.cmd(&["PTTL", &key]);
+    next_renewal_of(redis, &format!("rlock:{{{name}}}:leases"))
+}
+
+/// [`next_renewal`] of the hold kept at `key`.
+fn next_renewal_of(redis: &RedisServer, key: &str) -> Instant {
+    let mut last: i64 = redis.cmd(&["PTTL", key]);
     let until = Instant::now() + Duration::from_secs(10);
     while Instant::now() < until {
-        let pttl: i64 = redis.cmd(&["PTTL", &key]);
+        let pttl: i64 = redis.cmd(&["PTTL", key]);
         if pttl > last + 50 {
             return Instant::now();
         }
         last = pttl;
         std::thread::sleep(Duration::from_millis(2));
     }
-    panic!("no renewal of {name} seen within 10 s");
+    panic!("no renewal of {key} seen within 10 s");
 }
 
 /// `rlock run --ttl 6s --kill-after 1s NAME` (4.87 s from a renewal sent to
@@ -292,6 +296,101 @@ fn a_forward_clock_step_that_ended_the_lease_is_a_loss_naming_the_clock() {
     next_renewal(redis, "jump");
     server.step_to(60_000);
     let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "jump", "--", "true"]));
+    assert_eq!(
+        code(&other),
+        0,
+        "the step ended the lease: {}",
+        show(&other)
+    );
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert_lines(
+        &err,
+        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
+         which ended the lease under COMMAND; COMMAND was stopped",
+    );
+}
+
+/// A forward step that ends the lease on a majority of a Redlock quorum
+/// (another run got the lock) is a loss naming the clock, as on one server.
+#[test]
+fn a_forward_clock_step_on_a_quorums_majority_is_a_loss_naming_the_clock() {
+    let servers: Vec<SteppedServer> = (0..3).map(|_| SteppedServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.redis.url()).collect();
+    let dir = Scratch::new();
+    let holder = spawn(
+        crate::support::quorum::rlock(&urls)
+            .args(["run", "--ttl", "6s", "jump", "--"])
+            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    next_renewal(&servers[0].redis, "jump");
+    next_renewal(&servers[0].redis, "jump");
+    servers[0].step_to(60_000);
+    servers[1].step_to(60_000);
+    let other = rlock::output(
+        crate::support::quorum::rlock(&urls).args(["run", "-n", "jump", "--", "true"]),
+    );
+    assert_eq!(
+        code(&other),
+        0,
+        "the step ended the lease: {}",
+        show(&other)
+    );
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert_lines(
+        &err,
+        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
+         which ended the lease under COMMAND; COMMAND was stopped",
+    );
+}
+
+/// A Redisson-layout hold (`--redisson`) reads the server's clock too: a
+/// forward step that ended its lease is a loss naming the clock, and a
+/// backward one is undone at the next renewal.
+#[test]
+fn clock_steps_under_a_redisson_hold_are_named() {
+    let server = SteppedServer::start();
+    let redis = &server.redis;
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--redisson", "--ttl", "6s", "back", "--"])
+            .args(sh(&until_go(&dir))),
+    );
+    next_renewal_of(redis, "back");
+    next_renewal_of(redis, "back");
+    server.step_to(-60_000);
+    expect_within(
+        Duration::from_secs(3),
+        "the lease set back to the ttl",
+        || {
+            let pttl: i64 = redis.cmd(&["PTTL", "back"]);
+            (0..=6_000).contains(&pttl)
+        },
+    );
+    go(&dir);
+    let out = holder.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_has_line(
+        &rlock::stderr(&out),
+        "rlock: back: the server's clock jumped back 60s; the lease is set back to 6s",
+    );
+    server.step_to(0);
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--redisson", "--ttl", "6s", "jump", "--"])
+            .args(sh(&until_go(&dir))),
+    );
+    next_renewal_of(redis, "jump");
+    next_renewal_of(redis, "jump");
+    server.step_to(60_000);
+    let other =
+        rlock::output(rlock(&redis.url()).args(["run", "--redisson", "-n", "jump", "--", "true"]));
     assert_eq!(
         code(&other),
         0,

@@ -282,8 +282,8 @@ impl Session for StandaloneSession {
         self.renew_script(lock, token, ttl, limit, Extend::Exactly)
     }
 
-    fn server_time(&self) -> Option<ServerTime> {
-        self.server_time.clone()
+    fn server_times(&self) -> Vec<ServerTime> {
+        self.server_time.iter().cloned().collect()
     }
 
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {

@@ -97,6 +97,9 @@ impl StandaloneSession {
     ) -> Result<bool> {
         let limit = limit.min(self.timeout());
         let start = Instant::now();
+        // A reading of this renewal's, or none: an older one would look like
+        // a clock that stood still.
+        self.server_time = None;
         self.follow_master(limit);
         let deadline = limit;
         let limit = limit.saturating_sub(start.elapsed());
@@ -129,10 +132,11 @@ impl StandaloneSession {
         let left = deadline.saturating_sub(start.elapsed());
         let (reply, next) = self.outcome(lock, &stored, token, reply, "renew", left)?;
         let (held, now) = reply::renewed(reply, &lock.name, "renew")?;
-        // Each connection is its own baseline: a reconnection may reach
-        // another machine (a failover, a name that now points elsewhere).
-        let node = format!("{}#{}", self.spec.display, self.connections);
-        self.server_time = Some(ServerTime { node, ms: now });
+        self.server_time = Some(ServerTime {
+            server: self.spec.display.clone(),
+            connection: self.connections,
+            ms: now,
+        });
         if held == 1 {
             // The hold is on the master followed: a later loss is not the
             // failover's.

@@ -17,7 +17,9 @@ use super::keys::Keys;
 use super::reply::attempt;
 use super::{StandaloneSession, millis};
 use crate::backend::script;
-use crate::backend::{AcquireRequest, Administer, Attempt, Inspect, LockStatus, Session, Wake};
+use crate::backend::{
+    AcquireRequest, Administer, Attempt, Inspect, LockStatus, ServerTime, Session, Wake,
+};
 use crate::error::Result;
 use crate::lock::event::Event;
 use crate::lock::name::LockId;
@@ -71,6 +73,43 @@ fn recorded(lock: &LockId, result: RedisResult<Value>) -> bool {
             crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
             false
         }
+    }
+}
+
+impl RedissonSession {
+    /// Redisson's renewal of `token`'s hold (to exactly the ttl when
+    /// `exactly`), noting the server's clock it read.
+    fn renew_script(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+        exactly: bool,
+    ) -> Result<bool> {
+        let s = &mut self.inner;
+        s.server_time = None;
+        let limit = limit.min(s.timeout());
+        let start = Instant::now();
+        s.follow_master(limit);
+        let limit = limit.saturating_sub(start.elapsed());
+        let field = token.redisson_field();
+        let hash = Keys::of(lock).holds;
+        let reply: Value = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
+            let mut renew = script::REDISSON_RENEW.key(&hash);
+            renew.arg("lease_ms", millis(ttl)).arg("field", &field);
+            if exactly {
+                renew.arg("exact", "exact");
+            }
+            renew.invoke(con)
+        })?;
+        let (held, now) = super::reply::renewed(reply, &lock.name, "renew")?;
+        s.server_time = Some(ServerTime {
+            server: s.spec.display.clone(),
+            connection: s.connections,
+            ms: now,
+        });
+        Ok(held == 1)
     }
 }
 
@@ -147,21 +186,21 @@ impl Session for RedissonSession {
         ttl: Duration,
         limit: Duration,
     ) -> Result<bool> {
-        let s = &mut self.inner;
-        let limit = limit.min(s.timeout());
-        let start = Instant::now();
-        s.follow_master(limit);
-        let limit = limit.saturating_sub(start.elapsed());
-        let field = token.redisson_field();
-        let hash = Keys::of(lock).holds;
-        let held: i64 = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
-            script::REDISSON_RENEW
-                .key(&hash)
-                .arg("lease_ms", millis(ttl))
-                .arg("field", &field)
-                .invoke(con)
-        })?;
-        Ok(held == 1)
+        self.renew_script(lock, token, ttl, limit, false)
+    }
+
+    fn renew_exactly(
+        &mut self,
+        lock: &LockId,
+        token: &Token,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool> {
+        self.renew_script(lock, token, ttl, limit, true)
+    }
+
+    fn server_times(&self) -> Vec<ServerTime> {
+        self.inner.server_times()
     }
 
     fn release(&mut self, lock: &LockId, token: &Token) -> Result<Option<u64>> {
