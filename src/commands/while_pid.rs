@@ -11,7 +11,7 @@ use crate::cli::WhilePidArgs;
 use crate::config::{Config, LockSpec};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::holding::watchdog::Retries;
+use crate::holding::retries::Retries;
 use crate::lock::lease::Lease;
 use crate::lock::token::Token;
 use crate::sys::signal::Signal;

@@ -4,12 +4,14 @@
 //! its deadlines ([`deadline`]), why a hold was lost ([`lost`]), how it
 //! ended ([`ending`]), and the history it leaves ([`record`]).
 
+mod clocks;
 pub(crate) mod deadline;
 pub(crate) mod ending;
 pub(crate) mod held;
 pub(crate) mod holder;
 pub(crate) mod lost;
 pub(crate) mod record;
+pub(crate) mod retries;
 pub(crate) mod watchdog;
 
 use std::time::Duration;

@@ -17,51 +17,18 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::clocks::ServerClocks;
 use super::deadline::{Deadline, Guarded};
 use super::held::HeldLock;
 use super::lost::{Lost, why_lapsed};
-use crate::backend::{ServerTime, Session};
-use crate::lock::clock::{self, ClockStep, ServerRead, Stamp, drift};
+use super::retries::Retries;
+use crate::backend::Session;
+use crate::lock::clock::{ClockStep, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
 use crate::report;
 use crate::run_state::Shared;
 use crate::sys::process::Pid;
 use crate::sys::signal::Signal;
-
-/// How soon a renewal that failed fast (a refused connection) is first
-/// retried; the spacing doubles up to [`MAX_RETRY_SPACING`], and is never more
-/// than a quarter of the time left before SIGTERM. One that timed out has
-/// waited already: it is retried at once.
-const RETRY_SPACING: Duration = Duration::from_millis(50);
-/// The widest spacing of retries.
-const MAX_RETRY_SPACING: Duration = Duration::from_millis(500);
-
-/// The spacing of renewals retried after a failure: spaced out while the
-/// lease's end is far (many holders retrying against a server that is down
-/// cost it little), denser as it nears, so a server back just before it is
-/// heard in time.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Retries {
-    spacing: Duration,
-}
-
-impl Default for Retries {
-    fn default() -> Self {
-        Retries {
-            spacing: RETRY_SPACING,
-        }
-    }
-}
-
-impl Retries {
-    /// How long after this failure to retry, with `left` before the
-    /// deadline the renewals race.
-    pub(crate) fn next(&mut self, left: Duration) -> Duration {
-        let spacing = self.spacing.min(left / 4).max(Duration::from_millis(10));
-        self.spacing = (self.spacing * 2).min(MAX_RETRY_SPACING);
-        spacing
-    }
-}
 
 /// What renews the lease while COMMAND runs.
 pub(crate) enum Renewing {
@@ -240,9 +207,8 @@ pub(crate) struct Watch {
     /// When the renewals began failing, and why: said once they get
     /// through again (a loss has its own line, which names the cause).
     outage: Option<(Stamp, String)>,
-    /// Each server's clock as the last renewal it answered read it, and on
-    /// which connection.
-    clock: Vec<(ServerTime, ServerRead)>,
+    /// The servers' clocks as the last renewals read them.
+    clocks: ServerClocks,
     /// How the next renewal sets the lease: exactly to the ttl while a
     /// backward step of the server's clock has not been undone yet.
     extend: Extend,
@@ -268,7 +234,7 @@ impl Watch {
             guarded,
             failing: None,
             outage: None,
-            clock: Vec::new(),
+            clocks: ServerClocks::default(),
             extend: Extend::AtLeast,
             retries: Retries::default(),
         }
@@ -412,40 +378,11 @@ impl Watch {
         self.guarded.stop();
     }
 
-    /// The step of the servers' clocks since the last answered renewal, as
-    /// the one sent at `sent` (just answered) read them: a forward step on
-    /// any server first (it may have ended the lease there), else the
-    /// widest backward one.
+    /// The step of the servers' clocks the renewal sent at `sent` (just
+    /// answered) read, if any.
     fn read_clock(&mut self, session: &mut dyn Session, sent: Stamp) -> Option<ClockStep> {
-        let replied = Stamp::now();
         let margin = drift(self.renewal.lease.ttl());
-        let mut steps: Vec<ClockStep> = Vec::new();
-        for time in session.server_times() {
-            let read = ServerRead {
-                sent,
-                replied,
-                server_ms: time.ms,
-            };
-            let known = self.clock.iter_mut().find(|(t, _)| t.server == time.server);
-            match known {
-                Some((before_time, before)) if before_time.connection == time.connection => {
-                    steps.extend(clock::step(*before, read, margin));
-                    *before = read;
-                }
-                // A new connection (after a failover, maybe to another
-                // machine) is a new baseline for its server.
-                Some(known) => *known = (time, read),
-                None => self.clock.push((time, read)),
-            }
-        }
-        let widest = |forward: bool| {
-            steps
-                .iter()
-                .filter(|step| matches!(step, ClockStep::Forward(_)) == forward)
-                .max_by_key(|step| step.by())
-                .copied()
-        };
-        widest(true).or_else(|| widest(false))
+        self.clocks.read(&session.server_times(), sent, margin)
     }
 
     /// A renewal sent at `sent` was confirmed: the guardian's deadlines move
