@@ -17,7 +17,7 @@ mod child;
 mod command_env;
 mod ended;
 mod handover;
-mod max_hold;
+mod limits;
 mod release;
 
 use std::path::PathBuf;
@@ -101,7 +101,7 @@ pub struct Running<'a> {
     holding: Holding,
     deadlines: Deadlines,
     /// The timer of `--max-hold` and `--signal-grace`, when asked for.
-    limits: Option<max_hold::MaxHold>,
+    limits: Option<limits::Timer>,
 }
 
 /// COMMAND and its process group are gone.
@@ -142,18 +142,16 @@ impl CommandEnd {
     /// did to it: killed after `--signal-grace`, it ends as the signal
     /// forwarded first would have ended it (128+N).
     fn of(
-        stopped: max_hold::Stopped,
+        stopped: limits::Stopped,
         status: Result<std::process::ExitStatus>,
     ) -> Result<CommandEnd> {
         match (stopped, status) {
-            (max_hold::Stopped::MaxHold, _) => Ok(CommandEnd::MaxHold),
-            (max_hold::Stopped::SignalGrace(signal), _) => {
+            (limits::Stopped::MaxHold, _) => Ok(CommandEnd::MaxHold),
+            (limits::Stopped::SignalGrace(signal), _) => {
                 Ok(CommandEnd::Exited(signal.exit_status()))
             }
-            (max_hold::Stopped::No, Ok(status)) => {
-                Ok(CommandEnd::Exited(child::status_code(status)))
-            }
-            (max_hold::Stopped::No, Err(err)) => Err(err),
+            (limits::Stopped::No, Ok(status)) => Ok(CommandEnd::Exited(child::status_code(status))),
+            (limits::Stopped::No, Err(err)) => Err(err),
         }
     }
 
@@ -261,8 +259,8 @@ impl<'a> Prepared<'a> {
 
 impl Run<'_> {
     /// COMMAND's time limits, as asked for.
-    fn limits(&self) -> max_hold::Limits {
-        max_hold::Limits {
+    fn limits(&self) -> limits::Limits {
+        limits::Limits {
             max_hold: self.spec.max_hold,
             signal_grace: self.spec.signal_grace,
             kill_after: self.grace,
@@ -382,7 +380,7 @@ impl<'a> Held<'a> {
                 .hand_over(&handover::text(command.pid(), &holding.locks));
         }
         announced::held(run.shared.announce(), run.names, &holding);
-        let limits = max_hold::MaxHold::start(run.limits(), Stamp::now(), &run.shared);
+        let limits = limits::Timer::start(run.limits(), Stamp::now(), &run.shared);
         let unrecorded = holding.recorder.unrecorded(&holding.locks, holding.waited);
         // Off the path to COMMAND, which runs already; a signal that comes
         // meanwhile is forwarded by the signal thread, not held until these
@@ -445,7 +443,7 @@ impl<'a> Running<'a> {
         let status = child::wait(command, &run.shared, foreground);
         crate::report::mark("exited");
         run.shared.announce().tell(&announce::Event::Stopping);
-        let stopped = limits.map_or(max_hold::Stopped::No, max_hold::MaxHold::finish);
+        let stopped = limits.map_or(limits::Stopped::No, limits::Timer::finish);
         if let Renewing::Idle(session) = renewing {
             // What COMMAND left running in its group works under the lock
             // until it is stopped: keep the lease for it.
@@ -461,7 +459,7 @@ impl<'a> Running<'a> {
             .limits()
             .grace_left(&run.shared)
             .map_or(run.grace, |left| left.min(run.grace));
-        let stopping = !matches!(stopped, max_hold::Stopped::No);
+        let stopping = !matches!(stopped, limits::Stopped::No);
         let emptied = child::stop_leftovers(pgid, grace, &run.shared, stopping);
         // Closed at once: the guardian must not act on a group that is gone
         // (its number could be reused) while the watchdog finishes a renewal.

@@ -59,7 +59,7 @@ pub(super) enum Stopped {
 }
 
 /// The running timer.
-pub(super) struct MaxHold {
+pub(super) struct Timer {
     done: Arc<AtomicBool>,
     wake: mpsc::Sender<()>,
     thread: JoinHandle<Stopped>,
@@ -75,12 +75,12 @@ enum Woke {
     Done,
 }
 
-impl MaxHold {
+impl Timer {
     /// Keeps `limits` for COMMAND, started at `started`. None when none is
     /// asked for, or when the thread cannot be started (said on stderr: the
     /// run goes on without the limits rather than leaving COMMAND
     /// unsupervised mid-start).
-    pub(super) fn start(limits: Limits, started: Stamp, shared: &Arc<Shared>) -> Option<MaxHold> {
+    pub(super) fn start(limits: Limits, started: Stamp, shared: &Arc<Shared>) -> Option<Timer> {
         if limits.max_hold.is_none() && limits.signal_grace.is_none() {
             return None;
         }
@@ -94,7 +94,7 @@ impl MaxHold {
             .name("max-hold".into())
             .spawn(move || keep(limits, started, &timer, &woken, &finished));
         match thread {
-            Ok(thread) => Some(MaxHold { done, wake, thread }),
+            Ok(thread) => Some(Timer { done, wake, thread }),
             Err(err) => {
                 crate::report::error(&format!(
                     "{}: cannot start the timer of --max-hold and --signal-grace ({err}); \
