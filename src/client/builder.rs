@@ -52,6 +52,9 @@ pub struct LockBuilder<'c> {
     /// How the locks are taken: the CLI's own lock spec, which the setters
     /// fill in and `rlock run` and `rlock acquire` give whole.
     spec: LockSpec,
+    /// The limit asked for, refused when 0 or beside a quorum even when
+    /// `.shared()` made the lock shared.
+    limit: Option<u32>,
     note: Option<String>,
 }
 
@@ -122,6 +125,7 @@ impl<'c> LockBuilder<'c> {
                 history: crate::lock::event::DEFAULT_CAP,
                 redisson: false,
             },
+            limit: None,
             note: None,
         }
     }
@@ -130,6 +134,7 @@ impl<'c> LockBuilder<'c> {
     /// every option as their command line resolved it.
     pub(crate) fn with_spec(mut self, spec: &LockSpec) -> Self {
         self.spec = spec.clone();
+        self.limit = spec.kind.semaphore_limit();
         self
     }
 
@@ -173,6 +178,7 @@ impl<'c> LockBuilder<'c> {
     /// A semaphore (`rlock --limit N`): at most `n` holders at once. A
     /// shared lock stays shared.
     pub fn limit(mut self, n: u32) -> Self {
+        self.limit = Some(n);
         if self.spec.kind != Kind::Shared {
             self.spec.kind = match n {
                 1 => Kind::Exclusive,
@@ -215,7 +221,13 @@ impl<'c> LockBuilder<'c> {
         let inner = Arc::clone(self.client.inner());
         let note = crate::config::note::resolve(self.note.as_deref());
         let lease = Lease::Renewed(self.spec.ttl);
-        let display = self.names.join(", ");
+        let mut names: Vec<&str> = Vec::with_capacity(self.names.len());
+        for name in &self.names {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        let display = names.join(", ");
         let grace = fit_grace(None, lease, &display);
         let caller = Caller {
             shared: Shared::without_signals(&display),
@@ -330,14 +342,10 @@ impl<'c> LockBuilder<'c> {
                 humantime::format_duration(spec.ttl)
             )));
         }
-        let limit = match spec.kind {
-            Kind::Semaphore(0) => {
-                return Err(crate::error::Error::usage("the limit must be at least 1"));
-            }
-            Kind::Semaphore(n) => Some(n),
-            _ => None,
-        };
-        spec.refuse_conflicts(&self.client.inner().config, limit)?;
+        if self.limit == Some(0) {
+            return Err(crate::error::Error::usage("the limit must be at least 1"));
+        }
+        spec.refuse_conflicts(&self.client.inner().config, self.limit)?;
         Ok(spec.clone())
     }
 }

@@ -15,7 +15,7 @@ use crate::lock::name::{Dialect, LockName};
 /// # let client = rlock::Client::open("redis://127.0.0.1:6379")?;
 /// for lock in client.status(["nightly"])? {
 ///     match lock.holders().first() {
-///         Some(holder) => println!("{} held by pid {} on {}", lock.name(), holder.pid(), holder.host()),
+///         Some(holder) => println!("{} held on {}: {}", lock.name(), holder.host(), holder.command()),
 ///         None => println!("{} is free", lock.name()),
 ///     }
 /// }
@@ -82,6 +82,16 @@ impl LockState {
         self.status.waiting
     }
 
+    /// For a Redlock quorum: where the servers' views differ (holds seen on
+    /// some servers only, servers that did not answer). `None` for one
+    /// server, or when every server answered and they agree.
+    pub fn disagreement(&self) -> Option<&str> {
+        self.status
+            .servers
+            .as_ref()
+            .and_then(|servers| servers.disagreement.as_deref())
+    }
+
     /// Everything the command's `status` shows.
     pub(crate) fn detail(&self) -> &LockStatus {
         &self.status
@@ -100,10 +110,10 @@ impl Holder {
         &self.status.host
     }
 
-    /// Its process id, as it reported it (the calling script's, for `rlock
-    /// acquire`).
-    pub fn pid(&self) -> &str {
-        &self.status.pid
+    /// Its process id on its host (the calling script's, for `rlock
+    /// acquire`); `None` when it did not report one.
+    pub fn pid(&self) -> Option<u32> {
+        self.status.pid.parse().ok()
     }
 
     /// Its command line.
@@ -117,9 +127,11 @@ impl Holder {
         &self.status.note
     }
 
-    /// When it took the lock, by the server's clock.
-    pub fn since(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_millis(self.status.since_ms)
+    /// When it took the lock, by the server's clock; `None` when the hold
+    /// does not record it (one taken by an rlock before the current layout).
+    pub fn since(&self) -> Option<SystemTime> {
+        (self.status.since_ms != 0)
+            .then(|| UNIX_EPOCH + Duration::from_millis(self.status.since_ms))
     }
 
     /// The lease it has left; `None` for a `file:` lock, which the kernel
@@ -131,7 +143,7 @@ impl Holder {
 
 impl Client {
     /// Who holds and waits for each of `names`, in the order given, read as
-    /// `rlock status` reads them (one round trip on one server).
+    /// `rlock status` reads them (one round trip per server).
     ///
     /// # Errors
     ///
@@ -146,30 +158,33 @@ impl Client {
         for name in &names {
             LockName::new(name).map_err(crate::error::Error::from)?;
         }
-        Ok(self.read_states(Some(&names), "*")?)
+        Ok(self.read_states(Some(&names), "*", &names.join(", "))?)
     }
 
     /// Every lock held or waited for whose name matches the glob `pattern`
-    /// (`*` for all), as `rlock list` reads them.
+    /// (`*` for all), as `rlock list` reads them. (A `file:` client's
+    /// directory exists from [`Client::open`] on: a missing one reads as
+    /// no locks.)
     ///
     /// # Errors
     ///
     /// As [`status`](Self::status).
     pub fn list(&self, pattern: &str) -> Result<Vec<LockState>, Error> {
-        Ok(self.read_states(None, pattern)?)
+        Ok(self.read_states(None, pattern, pattern)?)
     }
 
     /// The states of `names`, or of the locks matching `pattern` when no
     /// names are given: what `status`, `list` and the command's both read.
+    /// A failure to connect names `label`.
     pub(crate) fn read_states(
         &self,
         names: Option<&[String]>,
         pattern: &str,
+        label: &str,
     ) -> crate::error::Result<Vec<LockState>> {
         let inner = self.inner();
         let config = &inner.config;
-        let label = names.map_or_else(|| pattern.to_owned(), |names| names.join(", "));
-        let mut session = inner.backend.inspect().map_err(|e| e.in_lock(&label))?;
+        let mut session = inner.backend.inspect().map_err(|e| e.in_lock(label))?;
         let names = match names {
             Some(names) => names.to_vec(),
             None => session.list(&config.prefix, pattern)?,

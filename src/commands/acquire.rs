@@ -41,8 +41,8 @@ struct Acquisition<'a> {
 }
 
 impl<'a> Acquisition<'a> {
-    /// Refuses what cannot work, opens PID, and readies the run state, the
-    /// token and the holder record.
+    /// Refuses what cannot work, opens PID, and readies the client and the
+    /// run state.
     fn prepare(config: &'a Config, spec: &'a LockSpec, args: &'a AcquireArgs) -> Result<Self> {
         if config.is_local() && args.while_pid.is_none() {
             return Err(Error::usage(

@@ -31,7 +31,7 @@ pub fn status(
     let names: Vec<String> = names.iter().map(|n| n.as_str().to_owned()).collect();
     let client = reader(config, redisson)?;
     let given = (!names.is_empty()).then_some(names.as_slice());
-    let states = client.read_states(given, "*")?;
+    let states = client.read_states(given, "*", &names.join(", "))?;
     if check {
         let held = states.iter().all(LockState::is_held);
         return Ok(if held { Exit::Success } else { Exit::NotHeld });
@@ -54,7 +54,7 @@ pub fn status(
 
 /// `rlock list [PATTERN] [--json]`.
 pub fn list(config: &Config, pattern: &str, json: bool, redisson: bool) -> Result<Exit> {
-    let states = reader(config, redisson)?.read_states(None, pattern)?;
+    let states = reader(config, redisson)?.read_states(None, pattern, pattern)?;
     let dialect = Dialect::redisson_if(redisson);
     let out = if json {
         let server = config.server_json();

@@ -91,7 +91,8 @@ pub struct Renewal {
     pub lease: Lease,
     /// Grace between SIGTERM and SIGKILL (already fitted to the lease).
     pub grace: Duration,
-    /// How often it is renewed (see [`the run's renewal period`]).
+    /// How often it is renewed: [`Lease::period`], or shorter under
+    /// systemd's watchdog.
     pub period: Duration,
     /// When the request that proved the lease was sent.
     pub confirmed_at: Stamp,

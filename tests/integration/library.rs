@@ -191,7 +191,9 @@ fn the_library_reads_a_cli_holder_as_status_does() {
     assert!(held.is_held() && !held.is_shared() && held.limit().is_none());
     assert_eq!(held.fence(), fence);
     let holder = &held.holders()[0];
-    assert_eq!(holder.pid(), cli.pid.to_string());
+    assert_eq!(holder.pid(), Some(cli.pid));
+    assert!(holder.since().is_some());
+    assert_eq!(held.disagreement(), None);
     assert_eq!(holder.note(), "from the shell");
     assert!(
         holder
@@ -444,6 +446,22 @@ fn bad_input_is_a_usage_error() {
     assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{err}");
     let err = client.lock("x").acquire().unwrap_err();
     assert_eq!(err.kind(), ::rlock::ErrorKind::Unavailable, "{err}");
+    // A limit asked for is checked whatever else is: 0 never, above 1
+    // never on a quorum (which cannot count holders), shared or not.
+    for shared_first in [false, true] {
+        let err = if shared_first {
+            client.lock("x").shared().limit(0).acquire()
+        } else {
+            client.lock("x").limit(0).shared().acquire()
+        }
+        .unwrap_err();
+        assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{err}");
+    }
+    let quorum =
+        ::rlock::Client::open("redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3")
+            .unwrap();
+    let err = quorum.lock("x").shared().limit(3).acquire().unwrap_err();
+    assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{err}");
 }
 
 /// The examples, built by `cargo test` (or here, when only this binary was).

@@ -364,11 +364,23 @@ fn status_and_list_exit_69_when_they_cannot_see_the_locks() {
         );
     }
 
-    // An unreachable server.
+    // An unreachable server: the line names what was asked for (the NAMEs,
+    // the pattern), nothing when all of them were.
     let (_socket, port) = crate::support::redis_server::refusing_port();
-    for args in [&["status", "x"][..], &["status", "--check", "x"], &["list"]] {
+    for (args, label) in [
+        (&["status", "x"][..], "x: "),
+        (&["status", "--check", "x"], "x: "),
+        (&["status"], ""),
+        (&["list"], "*: "),
+    ] {
         let out = output(rlock(&format!("redis://127.0.0.1:{port}")).args(args));
-        rlock::assert_fails(&out, 69);
+        let err = rlock::assert_fails(&out, 69);
+        assert!(
+            err.starts_with(&format!(
+                "rlock: {label}server 127.0.0.1:{port} unavailable"
+            )),
+            "{args:?}: {err}"
+        );
     }
 }
 
