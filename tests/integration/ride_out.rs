@@ -275,82 +275,71 @@ fn a_handed_over_hold_found_on_asking_again_is_recorded_once() {
     assert_eq!(acquired, 1, "{text}");
 }
 
+/// Holds `jump` over `servers` (run with `opts`), steps the clocks of the
+/// first `stepped` of them forward 60 s after two renewals seen at `key` on
+/// the first (the second has the first's reading), and checks that another
+/// run got the lock and the holder ended with 70, naming the clock.
+fn a_forward_step_ends_the_run(
+    servers: &[SteppedServer],
+    stepped: usize,
+    key: &str,
+    opts: &[&str],
+) {
+    let urls: Vec<String> = servers.iter().map(|s| s.redis.url()).collect();
+    let run = || {
+        let mut cmd = crate::support::quorum::rlock(&urls);
+        cmd.arg("run").args(opts);
+        cmd
+    };
+    let dir = Scratch::new();
+    let holder = spawn(
+        run()
+            .args(["--ttl", "6s", "jump", "--"])
+            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    next_renewal_of(&servers[0].redis, key);
+    next_renewal_of(&servers[0].redis, key);
+    for server in &servers[..stepped] {
+        server.step_to(60_000);
+    }
+    let other = rlock::output(run().args(["-n", "jump", "--", "true"]));
+    assert_eq!(
+        code(&other),
+        0,
+        "the step ended the lease: {}",
+        show(&other)
+    );
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::assert_fails(&out, 70);
+    assert_lines(
+        &err,
+        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
+         which ended the lease under COMMAND; COMMAND was stopped",
+    );
+}
+
 /// The server's clock stepped forward 60 s under a 6 s lease ended it at
 /// once (another run got the lock): the holder's next renewal ends the run
 /// with 70, naming the clock.
 #[test]
 fn a_forward_clock_step_that_ended_the_lease_is_a_loss_naming_the_clock() {
-    let server = SteppedServer::start();
-    let redis = &server.redis;
-    let dir = Scratch::new();
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "6s", "jump", "--"])
-            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
-    );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        std::path::Path::new(&dir.file("held")).exists()
-    });
-    // Two renewals: the second has the first's reading of the clock.
-    next_renewal(redis, "jump");
-    next_renewal(redis, "jump");
-    server.step_to(60_000);
-    let other = rlock::output(rlock(&redis.url()).args(["run", "-n", "jump", "--", "true"]));
-    assert_eq!(
-        code(&other),
-        0,
-        "the step ended the lease: {}",
-        show(&other)
-    );
-    let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails(&out, 70);
-    assert_lines(
-        &err,
-        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
-         which ended the lease under COMMAND; COMMAND was stopped",
-    );
+    a_forward_step_ends_the_run(&[SteppedServer::start()], 1, "rlock:{jump}:leases", &[]);
 }
 
-/// A forward step that ends the lease on a majority of a Redlock quorum
-/// (another run got the lock) is a loss naming the clock, as on one server.
+/// A forward step that ends the lease on a majority of a Redlock quorum is
+/// a loss naming the clock, as on one server.
 #[test]
 fn a_forward_clock_step_on_a_quorums_majority_is_a_loss_naming_the_clock() {
     let servers: Vec<SteppedServer> = (0..3).map(|_| SteppedServer::start()).collect();
-    let urls: Vec<String> = servers.iter().map(|s| s.redis.url()).collect();
-    let dir = Scratch::new();
-    let holder = spawn(
-        crate::support::quorum::rlock(&urls)
-            .args(["run", "--ttl", "6s", "jump", "--"])
-            .args(sh(&format!("touch {}; sleep 30", dir.file("held")))),
-    );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        std::path::Path::new(&dir.file("held")).exists()
-    });
-    next_renewal(&servers[0].redis, "jump");
-    next_renewal(&servers[0].redis, "jump");
-    servers[0].step_to(60_000);
-    servers[1].step_to(60_000);
-    let other = rlock::output(
-        crate::support::quorum::rlock(&urls).args(["run", "-n", "jump", "--", "true"]),
-    );
-    assert_eq!(
-        code(&other),
-        0,
-        "the step ended the lease: {}",
-        show(&other)
-    );
-    let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails(&out, 70);
-    assert_lines(
-        &err,
-        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
-         which ended the lease under COMMAND; COMMAND was stopped",
-    );
+    a_forward_step_ends_the_run(&servers, 2, "rlock:{jump}:leases", &[]);
 }
 
 /// A Redisson-layout hold (`--redisson`) reads the server's clock too: a
-/// forward step that ended its lease is a loss naming the clock, and a
-/// backward one is undone at the next renewal.
+/// backward step is undone at the next renewal, and a forward one that
+/// ended its lease is a loss naming the clock.
 #[test]
 fn clock_steps_under_a_redisson_hold_are_named() {
     let server = SteppedServer::start();
@@ -380,30 +369,7 @@ fn clock_steps_under_a_redisson_hold_are_named() {
         "rlock: back: the server's clock jumped back 60s; the lease is set back to 6s",
     );
     server.step_to(0);
-    let dir = Scratch::new();
-    let holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--redisson", "--ttl", "6s", "jump", "--"])
-            .args(sh(&until_go(&dir))),
-    );
-    next_renewal_of(redis, "jump");
-    next_renewal_of(redis, "jump");
-    server.step_to(60_000);
-    let other =
-        rlock::output(rlock(&redis.url()).args(["run", "--redisson", "-n", "jump", "--", "true"]));
-    assert_eq!(
-        code(&other),
-        0,
-        "the step ended the lease: {}",
-        show(&other)
-    );
-    let out = holder.output_within(rlock::LIMIT);
-    let err = rlock::assert_fails(&out, 70);
-    assert_lines(
-        &err,
-        "rlock: jump: lock lost: the server's clock jumped forward 60s, \
-         which ended the lease under COMMAND; COMMAND was stopped",
-    );
+    a_forward_step_ends_the_run(&[server], 1, "jump", &["--redisson"]);
 }
 
 /// Stepped back 60 s, the server would keep a 6 s lease for 66 s (a dead
