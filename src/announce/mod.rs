@@ -48,6 +48,14 @@ pub enum Event<'a> {
     Held(&'a Held<'a>),
     /// A renewal of every hold was confirmed.
     Renewed,
+    /// Renewals have failed for `for_` (the watchdog retries until the
+    /// lease's deadline): `cause` is the last failure's.
+    RenewalsFailing {
+        /// Since the first failed renewal was sent.
+        for_: Duration,
+        /// Why, in words.
+        cause: &'a str,
+    },
     /// The hold is lost (or could have lapsed): COMMAND is being stopped.
     Lost,
     /// COMMAND has exited: rlock stops what it left and releases.

@@ -32,6 +32,11 @@ pub(super) struct Notifier {
 struct State {
     /// READY=1 went out.
     ready: bool,
+    /// The STATUS= of the hold, once held.
+    holding: Option<String>,
+    /// The whole seconds renewals have failed for, as STATUS= last said
+    /// (None while they get through).
+    failing_for: Option<u64>,
     /// A send failed (said once, with -v).
     failed: bool,
 }
@@ -81,6 +86,41 @@ impl Notifier {
         }
     }
 
+    /// After a confirmed renewal: WATCHDOG=1, and the hold's STATUS= again
+    /// after failed ones.
+    fn renewed(&self) {
+        let mut state = self.state();
+        let mut message = Vec::new();
+        if state.failing_for.take().is_some()
+            && let Some(holding) = &state.holding
+        {
+            message.push(format!("STATUS={holding}"));
+        }
+        if self.watchdog.is_some() {
+            message.push("WATCHDOG=1".to_owned());
+        }
+        if !message.is_empty() {
+            self.send(&mut state, &message.join("\n"));
+        }
+    }
+
+    /// While renewals fail: the hold's STATUS= with how long and why, once
+    /// a second (no WATCHDOG=1: no progress).
+    fn failing(&self, for_: Duration, cause: &str) {
+        let mut state = self.state();
+        let seconds = for_.as_secs();
+        if state.failing_for == Some(seconds) {
+            return;
+        }
+        state.failing_for = Some(seconds);
+        let holding = state.holding.clone().unwrap_or_default();
+        let status = format!(
+            "{holding}; renewals failing for {} ({cause})",
+            humantime::format_duration(Duration::from_secs(seconds))
+        );
+        self.send(&mut state, &format!("STATUS={}", one_line(&status)));
+    }
+
     /// A message while waiting: `status`, a start timeout pushed past the
     /// next refresh (until READY=1), and WATCHDOG=1 after an `answer`.
     fn waiting(&self, status: &str, answer: bool) {
@@ -111,7 +151,9 @@ impl Sink for Notifier {
             }
             Event::Held(held) => {
                 let mut state = self.state();
-                let mut message = format!("STATUS={}", one_line(&holding(held)));
+                let status = one_line(&holding(held));
+                let mut message = format!("STATUS={status}");
+                state.holding = Some(status);
                 if !state.ready {
                     state.ready = true;
                     message.push_str("\nREADY=1");
@@ -121,9 +163,8 @@ impl Sink for Notifier {
                 }
                 self.send(&mut state, &message);
             }
-            Event::Renewed if self.watchdog.is_some() => {
-                self.send(&mut self.state(), "WATCHDOG=1");
-            }
+            Event::Renewed => self.renewed(),
+            Event::RenewalsFailing { for_, cause } => self.failing(*for_, cause),
             Event::Lost => {
                 self.send(
                     &mut self.state(),
@@ -141,7 +182,6 @@ impl Sink for Notifier {
                 };
                 self.send(&mut self.state(), &format!("STATUS={}", one_line(&status)));
             }
-            Event::Renewed => {}
         }
     }
 }

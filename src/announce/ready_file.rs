@@ -71,7 +71,10 @@ impl Sink for ReadyFile {
         match event {
             Event::Held(held) => self.write(held),
             Event::Lost | Event::Stopping | Event::Ended(_) => self.remove(),
-            Event::Waiting { .. } | Event::Unreachable { .. } | Event::Renewed => {}
+            Event::Waiting { .. }
+            | Event::Unreachable { .. }
+            | Event::Renewed
+            | Event::RenewalsFailing { .. } => {}
         }
     }
 }

@@ -94,6 +94,7 @@ impl Guarded for Quiet {
     fn stop(&self) {}
     fn kill(&self) {}
     fn renewed(&self) {}
+    fn renewals_failing(&self, _for: Duration, _cause: &str) {}
     fn lost(&self) {}
     fn note_wake(&self, planned: Stamp) {
         let late = u64::try_from(Stamp::now().since(planned).as_nanos()).unwrap_or(u64::MAX);

@@ -156,6 +156,9 @@ pub trait Guarded: Send + Sync {
     fn kill(&self);
     /// A renewal was confirmed.
     fn renewed(&self);
+    /// Renewals have failed for `for_`, the last for `cause`; the watch
+    /// retries.
+    fn renewals_failing(&self, for_: Duration, cause: &str);
     /// The hold is known lost.
     fn lost(&self);
     /// Notes that a wait meant to end at `planned` ended now.
@@ -177,6 +180,10 @@ impl Guarded for Shared {
     }
     fn renewed(&self) {
         self.announce().tell(&Event::Renewed);
+    }
+    fn renewals_failing(&self, for_: Duration, cause: &str) {
+        self.announce()
+            .tell(&Event::RenewalsFailing { for_, cause });
     }
     fn lost(&self) {
         self.announce().tell(&Event::Lost);

@@ -454,6 +454,10 @@ impl Watch {
         if self.failing.is_none() || !err.unanswered {
             self.failing = Some(err.cause);
         }
+        if let (Some((since, _)), Some(cause)) = (&self.outage, &self.failing) {
+            self.guarded
+                .renewals_failing(Stamp::now().since(*since), cause);
+        }
         let spacing = self.retries.next(term.remaining());
         // Not in the past: a wake-up planned earlier than now reads as late.
         self.next = (sent + spacing).max(Stamp::now());

@@ -183,6 +183,40 @@ fn notify_ready_start_says_ready_before_the_lock_is_held() {
     );
 }
 
+/// While renewals fail during a hold, STATUS= says so (how long, why)
+/// without a WATCHDOG=1; the first confirmed renewal puts the hold's
+/// STATUS= back.
+#[test]
+fn a_hold_whose_renewals_fail_says_so_in_its_status_until_one_gets_through() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut systemd = Systemd::bind(&dir);
+    let mut cmd = standby(&redis, &dir, &systemd, &[]);
+    // Renewals every 0.5 s (half the watchdog's interval).
+    let run = spawn(cmd.env("WATCHDOG_USEC", "1000000"));
+    let held = systemd.expect(rlock::LIMIT, "READY=1", |m| has(m, "READY=1"));
+    let holding = status(&systemd.seen[held]).unwrap().to_owned();
+    assert!(holding.starts_with("holding svc since "), "{holding}");
+    redis.freeze();
+    let failing = systemd.expect(rlock::LIMIT, "renewals failing", |m| {
+        status(m).is_some_and(|s| s.starts_with(&format!("{holding}; renewals failing for ")))
+    });
+    assert!(
+        !systemd.seen[failing].lines().any(|l| l == "WATCHDOG=1"),
+        "{:#?}",
+        systemd.seen
+    );
+    redis.thaw();
+    // What came after the failing status only.
+    systemd.seen.drain(..=failing);
+    systemd.expect(rlock::LIMIT, "the hold's status again", |m| {
+        status(m) == Some(holding.as_str())
+    });
+    go(&dir);
+    let out = run.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+}
+
 #[test]
 fn the_watchdog_hears_of_each_answer_and_each_renewal_and_of_nothing_else() {
     let mut redis = RedisServer::start();
