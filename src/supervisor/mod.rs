@@ -469,14 +469,7 @@ impl<'a> Running<'a> {
         if foreground {
             child::reclaim_terminal();
         }
-        let (session, watched) = match renewing {
-            Renewing::Idle(session) => (Some(session), Watched::Kept(None)),
-            Renewing::Watching(watchdog) => match watchdog.finish() {
-                Some((session, lost)) => (Some(session), Watched::Kept(lost)),
-                None => (None, Watched::Kept(None)),
-            },
-            Renewing::Failed => (None, Watched::Failed),
-        };
+        let (session, watched) = Watched::end(renewing);
         run.guardian.disarm();
         let fate = match watched {
             Watched::Failed => Fate::Unwatched,
@@ -501,6 +494,21 @@ enum Watched {
     Failed,
     /// It ran (or was not needed), and saw this loss, if any.
     Kept(Option<Lost>),
+}
+
+impl Watched {
+    /// Ends the renewals: the session to release with, if the watchdog
+    /// gave it back, and what it made of the lease.
+    fn end(renewing: Renewing) -> (Option<Box<dyn Session>>, Watched) {
+        match renewing {
+            Renewing::Idle(session) => (Some(session), Watched::Kept(None)),
+            Renewing::Watching(watchdog) => match watchdog.finish() {
+                Some((session, lost)) => (Some(session), Watched::Kept(lost)),
+                None => (None, Watched::Kept(None)),
+            },
+            Renewing::Failed => (None, Watched::Failed),
+        }
+    }
 }
 
 /// Judged by the clock, whichever thread noticed first: the lease held only
