@@ -185,10 +185,28 @@ impl RedisServer {
         self.proc = spawn(self.port, &self.dir, &self.extra, &self.env);
     }
 
+    /// Waits until this server answers, or exits. An answer counts only
+    /// from this process: another test's server on the same port (chosen
+    /// by both, or left by a restart) would answer while this one fails to
+    /// bind, and vanish with that test.
     fn wait_ready(&mut self) -> bool {
         super::wait_until(Duration::from_secs(10), || {
-            self.proc.try_status().is_some() || self.try_connection().is_some()
+            self.proc.try_status().is_some() || self.answers_as_itself()
         }) && self.proc.try_status().is_none()
+    }
+
+    fn answers_as_itself(&self) -> bool {
+        let Some(mut con) = self.try_connection() else {
+            return false;
+        };
+        let info: String = match redis::cmd("INFO").arg("server").query(&mut con) {
+            Ok(info) => info,
+            Err(_) => return false,
+        };
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse::<u32>().ok())
+            == Some(self.proc.pid)
     }
 
     /// The server's log, after what it printed before opening it (a refused
@@ -223,8 +241,13 @@ impl RedisServer {
 
     /// A connection for inspecting and changing the server from the test.
     pub fn con(&self) -> redis::Connection {
-        self.try_connection()
-            .expect("redis-server is not answering")
+        self.try_connection().unwrap_or_else(|| {
+            panic!(
+                "redis-server on port {} is not answering:\n{}",
+                self.port,
+                self.log()
+            )
+        })
     }
 
     /// Runs one command and returns its reply.
