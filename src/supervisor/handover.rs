@@ -4,7 +4,8 @@
 //! becomes an rlock run with the same command line, which reads them back
 //! and releases them once that group is gone ([`give_back`]), so the next
 //! holder starts at once instead of after the lease. Silent unless it
-//! fails; a group that outlives SIGKILL keeps the lock until it expires.
+//! fails or finds a hold already gone (then it says the lock was lost); a
+//! group that outlives SIGKILL keeps the lock until it expires.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use crate::config::{Config, RunSpec};
 use crate::error::Result;
 use crate::exit::Exit;
 use crate::holding::held::HeldLock;
+use crate::holding::lost::Lost;
 use crate::lock::clock::now_ms;
 use crate::lock::event::{Event, EventKind};
 use crate::lock::name::LockName;
@@ -147,26 +149,46 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
             ..event.clone()
         };
         let record = (spec.lock.history > 0).then_some((spec.lock.history, &event));
-        if let Err(err) = release(session.as_mut(), &id, token, record) {
-            report::error(&format!(
+        match session.release_recorded(&id, token, record) {
+            Ok(Some(_)) => {}
+            Ok(None) => say_gone(session.as_mut(), spec, &id, &handover, event),
+            Err(err) => report::error(&format!(
                 "{}: rlock died; its guardian could not release the lock ({}); \
                  it expires within {expires}",
                 name.as_str(),
                 report::without_lock(&err.to_string(), name.as_str())
-            ));
+            )),
         }
     }
     Ok(Exit::Success)
 }
 
-fn release(
+/// A hold found gone at the guardian's release: it was lost (a failover,
+/// a restart, a forced release) while COMMAND still ran, and the dead
+/// rlock never learned it. Nobody else can tell, so the guardian does, on
+/// the stderr rlock had and in the history, as rlock's own release would.
+fn say_gone(
     session: &mut dyn Session,
+    spec: &RunSpec,
     id: &crate::lock::name::LockId,
-    token: &Token,
-    record: Option<(u32, &Event)>,
-) -> Result<()> {
-    // A hold no longer ours (it expired, or was forced) needs nothing.
-    session.release_recorded(id, token, record).map(|_| ())
+    handover: &Handover,
+    event: Event,
+) {
+    let name = id.name.as_str();
+    let held_for = Duration::from_millis(now_ms().saturating_sub(handover.since_ms));
+    let why = session.why_gone(id, Some(held_for));
+    let line = Lost::GoneAtRelease(name.to_owned()).line(why.as_deref());
+    report::error(&format!(
+        "{name}: {line} (rlock had died; its guardian stopped COMMAND)"
+    ));
+    if spec.lock.history > 0 {
+        let event = Event {
+            event: EventKind::Lost,
+            note: format!("{line} (rlock had died; its guardian stopped COMMAND)"),
+            ..event
+        };
+        let _ = session.record(id, spec.lock.history, &event);
+    }
 }
 
 /// The event that ends the dead rlock's holds: `released`, with no exit

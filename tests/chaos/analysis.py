@@ -8,9 +8,9 @@ LEASE_BREAKING = ("force-release", "redis-restart-lose", "holder-stop")
 # Failovers (--topology sentinel or cluster): the new master lacks a hold the
 # replica had not received yet. Such a hold is lost on the server like one a
 # restart without data lost, and the same applies: an overlap after it counts
-# as reported only when a run of the pair exited 70. "master-switch" is a
-# switch the harness saw (planned or not), the others the faults that asked
-# for one (counted when the switch came).
+# as reported only when a run of the pair said so (see told()).
+# "master-switch" is a switch the harness saw (planned or not), the others
+# the faults that asked for one (counted when the switch came).
 FAILOVERS = ("master-switch", "sentinel-failover", "cluster-failover")
 
 
@@ -20,6 +20,15 @@ def concerns(f, lock):
     if "locks" in f:
         return lock in f["locks"]
     return f.get("lock") in (None, lock)
+
+
+def told(run):
+    """Whether the run said it lost the lock: it exited 70, or it was killed
+    and its guardian, releasing, found the hold gone and said so."""
+    if run.status == 70:
+        return True
+    return (run.status is not None and run.status < 0
+            and "lock lost: it was no longer ours at release" in (run.stderr or ""))
 
 
 def status_name(code):
@@ -123,7 +132,7 @@ def analyse(h, keys_left):
                                          "end_ms": h.rel(f["end_ns"]),
                                          **({"run": f["run"]} if "run" in f else {})}
                                         for f in near]}
-                is_rep = a["run"].status == 70 or b["run"].status == 70
+                is_rep = told(a["run"]) or told(b["run"])
                 (reported if is_rep else unreported).append(item)
                 counter = cause_rep if is_rep else cause_unrep
                 for k in kinds:
@@ -293,7 +302,7 @@ def print_report(h, res, meta):
                 f" other: {d['other']})")
     row("unreported overlaps", f"{res['unreported_overlaps']}"
         + split(res["unreported_overlaps_split"]), res["unreported_overlaps"] > 0)
-    row("reported overlaps (an exit 70)", f"{res['reported_overlaps']}"
+    row("reported overlaps (70, or guardian)", f"{res['reported_overlaps']}"
         + split(res["reported_overlaps_split"]))
     if "topology" in res:
         for what in ("unreported", "reported"):

@@ -106,6 +106,20 @@ def probe_argv_matches(pid, run_id):
     return len(argv) > 2 and argv[2] == run_id.encode()
 
 
+def in_session(sid):
+    """Pids of live processes in session SID (zombies excluded)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:
+            pids.append(pid)
+    return pids
+
+
 class Run:
     def __init__(self, run_id, lock, worker):
         self.id = run_id
@@ -279,6 +293,8 @@ class Harness:
         proc.wait()
         run.status = proc.returncode
         run.exited = True
+        if run.status < 0:
+            self.await_guardian(run)
         if run.probe_pid is None:
             self.find_probe(run, log, log_off)
         if run.probe_fd is not None:
@@ -292,6 +308,18 @@ class Harness:
             f.seek(err_off)
             run.stderr = f.read().decode(errors="replace").strip()
         self.record_run(run)
+
+    def await_guardian(self, run):
+        """A killed rlock's guardian releases its holds and may say on the
+        run's stderr that one was already lost: wait for it (an rlock process
+        left in the run's session) so that its lines are read with the run's."""
+        exe = os.path.realpath(self.rlock)
+        deadline = mono() + int((self.ka_ms + 10_000) * 1e6)
+        while mono() < deadline:
+            if not any(os.path.realpath(f"/proc/{pid}/exe") == exe
+                       for pid in in_session(run.pid)):
+                return
+            time.sleep(0.02)
 
     def close_probe_fd(self, run):
         with self.lock:

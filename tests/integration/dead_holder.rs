@@ -73,6 +73,52 @@ fn a_sigkilled_holders_next_holder_starts_within_a_second() {
     );
 }
 
+/// A hold lost while COMMAND ran (its keys deleted, as a failover to a
+/// replica that lacked them does), with rlock SIGKILLed before a renewal
+/// could notice: nobody else can tell the holder, so the guardian's release
+/// says the lock was lost, on rlock's stderr and in the history.
+#[test]
+fn a_sigkilled_holder_whose_hold_was_already_gone_is_told_by_its_guardian() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "30s", "gone", "--"])
+            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        dir.read("command").trim().parse::<u32>().is_ok()
+    });
+    let command: u32 = dir.read("command").trim().parse().unwrap();
+    for key in redis.lock_keys("gone") {
+        let _: i64 = redis.cmd(&["DEL", &key]);
+    }
+    let pid = holder.pid;
+    holder.kill();
+    let out = holder.output_within(rlock::LIMIT);
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("gone: lock lost: it was no longer ours at release (")
+            && err.contains(
+                "so COMMAND may have run beside another holder \
+                 (rlock had died; its guardian stopped COMMAND)"
+            ),
+        "{err}"
+    );
+    assert!(!alive(command), "COMMAND was killed with its rlock");
+    let out = rlock::output(rlock(&redis.url()).args(["history", "gone", "--limit", "1"]));
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_lines(
+        &stdout(&out),
+        &format!(
+            "[..]  lost        pid {} on [..] ('sh -c echo [..]', note 'lock lost: it was no longer \
+             ours at release ([..]), so COMMAND may have run beside another holder (rlock had \
+             died; its guardian stopped COMMAND)'), fence [..], held [..]",
+            pid
+        ),
+    );
+}
+
 /// `status` of a holder whose rlock is stopped: the renewal it missed.
 #[test]
 fn status_flags_the_overdue_renewal_of_a_stopped_holder() {
