@@ -108,6 +108,18 @@ pub fn run(cli: Cli) -> Result<Exit> {
 }
 
 #[cfg(feature = "cli")]
+/// A job that takes a lock on the default server only because nothing
+/// said otherwise (a crontab line without RLOCK_URL) could be locking apart
+/// from its peers: off a terminal, where nobody sees `status`, say so once.
+fn note_default_server(config: &config::Config) {
+    if config.url_source == config::UrlSource::Default && !sys::terminal::stderr_is_terminal() {
+        report::defer_note(format!(
+            "note: no --url, RLOCK_URL or REDIS_URL: locking on the default {}",
+            config.server_label()
+        ));
+    }
+}
+
 fn run_command(cli: Cli) -> Result<Exit> {
     if !matches!(cli.command, Command::Run(_)) {
         drop(sys::guardian::take_early());
@@ -128,18 +140,9 @@ fn run_command(cli: Cli) -> Result<Exit> {
         });
         Ok::<_, error::Error>(config)
     };
-    // A job that takes a lock on the default server only because nothing
-    // said otherwise (a crontab line without RLOCK_URL) could be locking
-    // apart from its peers: off a terminal, where nobody sees `status`, say
-    // so once.
     let locking = |note: Option<&str>| {
         let config = config(note)?;
-        if config.url_source == config::UrlSource::Default && !sys::terminal::stderr_is_terminal() {
-            report::defer_note(format!(
-                "note: no --url, RLOCK_URL or REDIS_URL: locking on the default {}",
-                config.server_label()
-            ));
-        }
+        note_default_server(&config);
         Ok::<_, error::Error>(config)
     };
     match &cli.command {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::backend::fitness::{Finding, Verdict};
+use crate::backend::url::ServerSpec;
 use crate::backend::{Standalone, check_dir};
 use crate::config::{Config, Target};
 use crate::error::Result;
@@ -52,50 +53,7 @@ pub fn check(
             let (exit, summary) = verdict_of(&findings);
             (spec.display.clone(), findings, exit, summary)
         }
-        Target::Quorum(specs) => {
-            let mut findings = Vec::new();
-            let mut fit = 0;
-            for spec in specs {
-                let found = Standalone::new(spec.clone(), Dialect::Rlock)?.check(
-                    &config.prefix,
-                    ttl,
-                    kill_after,
-                );
-                if found.iter().all(|f| f.verdict != Verdict::Fail) {
-                    fit += 1;
-                }
-                findings.extend(found);
-            }
-            let servers: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
-            let server = servers.join(", ");
-            let quorum = specs.len() / 2 + 1;
-            let verdict = if fit == specs.len() {
-                Verdict::Ok
-            } else if fit >= quorum {
-                Verdict::Warn
-            } else {
-                Verdict::Fail
-            };
-            findings.push(Finding::new(
-                "quorum",
-                &server,
-                verdict,
-                format!(
-                    "Redlock over {} servers, quorum {quorum}: {fit} fit for locks{}",
-                    specs.len(),
-                    match verdict {
-                        Verdict::Ok => String::new(),
-                        Verdict::Warn => format!(
-                            "; {} failed above: every lock now needs {quorum} of the {fit} left",
-                            specs.len() - fit
-                        ),
-                        _ => format!("; a lock needs {quorum}: fix the failures above"),
-                    }
-                ),
-            ));
-            let (exit, summary) = quorum_verdict(&findings, verdict);
-            (server, findings, exit, summary)
-        }
+        Target::Quorum(specs) => check_quorum(config, specs, ttl, kill_after)?,
     };
     let several = matches!(config.target, Target::Quorum(_));
     let out = if json {
@@ -108,6 +66,54 @@ pub fn check(
         report::error(&format!("check: {summary}"));
     }
     Ok(exit)
+}
+/// Every server of a Redlock quorum checked, and whether enough of them are
+/// fit for locks: (the servers, the findings, the exit, the summary).
+fn check_quorum(
+    config: &Config,
+    specs: &[ServerSpec],
+    ttl: Duration,
+    kill_after: Option<Duration>,
+) -> Result<(String, Vec<Finding>, Exit, Option<String>)> {
+    let mut findings = Vec::new();
+    let mut fit = 0;
+    for spec in specs {
+        let found =
+            Standalone::new(spec.clone(), Dialect::Rlock)?.check(&config.prefix, ttl, kill_after);
+        if found.iter().all(|f| f.verdict != Verdict::Fail) {
+            fit += 1;
+        }
+        findings.extend(found);
+    }
+    let servers: Vec<&str> = specs.iter().map(|s| s.display.as_str()).collect();
+    let server = servers.join(", ");
+    let quorum = specs.len() / 2 + 1;
+    let verdict = if fit == specs.len() {
+        Verdict::Ok
+    } else if fit >= quorum {
+        Verdict::Warn
+    } else {
+        Verdict::Fail
+    };
+    findings.push(Finding::new(
+        "quorum",
+        &server,
+        verdict,
+        format!(
+            "Redlock over {} servers, quorum {quorum}: {fit} fit for locks{}",
+            specs.len(),
+            match verdict {
+                Verdict::Ok => String::new(),
+                Verdict::Warn => format!(
+                    "; {} failed above: every lock now needs {quorum} of the {fit} left",
+                    specs.len() - fit
+                ),
+                _ => format!("; a lock needs {quorum}: fix the failures above"),
+            }
+        ),
+    ));
+    let (exit, summary) = quorum_verdict(&findings, verdict);
+    Ok((server, findings, exit, summary))
 }
 
 /// The exit and stderr line for one server's findings.

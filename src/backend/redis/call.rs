@@ -127,17 +127,7 @@ impl StandaloneSession {
                         .map(|(a, _)| a.to_owned())
                         .unwrap_or_default();
                     if err.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask) {
-                        let Source::Cluster(spec) = &*self.source else {
-                            return Err(self.fail(lock, err, limit));
-                        };
-                        let asked = node_client(spec, &addr)
-                            .and_then(|c| c.get_connection_with_timeout(limit))
-                            .and_then(|mut con| {
-                                con.set_read_timeout(Some(limit))?;
-                                redis::cmd("ASKING").query::<()>(&mut con)?;
-                                op(&mut con)
-                            });
-                        match asked {
+                        match self.asking(&addr, limit, &op).unwrap_or(Err(err)) {
                             Ok(value) => return Ok(value),
                             Err(err) if err.redirect_node().is_some() => continue,
                             Err(err) => return Err(self.fail(lock, err, limit)),
@@ -156,6 +146,28 @@ impl StandaloneSession {
                 Err(err) => return Err(self.fail(lock, err, limit)),
             }
         }
+    }
+
+    /// `op` once on cluster node `addr` after ASKING (its slot is being moved
+    /// there, and the lock's keys already are); None off a cluster.
+    fn asking<T>(
+        &self,
+        addr: &str,
+        limit: Duration,
+        op: &impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Option<redis::RedisResult<T>> {
+        let Source::Cluster(spec) = &*self.source else {
+            return None;
+        };
+        Some(
+            node_client(spec, addr)
+                .and_then(|c| c.get_connection_with_timeout(limit))
+                .and_then(|mut con| {
+                    con.set_read_timeout(Some(limit))?;
+                    redis::cmd("ASKING").query::<()>(&mut con)?;
+                    op(&mut con)
+                }),
+        )
     }
 
     /// Maps a failed call to an error, dropping the connection when it may be out of sync.
