@@ -120,6 +120,7 @@ fn note_default_server(config: &config::Config) {
     }
 }
 
+#[cfg(feature = "cli")]
 fn run_command(cli: Cli) -> Result<Exit> {
     if !matches!(cli.command, Command::Run(_)) {
         drop(sys::guardian::take_early());

@@ -21,6 +21,7 @@ use crate::lock::event::{Event, EventKind};
 use crate::lock::name::LockName;
 use crate::lock::token::Token;
 use crate::report;
+use crate::sys::guardian::lease_still_proven;
 use crate::sys::process::{Pid, group_running};
 
 /// The file's first line.
@@ -149,9 +150,16 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
             ..event.clone()
         };
         let record = (spec.lock.history > 0).then_some((spec.lock.history, &event));
+        let proven = lease_still_proven();
         match session.release_recorded(&id, token, record) {
             Ok(Some(_)) => {}
-            Ok(None) => say_gone(session.as_mut(), spec, &id, &handover, event),
+            Ok(None) => say_gone(
+                session.as_mut(),
+                spec,
+                &id,
+                proven.then_some(&handover),
+                event,
+            ),
             Err(err) => report::error(&format!(
                 "{}: rlock died; its guardian could not release the lock ({}); \
                  it expires within {expires}",
@@ -163,28 +171,36 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// A hold found gone at the guardian's release: it was lost (a failover,
-/// a restart, a forced release) while COMMAND still ran, and the dead
-/// rlock never learned it. Nobody else can tell, so the guardian does, on
-/// the stderr rlock had and in the history, as rlock's own release would.
+/// A hold found gone at the guardian's release: the dead rlock never
+/// learned it, and nobody else can tell, so the guardian does, on the
+/// stderr rlock had and in the history, as rlock's own release would. With
+/// the lease still proven (`proven`: the holds handed over), the hold was
+/// lost under COMMAND (a failover, a restart, a forced release); else COMMAND
+/// was killed before the lease could end, which then lapsed.
 fn say_gone(
     session: &mut dyn Session,
     spec: &RunSpec,
     id: &crate::lock::name::LockId,
-    handover: &Handover,
+    proven: Option<&Handover>,
     event: Event,
 ) {
     let name = id.name.as_str();
-    let held_for = Duration::from_millis(now_ms().saturating_sub(handover.since_ms));
-    let why = session.why_gone(id, Some(held_for));
-    let line = Lost::GoneAtRelease(name.to_owned()).line(why.as_deref());
-    report::error(&format!(
-        "{name}: {line} (rlock had died; its guardian stopped COMMAND)"
-    ));
+    let line = match proven {
+        Some(handover) => {
+            let held_for = Duration::from_millis(now_ms().saturating_sub(handover.since_ms));
+            let why = session.why_gone(id, Some(held_for));
+            let line = Lost::GoneAtRelease(name.to_owned()).line(why.as_deref());
+            format!("{line} (rlock had died; its guardian stopped COMMAND)")
+        }
+        None => "lock lost: rlock died after its lease could no longer be proven; \
+                 its guardian stopped COMMAND before the lease could end"
+            .to_owned(),
+    };
+    report::error(&format!("{name}: {line}"));
     if spec.lock.history > 0 {
         let event = Event {
             event: EventKind::Lost,
-            note: format!("{line} (rlock had died; its guardian stopped COMMAND)"),
+            note: line,
             ..event
         };
         let _ = session.record(id, spec.lock.history, &event);

@@ -22,13 +22,15 @@ def concerns(f, lock):
     return f.get("lock") in (None, lock)
 
 
-def told(run):
-    """Whether the run said it lost the lock: it exited 70, or it was killed
-    and its guardian, releasing, found the hold gone and said so."""
+def told(run, lost):
+    """Whether the run said it lost the lock: it exited 70; or, for a hold
+    LOST on the server, it was killed and its guardian, releasing, found the
+    hold gone and said so (a guardian's line never excuses a COMMAND that
+    outlived a lease the server kept)."""
     if run.status == 70:
         return True
-    return (run.status is not None and run.status < 0
-            and "lock lost: it was no longer ours at release" in (run.stderr or ""))
+    return (lost and run.status is not None and run.status < 0
+            and "lock lost: " in (run.stderr or ""))
 
 
 def status_name(code):
@@ -132,7 +134,7 @@ def analyse(h, keys_left):
                                          "end_ms": h.rel(f["end_ns"]),
                                          **({"run": f["run"]} if "run" in f else {})}
                                         for f in near]}
-                is_rep = told(a["run"]) or told(b["run"])
+                is_rep = told(a["run"], lost) or told(b["run"], lost)
                 (reported if is_rep else unreported).append(item)
                 counter = cause_rep if is_rep else cause_unrep
                 for k in kinds:

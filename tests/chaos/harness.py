@@ -293,8 +293,6 @@ class Harness:
         proc.wait()
         run.status = proc.returncode
         run.exited = True
-        if run.status < 0:
-            self.await_guardian(run)
         if run.probe_pid is None:
             self.find_probe(run, log, log_off)
         if run.probe_fd is not None:
@@ -303,6 +301,8 @@ class Harness:
             self.active.pop(run.id, None)
             run.closed = True
             os.close(run.pidfd)
+        if run.status < 0:
+            self.await_guardian(run)
         errf.flush()
         with open(errf.name, "rb") as f:
             f.seek(err_off)
@@ -314,7 +314,7 @@ class Harness:
         run's stderr that one was already lost: wait for it (an rlock process
         left in the run's session) so that its lines are read with the run's."""
         exe = os.path.realpath(self.rlock)
-        deadline = mono() + int((self.ka_ms + 10_000) * 1e6)
+        deadline = mono() + int((self.ka_ms + 30_000) * 1e6)
         while mono() < deadline:
             if not any(os.path.realpath(f"/proc/{pid}/exe") == exe
                        for pid in in_session(run.pid)):

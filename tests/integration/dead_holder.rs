@@ -119,6 +119,38 @@ fn a_sigkilled_holder_whose_hold_was_already_gone_is_told_by_its_guardian() {
     );
 }
 
+/// An rlock stopped past its lease: its guardian kills COMMAND before the
+/// lease can end; killed then, it cannot say so itself, so the guardian
+/// does, without claiming an overlap that the deadlines ruled out.
+#[test]
+fn a_stopped_then_sigkilled_holder_is_told_its_lease_could_not_be_proven() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let mut holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", "1s", "lapsed", "--"])
+            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        dir.read("command").trim().parse::<u32>().is_ok()
+    });
+    let command: u32 = dir.read("command").trim().parse().unwrap();
+    signal(holder.pid, libc::SIGSTOP);
+    expect_within(rlock::LIMIT, "the guardian to kill COMMAND", || {
+        !alive(command)
+    });
+    expect_within(rlock::LIMIT, "the lease to lapse", || {
+        redis.lock_keys("lapsed").is_empty()
+    });
+    holder.kill();
+    let err = rlock::stderr(&holder.output_within(rlock::LIMIT));
+    assert_lines(
+        &err,
+        "rlock: lapsed: lock lost: rlock died after its lease could no longer be proven; \
+         its guardian stopped COMMAND before the lease could end",
+    );
+}
+
 /// `status` of a holder whose rlock is stopped: the renewal it missed.
 #[test]
 fn status_flags_the_overdue_renewal_of_a_stopped_holder() {

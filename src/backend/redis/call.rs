@@ -127,7 +127,10 @@ impl StandaloneSession {
                         .map(|(a, _)| a.to_owned())
                         .unwrap_or_default();
                     if err.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask) {
-                        match self.asking(&addr, limit, &op).unwrap_or(Err(err)) {
+                        let Some(asked) = self.asking(&addr, limit, &op) else {
+                            return Err(self.fail(lock, err, limit));
+                        };
+                        match asked {
                             Ok(value) => return Ok(value),
                             Err(err) if err.redirect_node().is_some() => continue,
                             Err(err) => return Err(self.fail(lock, err, limit)),

@@ -13,6 +13,9 @@ pub(super) struct Snapshot {
     pub evicted: Option<u64>,
     pub policy: Option<String>,
     pub maxmemory: Option<u64>,
+    /// The server was promoted from a replica since it started (a failover;
+    /// `second_repl_offset` is -1 on a server that was always a master).
+    pub promoted: bool,
 }
 
 /// Reads the fields of INFO's `server`, `memory` and `stats` sections.
@@ -27,6 +30,7 @@ pub(super) fn parse(info: &str) -> Snapshot {
             "evicted_keys" => snapshot.evicted = value.parse().ok(),
             "maxmemory_policy" => snapshot.policy = Some(value.to_owned()),
             "maxmemory" => snapshot.maxmemory = value.parse().ok(),
+            "second_repl_offset" => snapshot.promoted = value.parse::<i64>().is_ok_and(|o| o >= 0),
             _ => {}
         }
     }
@@ -78,6 +82,13 @@ pub(super) fn cause(
         Some(_) => "released by force or deleted by another client",
         None => "expired, released by force, or deleted by another client",
     };
+    if now.promoted {
+        // A session that followed the failover names it; one opened after
+        // it (a dead rlock's guardian) sees only that there was one.
+        return format!(
+            "lost in a failover, or {what}: this server was promoted from a replica since it started"
+        );
+    }
     format!("{what}: the server neither restarted nor evicted keys")
 }
 
@@ -123,5 +134,17 @@ mod tests {
             ..s
         };
         assert!(cause(&calm, None, held).starts_with("released by force"));
+        assert!(!parse(&format!("{INFO}# Replication\r\nsecond_repl_offset:-1\r\n")).promoted);
+        assert!(
+            parse(&format!(
+                "{INFO}# Replication\r\nsecond_repl_offset:8812\r\n"
+            ))
+            .promoted
+        );
+        let promoted = Snapshot {
+            promoted: true,
+            ..calm
+        };
+        assert!(cause(&promoted, None, None).starts_with("lost in a failover, or expired"));
     }
 }

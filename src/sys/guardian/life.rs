@@ -52,7 +52,7 @@ pub(super) unsafe fn guard(
                 libc::read(timer, expirations.as_mut_ptr().cast(), 8);
             }
             if fds[0].revents != 0 {
-                pgid = read_order(reader, pgid, successor);
+                pgid = read_order(reader, pgid, successor, cell);
             }
         }
     }
@@ -169,15 +169,20 @@ unsafe fn read_order(
     reader: libc::c_int,
     pgid: libc::pid_t,
     successor: Option<&Successor>,
+    cell: &Cell,
 ) -> libc::pid_t {
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
         let mut record = [0u8; RECORD];
         if read_full(reader, &mut record) < RECORD {
             if pgid > 1 {
+                // Until when the lease was proven (the term deadline; FIRED
+                // once COMMAND was being stopped): the successor tells by it
+                // whether a hold it finds gone was lost or had only expired.
+                let term = cell.term_at.load(Ordering::SeqCst);
                 libc::killpg(pgid, libc::SIGKILL);
                 if let Some(successor) = successor {
-                    successor.become_rlock();
+                    successor.become_rlock(term);
                 }
             }
             libc::_exit(0);

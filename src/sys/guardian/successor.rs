@@ -19,6 +19,8 @@ use std::ffi::{CString, c_char};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::sys::clock::Stamp;
+
 /// The variable that tells an rlock it was started to give back the holds
 /// of one that died, and the descriptor they are in.
 pub const HANDOVER: &str = "RLOCK_HANDOVER_FD";
@@ -66,8 +68,8 @@ impl Successor {
     /// # Safety
     /// Only in the guardian.
     #[unsafe(link_section = ".text.hot.rlock_guardian")]
-    pub(super) unsafe fn become_rlock(&self) {
-        let Some((strings, argc)) = command_line(self.file) else {
+    pub(super) unsafe fn become_rlock(&self, term_at: u64) {
+        let Some((strings, argc)) = command_line(self.file, term_at) else {
             return;
         };
         let pointers = |range: &[CString]| {
@@ -91,14 +93,17 @@ impl Successor {
 }
 
 /// rlock's command line, then its environment with [`HANDOVER`] naming
-/// `file`, and where the environment starts.
-fn command_line(file: libc::c_int) -> Option<(Vec<CString>, usize)> {
+/// `file` and, after a comma, the term deadline when rlock died (a
+/// [`Stamp`]; 0 once COMMAND was being stopped, `u64::MAX` for none), and
+/// where the environment starts.
+fn command_line(file: libc::c_int, term_at: u64) -> Option<(Vec<CString>, usize)> {
     let mut strings = Vec::new();
     for arg in std::env::args_os() {
         strings.push(CString::new(arg.as_bytes()).ok()?);
     }
     let argc = strings.len();
-    strings.push(CString::new(format!("{HANDOVER}={file}")).ok()?);
+    let value = format!("{file},{term_at}");
+    strings.push(CString::new(format!("{HANDOVER}={value}")).ok()?);
     for (name, value) in std::env::vars_os() {
         if name == HANDOVER {
             continue;
@@ -114,10 +119,10 @@ fn command_line(file: libc::c_int) -> Option<(Vec<CString>, usize)> {
 /// In a successor: what the rlock that died handed over (empty when it died
 /// before writing it); None in any other rlock.
 pub fn handed_over() -> Option<io::Result<String>> {
-    let Ok(fd) = std::env::var_os(HANDOVER)?
-        .to_string_lossy()
-        .parse::<libc::c_int>()
-    else {
+    let value = std::env::var_os(HANDOVER)?;
+    let value = value.to_string_lossy();
+    let fd = value.split(',').next().unwrap_or_default();
+    let Ok(fd) = fd.parse::<libc::c_int>() else {
         return Some(Err(io::Error::other(format!(
             "{HANDOVER} is rlock's own; unset it"
         ))));
@@ -145,6 +150,20 @@ pub fn handed_over() -> Option<io::Result<String>> {
         String::from_utf8(text).map_err(io::Error::other)
     };
     Some(read())
+}
+
+/// In a successor: whether the dead rlock's lease is still proven now
+/// (its term deadline, handed over, is still ahead). A hold found gone while
+/// it is was lost under COMMAND; one found gone later may only have expired
+/// after COMMAND was killed, as the deadlines see to.
+pub fn lease_still_proven() -> bool {
+    let term_at = std::env::var_os(HANDOVER).and_then(|v| {
+        v.to_string_lossy()
+            .split(',')
+            .nth(1)
+            .and_then(|t| t.parse::<u64>().ok())
+    });
+    term_at.is_some_and(|t| Stamp::now() < Stamp(t))
 }
 
 /// Whether this rlock is a successor (see [`handed_over`]).
