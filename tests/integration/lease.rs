@@ -198,12 +198,19 @@ fn a_command_ignoring_sigterm_is_dead_before_the_lease_can_end() {
     );
     redis.freeze();
     let seen = last_seen_alive(pid, Duration::from_secs(3));
+    let looked = Instant::now();
     redis.thaw();
     let seen = seen.expect("COMMAND was killed");
     assert!(
         seen.duration_since(started) < Duration::from_millis(1000),
         "COMMAND was alive {:?} after rlock started, past its 1s lease",
         seen.duration_since(started)
+    );
+    // A death long after the lease, missed by a look made late, still shows.
+    assert!(
+        looked.duration_since(started) < Duration::from_millis(1500),
+        "COMMAND was found dead {:?} after rlock started",
+        looked.duration_since(started)
     );
     let out = holder.output_within(rlock::LIMIT);
     // One line: the loss, with the renewals' cause.
