@@ -141,12 +141,13 @@ pub fn handed_over() -> Option<io::Result<String>> {
                 "{HANDOVER} is rlock's own; unset it"
             )));
         }
-        let mut text = vec![0u8; 64 * 1024];
-        // SAFETY: a read into a buffer of the given length.
-        let n = unsafe { libc::pread(fd, text.as_mut_ptr().cast(), text.len(), 0) };
-        text.truncate(usize::try_from(n).map_err(|_| io::Error::last_os_error())?);
-        // SAFETY: our own descriptor, read once.
-        unsafe { libc::close(fd) };
+        use std::io::{Read, Seek};
+        use std::os::fd::FromRawFd;
+        // SAFETY: our own descriptor, checked above, owned and closed here.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        file.seek(io::SeekFrom::Start(0))?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text)?;
         String::from_utf8(text).map_err(io::Error::other)
     };
     Some(read())
