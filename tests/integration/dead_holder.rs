@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::support::expect::assert_lines;
-use crate::support::process::{alive, signal};
+use crate::support::process::{Proc, alive, signal};
 use crate::support::redis_server::RedisServer;
 use crate::support::rlock::{self, code, rlock, sh, show, spawn, stdout};
 use crate::support::scratch::Scratch;
@@ -80,16 +80,7 @@ fn a_sigkilled_holders_next_holder_starts_within_a_second() {
 #[test]
 fn a_sigkilled_holder_whose_hold_was_already_gone_is_told_by_its_guardian() {
     let redis = RedisServer::start();
-    let dir = Scratch::new();
-    let mut holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "30s", "gone", "--"])
-            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
-    );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        dir.read("command").trim().parse::<u32>().is_ok()
-    });
-    let command: u32 = dir.read("command").trim().parse().unwrap();
+    let (mut holder, command) = sleeping_holder(&redis, "30s", "gone");
     for key in redis.lock_keys("gone") {
         let _: i64 = redis.cmd(&["DEL", &key]);
     }
@@ -125,16 +116,7 @@ fn a_sigkilled_holder_whose_hold_was_already_gone_is_told_by_its_guardian() {
 #[test]
 fn a_stopped_then_sigkilled_holder_is_told_its_lease_could_not_be_proven() {
     let redis = RedisServer::start();
-    let dir = Scratch::new();
-    let mut holder = spawn(
-        rlock(&redis.url())
-            .args(["run", "--ttl", "1s", "lapsed", "--"])
-            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
-    );
-    expect_within(rlock::LIMIT, "COMMAND to start", || {
-        dir.read("command").trim().parse::<u32>().is_ok()
-    });
-    let command: u32 = dir.read("command").trim().parse().unwrap();
+    let (mut holder, command) = sleeping_holder(&redis, "1s", "lapsed");
     signal(holder.pid, libc::SIGSTOP);
     expect_within(rlock::LIMIT, "the guardian to kill COMMAND", || {
         !alive(command)
@@ -233,4 +215,19 @@ fn a_handover_variable_set_by_hand_is_refused() {
             "rlock: RLOCK_HANDOVER_FD is rlock's own; unset it",
         );
     }
+}
+
+/// `rlock run --ttl TTL NAME -- sh -c '…; sleep 60'` holding, and COMMAND's pid.
+fn sleeping_holder(redis: &RedisServer, ttl: &str, name: &str) -> (Proc, u32) {
+    let dir = Scratch::new();
+    let holder = spawn(
+        rlock(&redis.url())
+            .args(["run", "--ttl", ttl, name, "--"])
+            .args(sh(&format!("echo $$ > {}; sleep 60", dir.file("command")))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        dir.read("command").trim().parse::<u32>().is_ok()
+    });
+    let command = dir.read("command").trim().parse().unwrap();
+    (holder, command)
 }
