@@ -110,6 +110,27 @@ fn a_sigkilled_holder_whose_hold_was_already_gone_is_told_by_its_guardian() {
     );
 }
 
+/// On a server promoted from a replica (a failover), the guardian's cause
+/// names the failover among the possible ones: it never saw the switch.
+#[test]
+fn a_guardian_on_a_promoted_server_names_the_failover() {
+    let (_old_primary, promoted) = RedisServer::with_replica();
+    let _: String = promoted.cmd(&["REPLICAOF", "NO", "ONE"]);
+    let (mut holder, _) = sleeping_holder(&promoted, "30s", "switched");
+    for key in promoted.lock_keys("switched") {
+        let _: i64 = promoted.cmd(&["DEL", &key]);
+    }
+    holder.kill();
+    let err = rlock::stderr(&holder.output_within(rlock::LIMIT));
+    assert_lines(
+        &err,
+        "rlock: switched: lock lost: it was no longer ours at release (lost in a failover, or \
+         released by force or deleted by another client: this server was promoted from a \
+         replica since it started), so COMMAND may have run beside another holder (rlock had \
+         died; its guardian stopped COMMAND)",
+    );
+}
+
 /// An rlock stopped past its lease: its guardian kills COMMAND before the
 /// lease can end; killed then, it cannot say so itself, so the guardian
 /// does, without claiming an overlap that the deadlines ruled out.
