@@ -120,6 +120,15 @@ def in_session(sid):
     return pids
 
 
+def exe_of(pid):
+    """The binary PID runs, or None (gone, a zombie: its exe link reads
+    ENOENT, which os.path.realpath raises between its lstat and readlink)."""
+    try:
+        return os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return None
+
+
 class Run:
     def __init__(self, run_id, lock, worker):
         self.id = run_id
@@ -316,8 +325,7 @@ class Harness:
         exe = os.path.realpath(self.rlock)
         deadline = mono() + int((self.ka_ms + 30_000) * 1e6)
         while mono() < deadline:
-            if not any(os.path.realpath(f"/proc/{pid}/exe") == exe
-                       for pid in in_session(run.pid)):
+            if not any(exe_of(pid) == exe for pid in in_session(run.pid)):
                 return
             time.sleep(0.02)
 
