@@ -233,6 +233,7 @@ def analyse(h, keys_left):
         "hung": len(hung),
         "keys_left": len(keys_left),
         "strays": len(h.strays),
+        "harness_errors": len(h.errors),
         "sigterm_exit70_runs": len(term_to_end),
         "sigterm_to_section_end_worst_ms": round(worst_end[0], 3) if worst_end else None,
         "sigterm_to_section_end_over_kill_after": sum(
@@ -256,7 +257,7 @@ def analyse(h, keys_left):
             1 for f in h.faults if f["kind"] == "slot-migration" and f.get("trouble"))
     res["pass"] = (res["unreported_overlaps"] == 0 and res["fence_regressions"] == 0
                    and res["orphans"] == 0 and res["hung"] == 0
-                   and res["started_after_wait"] == 0)
+                   and res["started_after_wait"] == 0 and res["harness_errors"] == 0)
     detail = {
         "unreported_overlaps": unreported[:50],
         "reported_overlaps": reported[:50],
@@ -265,6 +266,7 @@ def analyse(h, keys_left):
         "hung": hung,
         "keys_left": keys_left,
         "strays": h.strays,
+        "harness_errors": h.errors[:50],
         "sigterm_to_section_end_worst": desc(worst_end[1]) if worst_end else None,
         "sigterm_to_next_start_worst": desc(worst_next[1]) if worst_next else None,
         "lease_broken_not_70": silent_list[:50],
@@ -317,6 +319,9 @@ def print_report(h, res, meta):
         row("sections without a numeric fence", res["fences_missing"])
     row("orphans", res["orphans"], res["orphans"] > 0)
     row("hung rlocks", res["hung"], res["hung"] > 0)
+    if res["harness_errors"]:
+        # A run the harness failed to follow is missing from every count.
+        row("harness errors (runs lost)", res["harness_errors"], True)
     row("keys left (besides fences)", res["keys_left"])
     for k in h.keys_left_found[:5]:
         print(f"{'':<36}{k['key']} ({k['type']}, pttl {k['pttl_ms']} ms)")

@@ -180,6 +180,7 @@ class Harness:
         self.fault_threads = []
         self.injector_thread = None
         self.strays = []
+        self.errors = []
         self.keys_left_found = []
         self.t0 = mono()
         self.env = {k: v for k, v in os.environ.items()
@@ -214,6 +215,8 @@ class Harness:
                     self.one_run(run, log, errf)
                 except Exception as e:  # a harness bug must not hang the run
                     print(f"chaos: worker {lock}/{index}: {e!r}", file=sys.stderr)
+                    with self.lock:
+                        self.errors.append({"run": run.id, "error": traceback.format_exc()})
                     self.stopping.wait(0.5)
                 self.stopping.wait(rng.uniform(0.01, 0.05))
 
