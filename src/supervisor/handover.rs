@@ -150,8 +150,10 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
             ..event.clone()
         };
         let record = (spec.lock.history > 0).then_some((spec.lock.history, &event));
+        let released = session.release_recorded(&id, token, record);
+        // Judged once the answer is in: the server looked before it.
         let proven = lease_still_proven();
-        match session.release_recorded(&id, token, record) {
+        match released {
             Ok(Some(_)) => {}
             Ok(None) => say_gone(
                 session.as_mut(),
@@ -174,9 +176,10 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
 /// A hold found gone at the guardian's release: the dead rlock never
 /// learned it, and nobody else can tell, so the guardian does, on the
 /// stderr rlock had and in the history, as rlock's own release would. With
-/// the lease still proven (`proven`: the holds handed over), the hold was
-/// lost under COMMAND (a failover, a restart, a forced release); else COMMAND
-/// was killed before the lease could end, which then lapsed.
+/// the lease still proven at the answer (`proven`: the holds handed over),
+/// the hold was lost under COMMAND (a failover, a restart, a forced
+/// release); else COMMAND was killed before the lease could end, which then
+/// lapsed (rlock was stopped past it, or the release was answered late).
 fn say_gone(
     session: &mut dyn Session,
     spec: &RunSpec,
@@ -192,8 +195,8 @@ fn say_gone(
             let line = Lost::GoneAtRelease(name.to_owned()).line(why.as_deref());
             format!("{line} (rlock had died; its guardian stopped COMMAND)")
         }
-        None => "lock lost: rlock died after its lease could no longer be proven; \
-                 its guardian stopped COMMAND before the lease could end"
+        None => "the lease had run out by the guardian's release (rlock had died); \
+                 COMMAND was stopped before it could end"
             .to_owned(),
     };
     report::error(&format!("{name}: {line}"));

@@ -62,6 +62,11 @@ struct Cell {
     kill_at: AtomicU64,
     /// When SIGTERM went out (0: not yet).
     fired_at: AtomicU64,
+    /// Until when the lease was proven: the last confirmed renewal's kill
+    /// deadline, which the stop never moves ([`NONE`] once rlock found the
+    /// hold gone). Handed to the successor, which tells by it whether a hold
+    /// it finds gone was lost under COMMAND or only lapsed after it.
+    proven_until: AtomicU64,
 }
 
 /// rlock's handle on the deadlines the guardian enforces.
@@ -93,6 +98,7 @@ impl Deadlines {
         // After the term deadline: the guardian reads kill_at only once it
         // has claimed term_at, and a late store can only make it earlier.
         self.cell.kill_at.store(kill.0, Ordering::SeqCst);
+        self.cell.proven_until.store(kill.0, Ordering::SeqCst);
         true
     }
 
@@ -145,6 +151,7 @@ impl Deadlines {
         }
         let kill = (now + grace).0;
         self.cell.kill_at.fetch_min(kill, Ordering::SeqCst);
+        self.cell.proven_until.store(NONE, Ordering::SeqCst);
         self.wake();
         mine
     }
@@ -383,6 +390,7 @@ fn shared_cell() -> io::Result<&'static Cell> {
             term_at: AtomicU64::new(NONE),
             kill_at: AtomicU64::new(NONE),
             fired_at: AtomicU64::new(0),
+            proven_until: AtomicU64::new(NONE),
         });
         Ok(&*cell)
     }

@@ -30,7 +30,7 @@ def told(run, lost):
     if run.status == 70:
         return True
     return (lost and run.status is not None and run.status < 0
-            and "lock lost: " in (run.stderr or ""))
+            and "lock lost: it was no longer ours at release" in (run.stderr or ""))
 
 
 def status_name(code):

@@ -217,6 +217,11 @@ class Harness:
                     print(f"chaos: worker {lock}/{index}: {e!r}", file=sys.stderr)
                     with self.lock:
                         self.errors.append({"run": run.id, "error": traceback.format_exc()})
+                        # Not followed any more: no fault may pick it.
+                        self.active.pop(run.id, None)
+                        if run.pidfd is not None and not run.closed:
+                            run.closed = True
+                            os.close(run.pidfd)
                     self.stopping.wait(0.5)
                 self.stopping.wait(rng.uniform(0.01, 0.05))
 

@@ -84,9 +84,11 @@ pub(super) fn cause(
     };
     if now.promoted {
         // A session that followed the failover names it; one opened after
-        // it (a dead rlock's guardian) sees only that there was one.
+        // it (a dead rlock's guardian) sees only that there was one, at some
+        // time since the server started: the last of the likely causes.
         return format!(
-            "lost in a failover, or {what}: this server was promoted from a replica since it started"
+            "{what}, or lost in a failover: the server neither restarted nor evicted keys, \
+             and was promoted from a replica since it started"
         );
     }
     format!("{what}: the server neither restarted nor evicted keys")
@@ -145,6 +147,8 @@ mod tests {
             promoted: true,
             ..calm
         };
-        assert!(cause(&promoted, None, None).starts_with("lost in a failover, or expired"));
+        assert!(cause(&promoted, None, None).starts_with(
+            "expired, released by force, or deleted by another client, or lost in a failover"
+        ));
     }
 }

@@ -176,13 +176,10 @@ unsafe fn read_order(
         let mut record = [0u8; RECORD];
         if read_full(reader, &mut record) < RECORD {
             if pgid > 1 {
-                // Until when the lease was proven (the term deadline; FIRED
-                // once COMMAND was being stopped): the successor tells by it
-                // whether a hold it finds gone was lost or had only expired.
-                let term = cell.term_at.load(Ordering::SeqCst);
+                let proven_until = cell.proven_until.load(Ordering::SeqCst);
                 libc::killpg(pgid, libc::SIGKILL);
                 if let Some(successor) = successor {
-                    successor.become_rlock(term);
+                    successor.become_rlock(proven_until);
                 }
             }
             libc::_exit(0);

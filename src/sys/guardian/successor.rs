@@ -68,8 +68,8 @@ impl Successor {
     /// # Safety
     /// Only in the guardian.
     #[unsafe(link_section = ".text.hot.rlock_guardian")]
-    pub(super) unsafe fn become_rlock(&self, term_at: u64) {
-        let Some((strings, argc)) = command_line(self.file, term_at) else {
+    pub(super) unsafe fn become_rlock(&self, proven_until: u64) {
+        let Some((strings, argc)) = command_line(self.file, proven_until) else {
             return;
         };
         let pointers = |range: &[CString]| {
@@ -93,16 +93,16 @@ impl Successor {
 }
 
 /// rlock's command line, then its environment with [`HANDOVER`] naming
-/// `file` and, after a comma, the term deadline when rlock died (a
-/// [`Stamp`]; 0 once COMMAND was being stopped, `u64::MAX` for none), and
-/// where the environment starts.
-fn command_line(file: libc::c_int, term_at: u64) -> Option<(Vec<CString>, usize)> {
+/// `file` and, after a comma, until when the lease was proven (a [`Stamp`];
+/// `u64::MAX` once rlock found the hold gone), and where the environment
+/// starts.
+fn command_line(file: libc::c_int, proven_until: u64) -> Option<(Vec<CString>, usize)> {
     let mut strings = Vec::new();
     for arg in std::env::args_os() {
         strings.push(CString::new(arg.as_bytes()).ok()?);
     }
     let argc = strings.len();
-    let value = format!("{file},{term_at}");
+    let value = format!("{file},{proven_until}");
     strings.push(CString::new(format!("{HANDOVER}={value}")).ok()?);
     for (name, value) in std::env::vars_os() {
         if name == HANDOVER {
@@ -129,7 +129,8 @@ pub fn handed_over() -> Option<io::Result<String>> {
     };
     let read = || -> io::Result<String> {
         // Only the file rlock made: a variable set by hand names no memfd.
-        let link = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+        let refused = || io::Error::other(format!("{HANDOVER} is rlock's own; unset it"));
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).map_err(|_| refused())?;
         let name = &MEMFD_NAME[..MEMFD_NAME.len() - 1];
         let ours = link
             .as_os_str()
@@ -137,9 +138,7 @@ pub fn handed_over() -> Option<io::Result<String>> {
             .strip_prefix(b"/memfd:")
             .is_some_and(|rest| rest.starts_with(name));
         if !ours {
-            return Err(io::Error::other(format!(
-                "{HANDOVER} is rlock's own; unset it"
-            )));
+            return Err(refused());
         }
         use std::io::{Read, Seek};
         use std::os::fd::FromRawFd;
@@ -153,18 +152,19 @@ pub fn handed_over() -> Option<io::Result<String>> {
     Some(read())
 }
 
-/// In a successor: whether the dead rlock's lease is still proven now
-/// (its term deadline, handed over, is still ahead). A hold found gone while
-/// it is was lost under COMMAND; one found gone later may only have expired
-/// after COMMAND was killed, as the deadlines see to.
+/// In a successor: whether the dead rlock's lease is still proven now. A
+/// release answered before that bound saw the hold gone while the lease
+/// held: it was lost under COMMAND (or rlock had found it gone). One
+/// answered later may only have lapsed after COMMAND was killed, as the
+/// deadlines see to.
 pub fn lease_still_proven() -> bool {
-    let term_at = std::env::var_os(HANDOVER).and_then(|v| {
+    let proven_until = std::env::var_os(HANDOVER).and_then(|v| {
         v.to_string_lossy()
             .split(',')
             .nth(1)
             .and_then(|t| t.parse::<u64>().ok())
     });
-    term_at.is_some_and(|t| Stamp::now() < Stamp(t))
+    proven_until.is_some_and(|t| Stamp::now() < Stamp(t))
 }
 
 /// Whether this rlock is a successor (see [`handed_over`]).
