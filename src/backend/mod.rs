@@ -184,6 +184,17 @@ pub struct Hold {
     pub history_entry: Option<AcquiredEvent>,
 }
 
+/// How a renewal sets the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extend {
+    /// To the ttl from now, unless it lasts longer already (a nested holder's).
+    AtLeast,
+    /// To exactly the ttl from now, even when that shortens it: the server's
+    /// clock stepped back, which made every lease on it longer. A backend
+    /// whose leases do not run on a server's clock just renews.
+    Exactly,
+}
+
 /// Where a hold's `acquired` event is in the lock's history, to take it back
 /// with a hold no run kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,28 +279,16 @@ pub trait Session: Send {
     fn interrupt(&mut self, lock: &LockId, token: &Token) -> Result<()>;
     /// Deregisters the waiter `token`, waking the waiters it held back.
     fn leave(&mut self, lock: &LockId, token: &Token) -> Result<()>;
-    /// Extends the lease of `token` to `ttl`; false when it no longer holds the lock.
-    /// The call gives up (with an error) after `limit`.
+    /// Extends the lease of `token` to `ttl` as `extend` says; false when it
+    /// no longer holds the lock. The call gives up (with an error) after `limit`.
     fn renew(
         &mut self,
         lock: &LockId,
         token: &Token,
         ttl: Duration,
         limit: Duration,
+        extend: Extend,
     ) -> Result<bool>;
-    /// [`renew`](Self::renew), setting the lease to exactly `ttl` even when
-    /// that shortens it: after the server's clock stepped back, which made
-    /// every lease on it longer. A backend whose leases do not run on a
-    /// server's clock just renews.
-    fn renew_exactly(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-    ) -> Result<bool> {
-        self.renew(lock, token, ttl, limit)
-    }
     /// The servers' clocks as the last renewal read them (one per server of
     /// a quorum that answered it), for telling a step of one; empty where no
     /// renewal reads one.

@@ -25,6 +25,7 @@ use super::{
     AcquireRequest, Administer, Attempt, Backend, Hold, Inspect, ServerTime, Session, Standalone,
     Wake,
 };
+use crate::backend::Extend;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
 use crate::lock::event::Event;
@@ -127,42 +128,6 @@ struct RedlockSession {
 impl RedlockSession {
     fn quorum(&self) -> usize {
         quorum(self.servers.len())
-    }
-
-    /// Renews on every server (to exactly the ttl after a server's clock
-    /// stepped back); true once a quorum confirmed, false once no quorum
-    /// can.
-    fn renew_each(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-        exactly: bool,
-    ) -> Result<bool> {
-        let deadline = Instant::now() + limit;
-        let results = self.each_until(Some(deadline), true, |s| {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::internal("no time left to renew"));
-            }
-            if exactly {
-                s.renew_exactly(lock, token, ttl, left)
-            } else {
-                s.renew(lock, token, ttl, left)
-            }
-        });
-        let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
-        let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
-        if confirmed >= self.quorum() {
-            return Ok(true);
-        }
-        // No quorum can confirm any more: the lock is no longer ours.
-        if refused > self.servers.len() - self.quorum() {
-            return Ok(false);
-        }
-        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
-        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
     }
 
     /// Runs `op` on every server, reconnecting to those without a session.
@@ -435,18 +400,29 @@ impl Session for RedlockSession {
         token: &Token,
         ttl: Duration,
         limit: Duration,
+        extend: Extend,
     ) -> Result<bool> {
-        self.renew_each(lock, token, ttl, limit, false)
-    }
-
-    fn renew_exactly(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-    ) -> Result<bool> {
-        self.renew_each(lock, token, ttl, limit, true)
+        // On every server: true once a quorum confirmed, false once no
+        // quorum can.
+        let deadline = Instant::now() + limit;
+        let results = self.each_until(Some(deadline), true, |s| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::internal("no time left to renew"));
+            }
+            s.renew(lock, token, ttl, left, extend)
+        });
+        let confirmed = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        let refused = results.iter().filter(|r| matches!(r, Ok(false))).count();
+        if confirmed >= self.quorum() {
+            return Ok(true);
+        }
+        // No quorum can confirm any more: the lock is no longer ours.
+        if refused > self.servers.len() - self.quorum() {
+            return Ok(false);
+        }
+        let failures: Vec<Error> = results.into_iter().filter_map(|r| r.err()).collect();
+        Err(self.no_quorum(Some(&lock.name), confirmed, &failures))
     }
 
     fn server_times(&self) -> Vec<ServerTime> {

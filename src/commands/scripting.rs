@@ -2,6 +2,7 @@
 //! shell script, extended or given back (README: "A critical section in the
 //! middle of a shell script").
 
+use crate::backend::Extend;
 use crate::cli::{ReleaseArgs, RenewArgs};
 use crate::config::Config;
 use crate::error::{Cause, Error, Result};
@@ -113,7 +114,13 @@ pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
     let keys = config.lock_id(args.redisson, &args.name);
     let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect().map_err(|e| e.in_lock(&args.name))?;
-    if session.renew(&keys, &token, args.ttl, config.connect_timeout)? {
+    if session.renew(
+        &keys,
+        &token,
+        args.ttl,
+        config.connect_timeout,
+        Extend::AtLeast,
+    )? {
         report::verbose(|| {
             format!(
                 "{}: renewed for {}",

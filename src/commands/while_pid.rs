@@ -7,6 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use crate::backend::Extend;
 use crate::cli::WhilePidArgs;
 use crate::config::{Config, LockSpec};
 use crate::error::{Error, Result};
@@ -294,7 +295,13 @@ fn renew_while(
     let backend = config.backend(keys.dialect())?;
     let mut session = backend.connect()?;
     // One renewal proves the connection (TLS included) before acquire is told.
-    if !session.renew(&keys, token, args.ttl, config.connect_timeout)? {
+    if !session.renew(
+        &keys,
+        token,
+        args.ttl,
+        config.connect_timeout,
+        Extend::AtLeast,
+    )? {
         return Ok(Exit::NotHeld);
     }
     if !ready.handshake() {
@@ -319,7 +326,13 @@ fn renew_while(
             return Ok(Exit::Success);
         }
         let sent = Instant::now();
-        match session.renew(&keys, token, args.ttl, config.connect_timeout) {
+        match session.renew(
+            &keys,
+            token,
+            args.ttl,
+            config.connect_timeout,
+            Extend::AtLeast,
+        ) {
             Ok(true) => {
                 confirmed = sent;
                 wait = period.saturating_sub(sent.elapsed());

@@ -22,6 +22,7 @@ use super::deadline::{Deadline, Guarded};
 use super::held::HeldLock;
 use super::lost::{Lost, why_lapsed};
 use super::retries::Retries;
+use crate::backend::Extend;
 use crate::backend::Session;
 use crate::lock::clock::{ClockStep, Stamp, drift};
 pub use crate::lock::lease::{Lease, fit_grace};
@@ -215,15 +216,6 @@ pub(crate) struct Watch {
     extend: Extend,
     /// How long after the next failure to retry.
     retries: Retries,
-}
-
-/// How a renewal sets the lease.
-#[derive(Clone, Copy)]
-enum Extend {
-    /// To the ttl from now, unless it lasts longer already.
-    AtLeast,
-    /// To exactly the ttl from now: the server's clock stepped back.
-    Exactly,
 }
 
 impl Watch {
@@ -500,11 +492,7 @@ fn renew_all(
                 unanswered: true,
             });
         }
-        let renewed = match extend {
-            Extend::AtLeast => session.renew(keys, token, ttl, left),
-            Extend::Exactly => session.renew_exactly(keys, token, ttl, left),
-        };
-        match renewed {
+        match session.renew(keys, token, ttl, left, extend) {
             Ok(true) => {}
             Ok(false) => return Ok(Some(keys.name.clone())),
             Err(err) => {

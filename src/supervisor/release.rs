@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::ended::{Ended, Holding};
 use super::{CommandEnd, Fate, Finished, Run};
+use crate::backend::Extend;
 use crate::backend::{Backend, Session};
 use crate::error::{Cause, Error, Result};
 use crate::exit::Exit;
@@ -138,9 +139,15 @@ fn still_gone(
     if err.reply_timed_out() || late {
         return false;
     }
-    let still_ours = backend
-        .connect()
-        .and_then(|mut s| s.renew(&lock.id, lock.token(), Duration::from_millis(1), ttl / 3));
+    let still_ours = backend.connect().and_then(|mut s| {
+        s.renew(
+            &lock.id,
+            lock.token(),
+            Duration::from_millis(1),
+            ttl / 3,
+            Extend::AtLeast,
+        )
+    });
     matches!(still_ours, Ok(false))
 }
 

@@ -53,6 +53,7 @@ use super::{
     AcquireRequest, Administer, Attempt, Backend, Hold, HolderStatus, Inspect, LockStatus, Session,
     Wake,
 };
+use crate::backend::Extend;
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock;
 use crate::lock::event::Event;
@@ -330,6 +331,7 @@ impl Session for LocalSession {
         token: &Token,
         _ttl: Duration,
         _limit: Duration,
+        _extend: Extend,
     ) -> Result<bool> {
         // The kernel keeps the lock while the file is open: nothing expires.
         match self.held.get(&lock.name) {

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError, Value};
 
 use super::{AcquireRequest, Administer, Attempt, Inspect, LockStatus, ServerTime, Session, Wake};
+use crate::backend::Extend;
 use crate::backend::script;
 use crate::backend::url::ServerSpec;
 use crate::error::{Cause, Error, Result};
@@ -51,7 +52,7 @@ use crate::lock::token::{Digest, Fence, Token};
 use call::{FAILOVER_PAUSE, Retry, interrupted};
 use diagnose::failing_over;
 use reply::decode;
-use scripted::{Extend, migrating, with_keys};
+use scripted::{migrating, with_keys};
 use topology::Source;
 
 /// One connection to the lock's server (and, for `--redisson` waiting, a
@@ -268,18 +269,9 @@ impl Session for StandaloneSession {
         token: &Token,
         ttl: Duration,
         limit: Duration,
+        extend: Extend,
     ) -> Result<bool> {
-        self.renew_script(lock, token, ttl, limit, Extend::AtLeast)
-    }
-
-    fn renew_exactly(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-    ) -> Result<bool> {
-        self.renew_script(lock, token, ttl, limit, Extend::Exactly)
+        self.renew_script(lock, token, ttl, limit, extend)
     }
 
     fn server_times(&self) -> Vec<ServerTime> {

@@ -12,6 +12,7 @@ use super::keys::Keys;
 use super::reply::{self, decode};
 use super::topology::Source;
 use super::{StandaloneSession, loss, millis};
+use crate::backend::Extend;
 use crate::backend::{ServerTime, script};
 use crate::error::Result;
 use crate::lock::name::LockId;
@@ -24,15 +25,6 @@ use crate::lock::token::{Digest, Token};
 /// that answers ASK, which the call follows.
 pub(super) fn migrating(err: &RedisError) -> bool {
     matches!(err.code(), Some("TRYAGAIN" | "ASK"))
-}
-
-/// How a renewal sets the lease.
-#[derive(Clone, Copy)]
-pub(super) enum Extend {
-    /// To the ttl from now, unless it lasts longer already (a nested holder's).
-    AtLeast,
-    /// To exactly the ttl from now (the server's clock stepped back).
-    Exactly,
 }
 
 /// A script invocation with every key of `keys` (see `src/backend/lua/prelude/1-layout.lua`),

@@ -2,6 +2,7 @@
 //! confirm them with the replicas asked for, renew a lease the acquisition
 //! ate into, or give them back.
 
+use crate::backend::Extend;
 use crate::backend::{Hold, Session};
 use crate::error::{Cause, Error, Result};
 use crate::lock::clock::Stamp;
@@ -64,7 +65,13 @@ pub(super) fn refresh(
     };
     for (keys, hold) in wanted.locks.iter().zip(holds) {
         if !session
-            .renew(keys, &hold.token, wanted.ttl, wanted.ttl / 3)
+            .renew(
+                keys,
+                &hold.token,
+                wanted.ttl,
+                wanted.ttl / 3,
+                Extend::AtLeast,
+            )
             .map_err(too_slow)?
         {
             return Ok(None);

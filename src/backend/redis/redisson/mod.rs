@@ -16,6 +16,7 @@ use super::call::Retry;
 use super::keys::Keys;
 use super::reply::attempt;
 use super::{StandaloneSession, millis};
+use crate::backend::Extend;
 use crate::backend::script;
 use crate::backend::{
     AcquireRequest, Administer, Attempt, Inspect, LockStatus, ServerTime, Session, Wake,
@@ -73,43 +74,6 @@ fn recorded(lock: &LockId, result: RedisResult<Value>) -> bool {
             crate::report::verbose(|| format!("{}: history not written: {err}", lock.name));
             false
         }
-    }
-}
-
-impl RedissonSession {
-    /// Redisson's renewal of `token`'s hold (to exactly the ttl when
-    /// `exactly`), noting the server's clock it read.
-    fn renew_script(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-        exactly: bool,
-    ) -> Result<bool> {
-        let s = &mut self.inner;
-        s.server_time = None;
-        let limit = limit.min(s.timeout());
-        let start = Instant::now();
-        s.follow_master(limit);
-        let limit = limit.saturating_sub(start.elapsed());
-        let field = token.redisson_field();
-        let hash = Keys::of(lock).holds;
-        let reply: Value = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
-            let mut renew = script::REDISSON_RENEW.key(&hash);
-            renew.arg("lease_ms", millis(ttl)).arg("field", &field);
-            if exactly {
-                renew.arg("exact", "exact");
-            }
-            renew.invoke(con)
-        })?;
-        let (held, now) = super::reply::renewed(reply, &lock.name, "renew")?;
-        s.server_time = Some(ServerTime {
-            server: s.spec.display.clone(),
-            connection: s.connections,
-            ms: now,
-        });
-        Ok(held == 1)
     }
 }
 
@@ -185,18 +149,32 @@ impl Session for RedissonSession {
         token: &Token,
         ttl: Duration,
         limit: Duration,
+        extend: Extend,
     ) -> Result<bool> {
-        self.renew_script(lock, token, ttl, limit, false)
-    }
-
-    fn renew_exactly(
-        &mut self,
-        lock: &LockId,
-        token: &Token,
-        ttl: Duration,
-        limit: Duration,
-    ) -> Result<bool> {
-        self.renew_script(lock, token, ttl, limit, true)
+        // Redisson's renewal script, noting the server's clock it read.
+        let s = &mut self.inner;
+        s.server_time = None;
+        let limit = limit.min(s.timeout());
+        let start = Instant::now();
+        s.follow_master(limit);
+        let limit = limit.saturating_sub(start.elapsed());
+        let field = token.redisson_field();
+        let hash = Keys::of(lock).holds;
+        let reply: Value = s.call_within(lock, limit, limit, Retry::Idempotent, |con| {
+            let mut renew = script::REDISSON_RENEW.key(&hash);
+            renew.arg("lease_ms", millis(ttl)).arg("field", &field);
+            if extend == Extend::Exactly {
+                renew.arg("exact", "exact");
+            }
+            renew.invoke(con)
+        })?;
+        let (held, now) = super::reply::renewed(reply, &lock.name, "renew")?;
+        s.server_time = Some(ServerTime {
+            server: s.spec.display.clone(),
+            connection: s.connections,
+            ms: now,
+        });
+        Ok(held == 1)
     }
 
     fn server_times(&self) -> Vec<ServerTime> {
