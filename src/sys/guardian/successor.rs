@@ -116,20 +116,27 @@ fn command_line(file: libc::c_int, proven_until: u64) -> Option<(Vec<CString>, u
     Some((strings, argc))
 }
 
+/// Field `n` of [`HANDOVER`]'s value (0: the descriptor; 1: until when the
+/// lease was proven); None outside a successor.
+fn handover_field(n: usize) -> Option<String> {
+    let value = std::env::var_os(HANDOVER)?;
+    Some(value.to_string_lossy().split(',').nth(n)?.to_owned())
+}
+
+/// The one line for a [`HANDOVER`] set by hand.
+fn refused() -> io::Error {
+    io::Error::other(format!("{HANDOVER} is rlock's own; unset it"))
+}
+
 /// In a successor: what the rlock that died handed over (empty when it died
 /// before writing it); None in any other rlock.
 pub fn handed_over() -> Option<io::Result<String>> {
-    let value = std::env::var_os(HANDOVER)?;
-    let value = value.to_string_lossy();
-    let fd = value.split(',').next().unwrap_or_default();
-    let Ok(fd) = fd.parse::<libc::c_int>() else {
-        return Some(Err(io::Error::other(format!(
-            "{HANDOVER} is rlock's own; unset it"
-        ))));
+    std::env::var_os(HANDOVER)?;
+    let Some(fd) = handover_field(0).and_then(|fd| fd.parse::<libc::c_int>().ok()) else {
+        return Some(Err(refused()));
     };
     let read = || -> io::Result<String> {
         // Only the file rlock made: a variable set by hand names no memfd.
-        let refused = || io::Error::other(format!("{HANDOVER} is rlock's own; unset it"));
         let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).map_err(|_| refused())?;
         let name = &MEMFD_NAME[..MEMFD_NAME.len() - 1];
         let ours = link
@@ -158,13 +165,9 @@ pub fn handed_over() -> Option<io::Result<String>> {
 /// answered later may only have lapsed after COMMAND was killed, as the
 /// deadlines see to.
 pub fn lease_still_proven() -> bool {
-    let proven_until = std::env::var_os(HANDOVER).and_then(|v| {
-        v.to_string_lossy()
-            .split(',')
-            .nth(1)
-            .and_then(|t| t.parse::<u64>().ok())
-    });
-    proven_until.is_some_and(|t| Stamp::now() < Stamp(t))
+    handover_field(1)
+        .and_then(|t| t.parse::<u64>().ok())
+        .is_some_and(|t| Stamp::now() < Stamp(t))
 }
 
 /// Whether this rlock is a successor (see [`handed_over`]).
