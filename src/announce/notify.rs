@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{Event, Sink, holding};
-use crate::config::NotifyReady;
 use crate::config::NotifySpec;
 use crate::report;
 use crate::sys::notify::NotifySocket;
@@ -57,7 +56,7 @@ impl Notifier {
             watchdog: spec.watchdog,
             state: Mutex::new(State::default()),
         };
-        if spec.ready == NotifyReady::Start {
+        if spec.ready_at_start {
             let mut state = notifier.state();
             state.ready = true;
             notifier.send(&mut state, "READY=1\nSTATUS=started");

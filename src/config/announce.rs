@@ -11,15 +11,6 @@ use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::ping::{PingUrl, Pinger};
 
-/// When a run under systemd tells it it is ready (`--notify-ready`, resolved).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotifyReady {
-    /// Once the lock is held and COMMAND started.
-    Held,
-    /// At once: a waiting standby counts as started.
-    Start,
-}
-
 /// Where and how a run announces itself; nothing when empty.
 #[derive(Debug, Clone, Default)]
 pub struct AnnounceSpec {
@@ -36,8 +27,9 @@ pub struct AnnounceSpec {
 pub struct NotifySpec {
     /// `$NOTIFY_SOCKET`: a path, or `@name` for an abstract socket.
     pub socket: String,
-    /// When READY=1 goes out.
-    pub ready: NotifyReady,
+    /// READY=1 goes out at once (`--notify-ready=start`: a waiting standby
+    /// counts as started), not once the lock is held and COMMAND started.
+    pub ready_at_start: bool,
     /// `$WATCHDOG_USEC`, when the watchdog is for this process.
     pub watchdog: Option<Duration>,
 }
@@ -50,10 +42,7 @@ impl AnnounceSpec {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let notify = var("NOTIFY_SOCKET").map(|socket| NotifySpec {
             socket,
-            ready: match args.notify_ready {
-                crate::cli::NotifyReady::Held => NotifyReady::Held,
-                crate::cli::NotifyReady::Start => NotifyReady::Start,
-            },
+            ready_at_start: args.notify_ready == crate::cli::NotifyReady::Start,
             watchdog: watchdog(var("WATCHDOG_USEC"), var("WATCHDOG_PID")),
         });
         if let Some(path) = &args.ready_file {

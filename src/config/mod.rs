@@ -9,7 +9,7 @@ mod announce;
 pub(crate) mod note;
 mod spec;
 
-pub use announce::{AnnounceSpec, NotifyReady, NotifySpec};
+pub use announce::{AnnounceSpec, NotifySpec};
 pub use spec::{LockSpec, RunSpec};
 
 use std::path::PathBuf;
