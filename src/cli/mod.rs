@@ -235,7 +235,7 @@ pub enum Command {
     /// fail or unknown (the server would not say: CONFIG or an INFO section
     /// refused), what was checked and the fix.
     ///
-    /// Exits 0 when nothing warns or fails, 1 when a check warns, 69 when rlock
+    /// Exits 0 when every check is ok, 1 when one warns or is unknown, 69 when rlock
     /// cannot work there (a check failed or the server is unreachable; with
     /// several --url, fewer servers without a failure than a quorum).
     #[command(after_help = CHECK_EXAMPLES)]

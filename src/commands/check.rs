@@ -2,12 +2,12 @@
 //! server(s) everything rlock's guarantees rest on and prints one line per
 //! check, `ok`, `warn`, `fail` or `unknown`, with what was seen and the fix.
 //!
-//! Exit 0 when no check warns or fails, 1 when one warns, 69 when rlock
-//! cannot work there: on one server, any `fail`; on a Redlock quorum, fewer
+//! Exit 0 when every check is `ok`, 1 when one warns or is `unknown` (the
+//! server would not say, so fitness is not proven), 69 when rlock cannot
+//! work there: on one server, any `fail`; on a Redlock quorum, fewer
 //! servers without a `fail` than a quorum (a failing server short of that is
-//! a warning: the quorum carries on without it). `unknown` (the server would
-//! not say) changes nothing. A non-zero exit also prints one `rlock: check:`
-//! line on stderr.
+//! a warning: the quorum carries on without it). A non-zero exit also prints
+//! one `rlock: check:` line on stderr.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -140,21 +140,37 @@ fn quorum_verdict(findings: &[Finding], quorum: Verdict) -> (Exit, Option<String
 }
 
 fn warnings(findings: &[Finding]) -> (Exit, Option<String>) {
-    let warned: Vec<&Finding> = findings
-        .iter()
-        .filter(|f| matches!(f.verdict, Verdict::Warn | Verdict::Fail))
-        .collect();
-    if warned.is_empty() {
+    let named = |pick: fn(Verdict) -> bool| -> Vec<&str> {
+        findings
+            .iter()
+            .filter(|f| pick(f.verdict))
+            .map(|f| f.name)
+            .collect()
+    };
+    let warned = named(|v| matches!(v, Verdict::Warn | Verdict::Fail));
+    // Unanswered is not fit: exit 0 says every check passed.
+    let unknown = named(|v| v == Verdict::Unknown);
+    let mut parts = Vec::new();
+    if !warned.is_empty() {
+        parts.push(format!(
+            "{} warning(s): {}",
+            warned.len(),
+            warned.join(", ")
+        ));
+    }
+    if !unknown.is_empty() {
+        parts.push(format!(
+            "{} unknown (the server would not say): {}",
+            unknown.len(),
+            unknown.join(", ")
+        ));
+    }
+    if parts.is_empty() {
         return (Exit::Success, None);
     }
-    let names: Vec<&str> = warned.iter().map(|f| f.name).collect();
     (
         Exit::Warnings,
-        Some(format!(
-            "{} warning(s): {} (see the lines above)",
-            warned.len(),
-            names.join(", ")
-        )),
+        Some(format!("{} (see the lines above)", parts.join("; "))),
     )
 }
 
@@ -217,10 +233,16 @@ mod tests {
     }
 
     #[test]
-    fn exit_is_0_when_all_ok_1_on_a_warning_69_on_a_failure() {
-        let ok = [finding("a", Verdict::Ok), finding("b", Verdict::Unknown)];
+    fn exit_is_0_when_all_ok_1_on_a_warning_or_unknown_69_on_a_failure() {
+        let ok = [finding("a", Verdict::Ok), finding("b", Verdict::Ok)];
         assert_eq!(verdict_of(&ok).0, Exit::Success);
         assert!(verdict_of(&ok).1.is_none());
+        let unknown = [
+            finding("a", Verdict::Ok),
+            finding("eviction", Verdict::Unknown),
+        ];
+        assert_eq!(verdict_of(&unknown).0.code(), 1);
+        assert!(verdict_of(&unknown).1.unwrap().contains("1 unknown"));
         let warn = [
             finding("a", Verdict::Ok),
             finding("persistence", Verdict::Warn),

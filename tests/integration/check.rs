@@ -206,8 +206,13 @@ fn a_server_that_refuses_info_and_config_is_unknown_never_a_crash() {
     ]);
     let url = format!("redis://shy:shy-pw@127.0.0.1:{}", redis.port);
     let out = check(&url, &[]);
-    // unknown is no verdict: nothing warns, so the check passes.
-    assert_eq!(code(&out), 0, "{}", show(&out));
+    // Unanswered is not proven fit: exit 0 would say every check passed.
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_lines(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "rlock: check: 4 unknown (the server would not say): version, eviction, persistence, \
+         replicas (see the lines above)",
+    );
     let all = lines(&out);
     // (After NOPERM, the server's own words.)
     for (name, says) in [
@@ -273,6 +278,14 @@ fn the_readmes_acl_rules_pass_and_a_user_without_wait_is_warned() {
     let url = format!("redis://locker:locker-pw@127.0.0.1:{}", redis.port);
     let out = check(&url, &[]);
     assert_eq!(code(&out), 0, "{}", show(&out));
+    // The rules leave out ACL WHOAMI: the user is the URL's, whose password
+    // the server took.
+    let (result, _, detail) = line(&lines(&out), "user").clone();
+    assert_eq!(result, "ok");
+    assert_lines(
+        &detail,
+        "authenticated as ACL user locker (the URL's); ACL WHOAMI refused: NOPERM [..]",
+    );
     redis.cmd::<String>(&["ACL", "SETUSER", "locker", "-wait"]);
     let out = check(&url, &[]);
     assert_eq!(code(&out), 1, "{}", show(&out));

@@ -179,7 +179,8 @@ fn cluster_masters(session: &mut StandaloneSession) -> Result<Vec<String>, Strin
         .map_err(|err| refused("CLUSTER SLOTS", &err))
 }
 
-/// `ACL WHOAMI`: the user rlock is authenticated as.
+/// `ACL WHOAMI`: the user rlock is authenticated as (known from the URL
+/// when the server will not say: a least-privilege user need not be allowed it).
 fn user(session: &mut StandaloneSession) -> (Verdict, String) {
     match session.ask(|con| redis::cmd("ACL").arg("WHOAMI").query::<String>(con)) {
         // Works, so ok (a fit server passes whatever its user); the
@@ -192,14 +193,19 @@ fn user(session: &mut StandaloneSession) -> (Verdict, String) {
             Verdict::Ok,
             format!("authenticated as ACL user {name} (ACL WHOAMI)"),
         ),
+        // The connection authenticated, so it is the user the URL names
+        // when a password went with it, else the default user.
         Err(err) => {
-            let named = match session.spec.info.redis_settings().username() {
-                Some(user) => format!("; the URL names user {user}"),
-                None => String::new(),
+            let settings = session.spec.info.redis_settings();
+            let with_password =
+                settings.password().is_some() || session.spec.password_from.is_some();
+            let user = match settings.username() {
+                Some(user) if with_password => format!("ACL user {user} (the URL's)"),
+                _ => "the default user (no user and password in the URL)".into(),
             };
             (
-                Verdict::Unknown,
-                format!("{}{named}", refused("ACL WHOAMI", &err)),
+                Verdict::Ok,
+                format!("authenticated as {user}; {}", refused("ACL WHOAMI", &err)),
             )
         }
     }
