@@ -186,7 +186,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'L
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events (1 or more; the history keeps at most --history of them)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F

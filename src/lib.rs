@@ -180,7 +180,7 @@ fn run_command(cli: Cli) -> Result<Exit> {
             limit,
             json,
             redisson,
-        } => commands::history::history(&config(None)?, name, *limit, *json, *redisson),
+        } => commands::history::history(&config(None)?, name, *limit as usize, *json, *redisson),
         Command::Metrics { patterns } => commands::metrics::metrics(&config(None)?, patterns),
         Command::Check {
             json,

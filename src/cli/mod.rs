@@ -262,9 +262,11 @@ pub enum Command {
         /// Lock name.
         #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
         name: LockName,
-        /// Show at most N events.
-        #[arg(long, value_name = "N", default_value_t = 20)]
-        limit: usize,
+        /// Show at most N events (1 or more; the history keeps at most
+        /// --history of them).
+        #[arg(long, value_name = "N", default_value_t = 20,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
         /// A JSON array of events, newest first.
         #[arg(long)]
         json: bool,

@@ -51,6 +51,15 @@ fn extreme_values_are_handled_without_a_panic() {
             .args(&args),
     );
     assert_eq!(code(&out), 0, "a huge argument list: {}", show(&out));
+    // A count no history holds is a usage error, not the server's.
+    for limit in ["0", "9223372036854775808"] {
+        let out = output(rlock(&redis.url()).args(["history", "x", "--limit", limit]));
+        let err = assert_fails(&out, 2);
+        assert_lines(
+            &err,
+            &format!("rlock: invalid value '{limit}' for '--limit <N>': [..]"),
+        );
+    }
 }
 
 #[test]

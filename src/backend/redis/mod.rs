@@ -399,7 +399,7 @@ impl Inspect for StandaloneSession {
                 .arg("+")
                 .arg("-")
                 .arg("COUNT")
-                .arg(limit.max(1))
+                .arg(limit)
                 .query::<Value>(con)
         });
         match entries {
