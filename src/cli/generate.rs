@@ -176,6 +176,17 @@ fn short_help(cmd: clap::Command) -> clap::Command {
             // Each one's help names its values (clap insists the flag go only on
             // an argument that takes a value).
             let takes_value = arg.get_action().takes_values();
+            // clap_mangen leaves out aliases; flock's spellings are the
+            // ones a reader of the page looks for.
+            let aliases = arg.get_visible_aliases().unwrap_or_default();
+            let arg = match (aliases.is_empty(), arg.get_help()) {
+                (false, Some(help)) => {
+                    let also: Vec<String> = aliases.iter().map(|a| format!("--{a}")).collect();
+                    let help = format!("{help}; also {}", also.join(", "));
+                    arg.help(help)
+                }
+                _ => arg,
+            };
             arg.long_help(None::<&str>)
                 .hide_env(true)
                 .hide_possible_values(takes_value)
@@ -423,6 +434,8 @@ mod tests {
             "--limit",
             "--fair",
             "--redisson",
+            "also --timeout",
+            "also --nonblock, --nb",
             "EXIT STATUS",
             "REDISCLI_AUTH",
             "EXAMPLES",
