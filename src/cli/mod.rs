@@ -165,7 +165,7 @@ pub enum Command {
     /// Without renewal the lock lasts --ttl; renew it with `rlock renew`, give it
     /// up with `rlock release NAME --token TOKEN`. Exits 0, 75 (or -E), 69 or 2.
     Acquire(AcquireArgs),
-    /// Extend a hold taken with `acquire` to --ttl from now.
+    /// Extend a hold taken with `acquire` to at least --ttl from now (a longer lease is kept).
     ///
     /// Exits 0, or 1 when the token no longer holds the lock (expired or released).
     Renew(RenewArgs),

@@ -103,7 +103,7 @@ fn given_token(
     }
 }
 
-/// `rlock renew NAME [--token T]`: extends the hold to --ttl from now.
+/// `rlock renew NAME [--token T]`: extends the hold to at least --ttl from now.
 pub fn renew(config: &Config, args: &RenewArgs) -> Result<Exit> {
     let token = given_token(
         args.token.as_deref(),
