@@ -353,12 +353,22 @@ fn newcomers_slips_get_the_fix() {
         let err = assert_fails(&output(bare().args(["--url", &url, "status", "x"])), 2);
         assert_lines(
             &err,
-            "rlock: invalid --url: rlock ignores a redis:// URL's query string (?...), \
-             so a password there would never be sent; write redis://[USER]:PASSWORD@host:port, \
-             or give it in --password-file FILE or REDISCLI_AUTH",
+            "rlock: invalid --url: a redis:// URL's query string (?...) takes only protocol; \
+             rlock would ignore the rest, so a password there would never be sent; write \
+             redis://[USER]:PASSWORD@host:port, or give it in --password-file FILE or REDISCLI_AUTH",
         );
         assert!(!err.contains("s3cret-q"), "{err}");
     }
+    let err = assert_fails(
+        &output(bare().args(["--url", "unix:///tmp/x.sock?db=1&foo=1", "status", "x"])),
+        2,
+    );
+    assert_lines(
+        &err,
+        "rlock: invalid --url: a unix:// URL's query string (?...) takes only protocol, db, \
+         user, pass; rlock would ignore the rest, so a password there would never be sent; \
+         write unix:///PATH?pass=PASSWORD, or give it in --password-file FILE or REDISCLI_AUTH",
+    );
     let out = output(bare().args([
         "--url",
         &format!("redis://127.0.0.1:{}/?protocol=resp2", redis.port),

@@ -26,8 +26,12 @@ pub(super) fn refuse_ignored(url: &str, scheme: &str) -> Result<()> {
     if !ignored {
         return Ok(());
     }
+    let takes = match read {
+        [] => "takes no query string (?...)".to_owned(),
+        _ => format!("query string (?...) takes only {}", read.join(", ")),
+    };
     Err(Error::usage(format!(
-        "invalid --url: rlock ignores a {scheme}:// URL's query string (?...), so a password there would never be sent; \
+        "invalid --url: a {scheme}:// URL's {takes}; rlock would ignore the rest, so a password there would never be sent; \
          write {scheme}://{form}, or give it in --password-file FILE or REDISCLI_AUTH"
     )))
 }
