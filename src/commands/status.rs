@@ -267,6 +267,10 @@ struct LockJson<'a> {
     waiting: u64,
     waiters: Vec<WaiterJson<'a>>,
     fence: u64,
+    /// `--redisson` only: the lock is in Redisson's layout (its kind is
+    /// exclusive: a Redisson lock is re-entrant and exclusive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    layout: Option<&'static str>,
     /// Redlock only: how the servers' views compare.
     #[serde(skip_serializing_if = "Option::is_none")]
     servers: Option<ServersJson<'a>>,
@@ -349,16 +353,17 @@ impl<'a> LockJson<'a> {
             db: scope.db,
             prefix: scope.prefix,
             held: !s.holders.is_empty(),
-            kind: if s.holders.is_empty() && !s.redisson {
-                Kind::Exclusive.word()
-            } else {
-                kind_word(s)
+            // The contract's kinds: a Redisson lock is exclusive.
+            kind: match s.kind {
+                Some(kind) if !s.holders.is_empty() && !s.redisson => kind.word(),
+                _ => Kind::Exclusive.word(),
             },
             limit: s.limit,
             holders,
             waiting: s.waiting,
             waiters,
             fence: s.fence,
+            layout: s.redisson.then_some("redisson"),
             servers: s.servers.as_ref().map(|a| ServersJson {
                 total: a.total,
                 answered: a.answered,

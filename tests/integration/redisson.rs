@@ -204,7 +204,7 @@ fn several_redisson_names_wait_quietly_and_wake_on_the_right_unlock() {
 }
 
 /// A lock in Redisson's layout is visible: `status --redisson
-/// NAME` (kind `redisson`, the holder as far as the layout tells, never its
+/// NAME` (kind `redisson`; in JSON exclusive, layout redisson; the holder as far as the layout tells, never its
 /// owner field), `status --check --redisson`, `list --redisson PATTERN`; a
 /// run waiting on it says a Redisson client holds it, not "queued behind
 /// other waiters".
@@ -235,7 +235,9 @@ fn status_and_list_see_redisson_locks() {
     let out = output(rlock(&redis.url()).args(["status", "--redisson", "--json", "orders"]));
     let json = rlock::stdout(&out);
     assert!(
-        json.contains("\"held\":true,\"kind\":\"redisson\"") && json.contains("\"ttl_ms\":"),
+        json.contains("\"held\":true,\"kind\":\"exclusive\"")
+            && json.contains("\"layout\":\"redisson\"")
+            && json.contains("\"ttl_ms\":"),
         "{json}"
     );
     assert!(!json.contains("8f2c1a0e"), "{json}");
