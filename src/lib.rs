@@ -26,9 +26,9 @@
 //! ```
 //!
 //! Start at [`Client`]. Build without the command line with
-//! `rlock = { version = "0.1", default-features = false }` (the default
-//! feature `cli` is the `rlock` binary's: clap and the generated man page
-//! and completions). Only the items documented here are the library's
+//! `rlock = { path = "…/rlock", default-features = false }` (or `git = …`:
+//! rlock is not on crates.io). The default feature `cli` is the `rlock`
+//! binary's: clap and the generated man page and completions. Only the items documented here are the library's
 //! stable API; the hidden modules are the binary's and may change in any
 //! release.
 

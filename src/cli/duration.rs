@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-/// Longest lease or grace period: keeps every millisecond count an exact
-/// integer in Redis and in Lua.
-const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+use crate::lock::lease::{MAX_TTL as MAX_DURATION, MIN_TTL};
 
 /// A duration: humantime (`500ms`, `1m 30s`), or a bare number of seconds
 /// (`5`, `0.5`), as flock's `-w` takes it.
@@ -69,7 +67,7 @@ pub(super) fn lease_duration(text: &str) -> Result<Duration, String> {
             "a bare number is seconds, and {bare} seconds is a long lease: did you mean {bare}ms? (write {bare}s if you meant seconds)"
         ));
     }
-    bounded(text, Duration::from_millis(100), "100ms")
+    bounded(text, MIN_TTL, "100ms")
 }
 
 /// Digits and dots only: a number of seconds, as flock's -w takes it.

@@ -14,7 +14,7 @@ use crate::holding::held::HeldLock;
 use crate::holding::{Ending, holder};
 use crate::lock::clock::Stamp;
 use crate::lock::kind::Kind;
-use crate::lock::lease::{Lease, fit_grace};
+use crate::lock::lease::{Lease, MAX_TTL, MIN_TTL, fit_grace};
 use crate::lock::name::{LockId, LockName};
 use crate::lock::token::Token;
 use crate::run_state::Shared;
@@ -22,8 +22,6 @@ use crate::wait::{self, Wanted};
 
 /// The lease when none is asked for, as `rlock --ttl`'s default.
 const DEFAULT_TTL: Duration = Duration::from_secs(30);
-/// The shortest lease `rlock --ttl` takes.
-const MIN_TTL: Duration = Duration::from_millis(100);
 /// How long an unreachable server is waited for when there is no wait for
 /// the lock, as `rlock --unreachable-wait`'s default.
 const UNREACHABLE_WAIT: Duration = Duration::from_secs(60);
@@ -144,7 +142,7 @@ impl<'c> LockBuilder<'c> {
         self
     }
 
-    /// The lease (`rlock --ttl`; at least 100 ms). Default 30 s. It is
+    /// The lease (`rlock --ttl`; at least 100 ms, at most 1 year). Default 30 s. It is
     /// renewed in the background at the CLI's cadence (every 1.9 s with
     /// the default), and a hold whose renewals fail is reported lost a
     /// third of the lease (at most 10 s) before the lease could end.
@@ -196,6 +194,8 @@ impl<'c> LockBuilder<'c> {
 
     /// What this holder is, shown by `rlock status` and to waiters
     /// (`rlock --note`; one line, at most 200 bytes, URL passwords hidden).
+    /// Default, as the command's: the CI job's URL from the environment
+    /// under GitHub Actions, GitLab CI, Buildkite or Jenkins, else none.
     pub fn note(mut self, note: &str) -> Self {
         self.note = Some(note.to_owned());
         self
@@ -336,9 +336,9 @@ impl<'c> LockBuilder<'c> {
     /// The spec, with what cannot work refused.
     fn checked_spec(&self) -> crate::error::Result<LockSpec> {
         let spec = &self.spec;
-        if spec.ttl < MIN_TTL {
+        if spec.ttl < MIN_TTL || spec.ttl > MAX_TTL {
             return Err(crate::error::Error::usage(format!(
-                "the ttl must be at least 100ms, not {}",
+                "the ttl must be at least 100ms and at most 1 year, not {}",
                 humantime::format_duration(spec.ttl)
             )));
         }

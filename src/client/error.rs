@@ -10,8 +10,7 @@ use crate::error::Cause;
 ///
 /// Its `Display` is the one-line cause the `rlock` command prints after
 /// `rlock: ` (for example `nightly: not acquired: held by pid 4242 on web-1
-/// (rlock run nightly -- ./compact)`): never a URL, a password or an owner
-/// token.
+/// ('./compact') for 12s`): never a URL, a password or an owner token.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), rlock::Error> {

@@ -114,9 +114,10 @@ impl Client {
     /// `redis+cluster://`, a comma-separated list of independent servers
     /// (a Redlock quorum), or `file:DIR`.
     ///
-    /// Nothing is connected yet: the first acquisition connects. Nothing
+    /// Nothing is connected yet: the first acquisition connects. No setting
     /// is read from the environment (`RLOCK_URL`, `REDISCLI_AUTH`, … are
-    /// the command's).
+    /// the command's); only a hold's default note is, as the command's
+    /// (see [`LockBuilder::note`]).
     ///
     /// ```no_run
     /// let client = rlock::Client::open("redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/main")?;

@@ -12,6 +12,12 @@ use std::time::Duration;
 use crate::lock::clock::{Stamp, drift};
 use crate::report;
 
+/// The shortest lease rlock takes: a renewal must fit inside it.
+pub const MIN_TTL: Duration = Duration::from_millis(100);
+/// The longest lease (and the longest duration rlock takes): keeps every
+/// millisecond count an exact integer in Redis and in Lua.
+pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// How the lease is kept.
 #[derive(Debug, Clone, Copy)]
 pub enum Lease {

@@ -181,6 +181,21 @@ fn a_hold_lost_in_a_restart_is_reported_at_release() {
     );
 }
 
+/// A restart moments after the hold began: INFO's whole-second uptime
+/// cannot tell which came first, so the restart is named as the likely cause
+/// (it used to read "the server neither restarted nor evicted keys").
+#[test]
+fn a_restart_moments_after_the_hold_began_is_named_as_most_likely() {
+    hold_gone_at_release(
+        &mut RedisServer::start(),
+        "restarted-young",
+        "most likely lost in a server restart: the server has been up for about [..]s, \
+         as long as the hold (it began [..]s ago) \
+         (without appendonly, a restart keeps only what the server last saved)",
+        |redis| redis.restart(),
+    );
+}
+
 /// The third and fourth defects: with the server stalled, SIGTERM came after
 /// the lease's end (a socket timeout is no timer), and SIGKILL `--kill-after`
 /// later. Now the whole group is dead before the lease could end on the

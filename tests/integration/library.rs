@@ -436,12 +436,17 @@ fn bad_input_is_a_usage_error() {
         (err.kind(), err.exit_code()),
         (::rlock::ErrorKind::Usage, 2)
     );
-    let err = client
-        .lock("x")
-        .ttl(Duration::from_millis(10))
-        .acquire()
-        .unwrap_err();
-    assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{err}");
+    // A lease too long to count in Redis's milliseconds (Duration::MAX, a
+    // natural "never expire") was taken as held while nothing was stored.
+    for ttl in [
+        Duration::from_millis(10),
+        Duration::MAX,
+        Duration::from_secs(367 * 86_400),
+    ] {
+        let err = client.lock("x").ttl(ttl).acquire().unwrap_err();
+        assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{ttl:?}: {err}");
+        assert!(err.to_string().contains("at most 1 year"), "{err}");
+    }
     let err = ::rlock::Client::open("http://127.0.0.1").unwrap_err();
     assert_eq!(err.kind(), ::rlock::ErrorKind::Usage, "{err}");
     let err = client.lock("x").acquire().unwrap_err();

@@ -46,14 +46,23 @@ pub(super) fn cause(
     held_for: Option<Duration>,
 ) -> String {
     if let (Some(uptime), Some(held_for)) = (now.uptime, held_for) {
-        // Whole seconds, rounded down: the server may have been up for up
-        // to a second more.
-        if uptime + Duration::from_secs(1) < held_for {
+        // The uptime is a difference of whole seconds of the wall clock: the
+        // server may have been up for up to a second more or less.
+        const SLACK: Duration = Duration::from_secs(1);
+        if uptime + SLACK <= held_for {
             return format!(
                 "lost in a server restart: the server has been up for {}, the hold began {} ago \
-                 (without appendonly, a restart keeps only what the server last saved)",
+                 {WITHOUT_AOF}",
                 seconds(uptime),
                 seconds(held_for)
+            );
+        }
+        if uptime < held_for + SLACK {
+            return format!(
+                "most likely lost in a server restart: the server has been up for about {}, \
+                 as long as the hold (it began {:.1}s ago) {WITHOUT_AOF}",
+                seconds(uptime),
+                held_for.as_secs_f64()
             );
         }
     }
@@ -94,6 +103,8 @@ pub(super) fn cause(
     format!("{what}: the server neither restarted nor evicted keys")
 }
 
+const WITHOUT_AOF: &str = "(without appendonly, a restart keeps only what the server last saved)";
+
 /// "12s", "1m 5s": whole seconds.
 fn seconds(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
@@ -119,8 +130,17 @@ mod tests {
         let s = parse(INFO);
         let held = Some(Duration::from_secs(10));
         assert!(cause(&s, None, held).starts_with("lost in a server restart"));
+        // Up 3 s by whole seconds of the clock: anywhere from 2 to 4 s.
         let young = Some(Duration::from_millis(3500));
-        assert!(!cause(&s, None, young).starts_with("lost in a server restart"));
+        assert!(cause(&s, None, young).starts_with(
+            "most likely lost in a server restart: the server has been up for about 3s, \
+             as long as the hold (it began 3.5s ago)"
+        ));
+        let older = Some(Duration::from_millis(1900));
+        assert!(cause(&s, None, older).starts_with("most likely evicted"));
+        assert!(
+            cause(&s, None, Some(Duration::from_secs(4))).starts_with("lost in a server restart")
+        );
         let s = Snapshot {
             uptime: Some(Duration::from_secs(100)),
             ..parse(INFO)
