@@ -142,6 +142,58 @@ fn an_outage_past_the_ride_out_still_stops_command() {
     );
 }
 
+/// A hold found gone, then the server stalls while COMMAND (ignoring
+/// SIGTERM) is stopped: asking the server why the hold is gone used to wait
+/// the whole --connect-timeout (10 s here), past the `--kill-after` + 3 s an
+/// ending after a loss has.
+#[test]
+fn an_ending_after_a_hold_found_gone_is_prompt_with_a_stalled_server() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let termed = dir.file("termed");
+    let holder = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--ttl",
+                "3s",
+                "--kill-after",
+                "1s",
+                "--connect-timeout",
+                "10s",
+            ])
+            .args(["gone", "--"])
+            .args(sh(&format!(
+                "trap 'touch {termed}' TERM; touch {}; while :; do sleep 0.1; done",
+                dir.file("held")
+            ))),
+    );
+    expect_within(rlock::LIMIT, "COMMAND to start", || {
+        std::path::Path::new(&dir.file("held")).exists()
+    });
+    let _: i64 = redis.cmd(&["DEL", "rlock:{gone}:leases"]);
+    expect_within(rlock::LIMIT, "SIGTERM to COMMAND", || {
+        std::path::Path::new(&termed).exists()
+    });
+    redis.freeze();
+    let termed_at = Instant::now();
+    let out = holder.output_within(rlock::LIMIT);
+    let ended = termed_at.elapsed();
+    redis.thaw();
+    assert_eq!(code(&out), 70, "{}", show(&out));
+    let err = rlock::stderr(&out);
+    assert!(
+        err.lines().find(|l| l.starts_with("rlock:")).is_some_and(
+            |l| l.starts_with("rlock: gone: lock lost: the server says it is no longer ours")
+        ),
+        "the loss line first: {err}"
+    );
+    assert!(
+        ended < Duration::from_secs(4),
+        "exited {ended:?} after SIGTERM (--kill-after 1s + 3 s)"
+    );
+}
+
 /// A grant read after the `--wait` deadline (the holder's lease lapsed while
 /// the server stalled across the deadline) is given back: exit 75, COMMAND
 /// never started, and the lock is free again.

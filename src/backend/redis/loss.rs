@@ -6,6 +6,10 @@
 
 use std::time::Duration;
 
+/// How long the server is asked why a hold is gone: a loss's whole ending
+/// (the release and the history after it) has 2.5 s.
+pub(super) const ASKING_WHY: Duration = Duration::from_millis(500);
+
 /// What INFO says that bears on a lost hold.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Snapshot {
@@ -39,11 +43,14 @@ pub(super) fn parse(info: &str) -> Snapshot {
 
 /// The likely cause, for the one line that reports the loss. `evicted_before`
 /// is `evicted_keys` while the hold was known to be ours (None: not read);
-/// `held_for` how long ago the hold began (None: not known here).
+/// `held_for` how long ago the hold began (None: not known here);
+/// `reconnected` whether the asking session's connection was replaced since
+/// it last saw the hold (a restart closes every connection).
 pub(super) fn cause(
     now: &Snapshot,
     evicted_before: Option<u64>,
     held_for: Option<Duration>,
+    reconnected: bool,
 ) -> String {
     if let (Some(uptime), Some(held_for)) = (now.uptime, held_for) {
         // The uptime is a difference of whole seconds of the wall clock: the
@@ -57,7 +64,7 @@ pub(super) fn cause(
                 seconds(held_for)
             );
         }
-        if uptime < held_for + SLACK {
+        if reconnected && uptime < held_for + SLACK {
             return format!(
                 "most likely lost in a server restart: the server has been up for about {}, \
                  as long as the hold (it began {:.1}s ago) {WITHOUT_AOF}",
@@ -129,33 +136,36 @@ mod tests {
     fn a_restart_comes_first_then_an_eviction_then_force() {
         let s = parse(INFO);
         let held = Some(Duration::from_secs(10));
-        assert!(cause(&s, None, held).starts_with("lost in a server restart"));
+        assert!(cause(&s, None, held, false).starts_with("lost in a server restart"));
         // Up 3 s by whole seconds of the clock: anywhere from 2 to 4 s.
         let young = Some(Duration::from_millis(3500));
-        assert!(cause(&s, None, young).starts_with(
+        assert!(cause(&s, None, young, true).starts_with(
             "most likely lost in a server restart: the server has been up for about 3s, \
              as long as the hold (it began 3.5s ago)"
         ));
+        // On the connection that last saw the hold: no restart came between.
+        assert!(!cause(&s, None, young, false).contains("restart"));
         let older = Some(Duration::from_millis(1900));
-        assert!(cause(&s, None, older).starts_with("most likely evicted"));
+        assert!(cause(&s, None, older, true).starts_with("most likely evicted"));
         assert!(
-            cause(&s, None, Some(Duration::from_secs(4))).starts_with("lost in a server restart")
+            cause(&s, None, Some(Duration::from_secs(4)), false)
+                .starts_with("lost in a server restart")
         );
         let s = Snapshot {
             uptime: Some(Duration::from_secs(100)),
             ..parse(INFO)
         };
         assert!(
-            cause(&s, Some(2000), held)
+            cause(&s, Some(2000), held, false)
                 .starts_with("evicted under memory pressure: the server evicted 175 keys")
         );
-        assert!(cause(&s, None, held).starts_with("most likely evicted"));
-        assert!(cause(&s, Some(2175), held).starts_with("released by force"));
+        assert!(cause(&s, None, held, false).starts_with("most likely evicted"));
+        assert!(cause(&s, Some(2175), held, false).starts_with("released by force"));
         let calm = Snapshot {
             policy: Some("noeviction".into()),
             ..s
         };
-        assert!(cause(&calm, None, held).starts_with("released by force"));
+        assert!(cause(&calm, None, held, false).starts_with("released by force"));
         assert!(!parse(&format!("{INFO}# Replication\r\nsecond_repl_offset:-1\r\n")).promoted);
         assert!(
             parse(&format!(
@@ -167,7 +177,7 @@ mod tests {
             promoted: true,
             ..calm
         };
-        assert!(cause(&promoted, None, None).starts_with(
+        assert!(cause(&promoted, None, None, false).starts_with(
             "expired, released by force, or deleted by another client, or lost in a failover"
         ));
     }

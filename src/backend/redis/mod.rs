@@ -89,6 +89,10 @@ struct StandaloneSession {
     server_time: Option<ServerTime>,
     /// Connections opened so far (each reading of the clock names its own).
     connections: u64,
+    /// `connections` when this session last saw a hold of its own (taken or
+    /// renewed): a restart since then closed that connection, so a hold
+    /// found gone on the same one was not lost in a restart.
+    confirmed_on: Option<u64>,
     /// `check`: why the server stopped answering a probe (no reply in time,
     /// connection lost); later probes are not sent, so a stalled server costs
     /// one timeout, not one per probe.
@@ -170,6 +174,7 @@ impl Session for StandaloneSession {
             self.outcome(keys, &stored, req.token, reply, "acquire", self.timeout())?;
         let mut attempt = reply::acquired(reply, &keys.name, req, &digests)?;
         if let Attempt::Acquired(hold) = &mut attempt {
+            self.confirmed_on = Some(self.connections);
             self.next_up.insert(stored.holds.clone(), next);
             hold.recorded &= record.is_some();
         }
@@ -365,11 +370,17 @@ impl Session for StandaloneSession {
                 "the master changed from {from} to {to}; the new master does not have the hold"
             ));
         }
-        let info = self.info(lock, "default")?;
+        // A cause is worth a moment, not the run's prompt ending after a
+        // loss; unanswered, the loss line goes without it.
+        let info = self
+            .info(lock, "default", self.timeout().min(loss::ASKING_WHY))
+            .ok()?;
+        let reconnected = self.confirmed_on.is_some_and(|on| self.connections > on);
         Some(loss::cause(
             &loss::parse(&info),
             self.evicted_before,
             held_for,
+            reconnected,
         ))
     }
 }
@@ -479,19 +490,11 @@ impl StandaloneSession {
         matches!(*self.source, Source::Cluster(_))
     }
 
-    /// INFO `section` from the server of `lock`, within the connect
-    /// timeout; None when it cannot be had (a user without +info).
-    fn info(&mut self, lock: &LockId, section: &str) -> Option<String> {
-        let answer = self.call(lock, self.timeout(), Retry::Idempotent, |con| {
+    /// INFO `section` from the server of `lock`, asked once within `limit`.
+    fn info(&mut self, lock: &LockId, section: &str, limit: Duration) -> Result<String> {
+        self.call_within(lock, limit, limit, Retry::Never, |con| {
             redis::cmd("INFO").arg(section).query::<String>(con)
-        });
-        match answer {
-            Ok(info) => Some(info),
-            Err(err) => {
-                crate::report::verbose(|| format!("{}: INFO {section}: {err}", lock.name));
-                None
-            }
-        }
+        })
     }
 }
 

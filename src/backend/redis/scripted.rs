@@ -133,14 +133,19 @@ impl StandaloneSession {
             // The hold is on the master followed: a later loss is not the
             // failover's.
             self.failed_over = None;
+            self.confirmed_on = Some(self.connections);
             self.next_up.insert(stored.holds.clone(), next);
         } else {
             self.next_up.remove(&stored.holds);
         }
         if held == 1 && self.evicted_before.is_none() {
-            self.evicted_before = self
-                .info(lock, "stats")
-                .and_then(|i| loss::parse(&i).evicted);
+            self.evicted_before = match self.info(lock, "stats", self.timeout()) {
+                Ok(info) => loss::parse(&info).evicted,
+                Err(err) => {
+                    crate::report::verbose(|| format!("{}: INFO stats: {err}", lock.name));
+                    None
+                }
+            };
         }
         Ok(held == 1)
     }

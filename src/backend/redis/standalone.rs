@@ -84,6 +84,7 @@ impl Standalone {
             evicted_before: None,
             server_time: None,
             connections: 0,
+            confirmed_on: None,
             lost: None,
             next_up: std::collections::HashMap::new(),
         };
