@@ -22,7 +22,14 @@ pub(super) struct ReadyFile {
 }
 
 impl ReadyFile {
+    /// Removes a file a dead run left (killed with its guardian, a container
+    /// gone): before the lock is held, no probe may read it as held.
     pub(super) fn new(path: PathBuf) -> Self {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && !written_by_a_live_run(&text)
+        {
+            let _ = std::fs::remove_file(&path);
+        }
         ReadyFile {
             path,
             written: Mutex::new(false),
@@ -77,6 +84,17 @@ impl Sink for ReadyFile {
             | Event::RenewalsFailing { .. } => {}
         }
     }
+}
+
+/// Whether a ready file's `RLOCK_PID=` names a process that still runs
+/// (another run sharing the path keeps its file).
+fn written_by_a_live_run(text: &str) -> bool {
+    text.lines()
+        .find_map(|line| line.strip_prefix("RLOCK_PID="))
+        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .and_then(crate::sys::process::Watched::open)
+        .is_some_and(|run| !run.gone())
 }
 
 /// The file's lines for `held`.

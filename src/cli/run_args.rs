@@ -61,8 +61,9 @@ pub struct RunArgs {
     /// RLOCK_PID= and RLOCK_SINCE= lines.
     ///
     /// Written atomically once COMMAND started; removed before the release,
-    /// and as soon as the hold is lost. Its directory must be writable when
-    /// rlock starts (else exit 2).
+    /// and as soon as the hold is lost (by the guardian if rlock is stopped
+    /// past its lease). One a dead run left is removed at start. Its directory
+    /// must be writable when rlock starts (else exit 2).
     #[arg(long, value_name = "PATH", env = "RLOCK_READY_FILE",
           value_hint = clap::ValueHint::FilePath, help_heading = SERVICE)]
     pub ready_file: Option<std::path::PathBuf>,

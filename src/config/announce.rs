@@ -91,6 +91,9 @@ fn writable(path: &std::path::Path) -> Result<()> {
     let Some(name) = path.file_name() else {
         return refuse("not a file name".into());
     };
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
+        return refuse("is a directory; name a file in it".into());
+    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => std::path::Path::new("."),

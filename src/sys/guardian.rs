@@ -31,7 +31,7 @@
 //! spread over: its resident set went from about 450 KiB to 260 KiB.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::sys::clock::Stamp;
@@ -67,7 +67,16 @@ struct Cell {
     /// hold gone). Handed to the successor, which tells by it whether a hold
     /// it finds gone was lost under COMMAND or only lapsed after it.
     proven_until: AtomicU64,
+    /// `--ready-file`, absolute, in its first `ready_len` bytes (0: none):
+    /// the guardian removes it when it stops COMMAND itself (rlock stopped
+    /// or stalled past its lease), as rlock would.
+    ready_file: [AtomicU8; READY_FILE_MAX],
+    ready_len: AtomicUsize,
 }
+
+/// The longest `--ready-file` path the guardian can remove (a longer one is
+/// left to rlock and its successor).
+const READY_FILE_MAX: usize = 1024;
 
 /// rlock's handle on the deadlines the guardian enforces.
 #[derive(Clone, Copy)]
@@ -187,6 +196,29 @@ impl Deadlines {
             NONE => true,
             term => !Stamp(term).passed(),
         }
+    }
+
+    /// Tells the guardian the `--ready-file` to remove should it stop
+    /// COMMAND itself; false when the path is too long to tell.
+    pub fn set_ready_file(&self, path: &std::path::Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let path = match path.is_absolute() {
+            true => path.to_path_buf(),
+            false => match std::env::current_dir() {
+                Ok(dir) => dir.join(path),
+                Err(_) => return false,
+            },
+        };
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.len() >= READY_FILE_MAX || bytes.contains(&0) {
+            return false;
+        }
+        self.cell.ready_len.store(0, Ordering::SeqCst);
+        for (slot, byte) in self.cell.ready_file.iter().zip(bytes) {
+            slot.store(*byte, Ordering::Relaxed);
+        }
+        self.cell.ready_len.store(bytes.len(), Ordering::SeqCst);
+        true
     }
 
     /// Lets the guardian look at the deadlines again. False when it is gone
@@ -391,6 +423,8 @@ fn shared_cell() -> io::Result<&'static Cell> {
             kill_at: AtomicU64::new(NONE),
             fired_at: AtomicU64::new(0),
             proven_until: AtomicU64::new(NONE),
+            ready_file: [const { AtomicU8::new(0) }; READY_FILE_MAX],
+            ready_len: AtomicUsize::new(0),
         });
         Ok(&*cell)
     }

@@ -393,5 +393,81 @@ fn a_ready_file_that_cannot_be_written_is_refused_before_acquiring() {
         err.starts_with(&format!("rlock: --ready-file {ready}: cannot be written (")),
         "{err}"
     );
+    // A directory is no file a probe can test (it ran COMMAND with no ready
+    // file, and exited 0).
+    for ready in [dir.file(""), dir.file("ready/")] {
+        let out =
+            output(rlock(&redis.url()).args(["run", "--ready-file", &ready, "svc", "--", "true"]));
+        let err = assert_fails(&out, 2);
+        assert!(err.trim_end().ends_with("is a directory; name a file in it"), "{err}");
+    }
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
+}
+
+/// A ready file a dead run left is gone before the lock is held; one a
+/// live run wrote (its RLOCK_PID runs) is that run's.
+#[test]
+fn a_stale_ready_file_is_removed_before_the_wait() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let holder = hold(&redis, &dir, "svc");
+    let stale = dir.file("stale");
+    std::fs::write(&stale, "RLOCK_NAME=svc\nRLOCK_PID=999999999\n").unwrap();
+    let theirs = dir.file("theirs");
+    std::fs::write(&theirs, format!("RLOCK_PID={}\n", holder.pid)).unwrap();
+    let mut waiters = Vec::new();
+    for ready in [&stale, &theirs] {
+        waiters.push(rlock::spawn_quiet(rlock(&redis.url()).args([
+            "run",
+            "--ready-file",
+            ready,
+            "svc",
+            "--",
+            "true",
+        ])));
+    }
+    expect_within(rlock::LIMIT, "both runs to wait", || waiting(&redis) == 2);
+    assert!(
+        !Path::new(&stale).exists(),
+        "a stale ready file while waiting"
+    );
+    assert!(
+        Path::new(&theirs).exists(),
+        "a live run's ready file was removed"
+    );
+    drop(waiters);
+    release(&dir, "svc");
+    assert!(holder.output_within(rlock::LIMIT).status.success());
+}
+
+/// rlock stopped past its lease: its guardian stops COMMAND and removes the
+/// ready file, before rlock runs again.
+#[test]
+fn the_guardian_removes_the_ready_file_when_it_stops_command() {
+    let redis = RedisServer::start();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let run = spawn(
+        rlock(&redis.url())
+            .args([
+                "run",
+                "--ttl",
+                "3s",
+                "--kill-after",
+                "1s",
+                "--ready-file",
+                &ready,
+            ])
+            .args(["svc", "--", "sleep", "30"]),
+    );
+    expect_within(rlock::LIMIT, "the ready file", || {
+        Path::new(&ready).exists()
+    });
+    run.signal(libc::SIGSTOP);
+    expect_within(Duration::from_secs(5), "the guardian to remove it", || {
+        !Path::new(&ready).exists()
+    });
+    run.signal(libc::SIGCONT);
+    let out = run.output_within(rlock::LIMIT);
+    assert_eq!(code(&out), 70, "{}", show(&out));
 }

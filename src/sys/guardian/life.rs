@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::successor::Successor;
-use super::{Cell, FIRED, NONE, RECORD, TAG_DONE, TAG_GROUP, fire_if_due};
+use super::{Cell, FIRED, NONE, READY_FILE_MAX, RECORD, TAG_DONE, TAG_GROUP, fire_if_due};
 use crate::sys::clock::Stamp;
 
 /// The guardian's whole life, in the forked child: async-signal-safe calls only.
@@ -109,6 +109,7 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
         if fire_if_due(cell) {
             libc::killpg(pgid, libc::SIGTERM);
             libc::killpg(pgid, libc::SIGCONT);
+            remove_ready_file(cell);
         }
         if !killed
             && cell.term_at.load(Ordering::SeqCst) == FIRED
@@ -119,6 +120,22 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
         }
         killed
     }
+}
+
+/// Removes the `--ready-file` rlock named: COMMAND is being stopped, so no
+/// probe may read the lock as held (unlink(2) is async-signal-safe).
+#[unsafe(link_section = ".text.hot.rlock_guardian")]
+unsafe fn remove_ready_file(cell: &Cell) {
+    let len = cell.ready_len.load(Ordering::SeqCst);
+    if len == 0 || len >= READY_FILE_MAX {
+        return;
+    }
+    let mut path = [0u8; READY_FILE_MAX];
+    for (byte, slot) in path.iter_mut().zip(&cell.ready_file[..len]) {
+        *byte = slot.load(Ordering::Relaxed);
+    }
+    // SAFETY: `path` is NUL-terminated: len < READY_FILE_MAX, the rest zero.
+    unsafe { libc::unlink(path.as_ptr().cast()) };
 }
 
 /// The next deadline to wake for: SIGTERM's, or SIGKILL's once SIGTERM went out.
