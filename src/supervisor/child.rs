@@ -106,13 +106,13 @@ impl Spawned {
     }
 }
 
-/// Spawns COMMAND (already resolved to `path`) with `env` added, in its own
+/// Spawns COMMAND (already resolved to `path`) with `env` set or left out, in its own
 /// process group, with default signal dispositions and an empty signal mask
 /// (see [`crate::sys::spawn`]).
 pub fn spawn(
     path: &Path,
     argv: &[OsString],
-    env: &[(&str, String)],
+    env: &[(&str, Option<String>)],
     foreground: bool,
     guardian: libc::c_int,
     shared: &Arc<Shared>,

@@ -1,5 +1,5 @@
 //! The environment COMMAND gets: which locks it holds, their fences and
-//! tokens.
+//! tokens; and not this run's own announcements.
 
 use crate::holding::held::HeldLock;
 use crate::lock::name::LockName;
@@ -8,12 +8,15 @@ use crate::lock::token::{Token, tokens_for_child};
 /// COMMAND's environment: RLOCK_NAME (the names as given, space-separated),
 /// RLOCK_FENCE and RLOCK_TOKEN (of the first name given), RLOCK_FENCES
 /// (`name=fence` for each name, space-separated) and RLOCK_TOKENS (every
-/// enclosing run's tokens and ours, for re-entry).
+/// enclosing run's tokens and ours, for re-entry). Left out (None):
+/// RLOCK_READY_FILE and RLOCK_PING, this run's: a run nested in COMMAND
+/// would remove the ready file while this one holds, and tell the monitor
+/// the job ended.
 pub(super) fn child_env(
     names: &[LockName],
     held: &[HeldLock],
     inherited: &[Token],
-) -> Vec<(&'static str, String)> {
+) -> Vec<(&'static str, Option<String>)> {
     let hold_of = |name: &LockName| {
         held.iter()
             .find(|lock| lock.name() == name.as_str())
@@ -25,18 +28,14 @@ pub(super) fn child_env(
         .map(|n| format!("{n}={}", hold_of(n).fence()))
         .collect();
     let own: Vec<&Token> = held.iter().map(HeldLock::token).collect();
+    let names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
     vec![
-        (
-            "RLOCK_NAME",
-            names
-                .iter()
-                .map(|n| n.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        ("RLOCK_TOKEN", first.token().as_str().to_owned()),
-        ("RLOCK_FENCE", first.fence().to_string()),
-        ("RLOCK_FENCES", fences.join(" ")),
-        ("RLOCK_TOKENS", tokens_for_child(inherited, &own)),
+        ("RLOCK_NAME", Some(names.join(" "))),
+        ("RLOCK_TOKEN", Some(first.token().as_str().to_owned())),
+        ("RLOCK_FENCE", Some(first.fence().to_string())),
+        ("RLOCK_FENCES", Some(fences.join(" "))),
+        ("RLOCK_TOKENS", Some(tokens_for_child(inherited, &own))),
+        ("RLOCK_READY_FILE", None),
+        ("RLOCK_PING", None),
     ]
 }

@@ -36,14 +36,14 @@ struct Job {
     error: AtomicI32,
 }
 
-/// Starts `path` with `argv` (`argv[0]` as given) and the environment plus
-/// `env`, in a new process group, with default signal dispositions and an
+/// Starts `path` with `argv` (`argv[0]` as given) and the environment with
+/// `env`'s variables set (or, given None, left out), in a new process group, with default signal dispositions and an
 /// empty signal mask; returns its pid once `execve` has succeeded. With
 /// `foreground`, its group takes the terminal on stdin.
 pub fn spawn(
     path: &Path,
     argv: &[OsString],
-    env: &[(&str, String)],
+    env: &[(&str, Option<String>)],
     foreground: bool,
     guardian: libc::c_int,
 ) -> io::Result<super::process::Pid> {
@@ -117,7 +117,7 @@ pub fn spawn(
 }
 
 /// rlock's environment with `env` set (replacing any same-named variable).
-fn environment(env: &[(&str, String)]) -> Result<Vec<CString>, std::ffi::NulError> {
+fn environment(env: &[(&str, Option<String>)]) -> Result<Vec<CString>, std::ffi::NulError> {
     let mut vars = Vec::new();
     for (key, value) in std::env::vars_os() {
         if env.iter().any(|(k, _)| key.as_bytes() == k.as_bytes()) {
@@ -129,7 +129,9 @@ fn environment(env: &[(&str, String)]) -> Result<Vec<CString>, std::ffi::NulErro
         vars.push(CString::new(entry)?);
     }
     for (key, value) in env {
-        vars.push(CString::new(format!("{key}={value}"))?);
+        if let Some(value) = value {
+            vars.push(CString::new(format!("{key}={value}"))?);
+        }
     }
     Ok(vars)
 }

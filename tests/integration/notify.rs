@@ -399,7 +399,11 @@ fn a_ready_file_that_cannot_be_written_is_refused_before_acquiring() {
         let out =
             output(rlock(&redis.url()).args(["run", "--ready-file", &ready, "svc", "--", "true"]));
         let err = assert_fails(&out, 2);
-        assert!(err.trim_end().ends_with("is a directory; name a file in it"), "{err}");
+        assert!(
+            err.trim_end()
+                .ends_with("is a directory; name a file in it"),
+            "{err}"
+        );
     }
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
 }

@@ -178,3 +178,30 @@ fn a_ping_url_that_is_not_http_is_refused_without_quoting_it() {
     assert!(err.starts_with("rlock: --ping: "), "{err}");
     assert!(!err.contains("secret-key"), "{err}");
 }
+
+/// A run nested in COMMAND inherits neither RLOCK_PING nor RLOCK_READY_FILE:
+/// it told the monitor the job ended, and removed the ready file, while the
+/// outer run still held its lock.
+#[test]
+fn a_nested_run_neither_pings_nor_removes_the_outer_ready_file() {
+    let redis = RedisServer::start();
+    let monitor = HttpServer::http();
+    let dir = Scratch::new();
+    let ready = dir.file("ready");
+    let script = format!(
+        "'{bin}' --url '{url}' run inner -- true && test -e '{ready}' && echo kept",
+        bin = env!("CARGO_BIN_EXE_rlock"),
+        url = redis.url(),
+    );
+    let out = output(
+        rlock(&redis.url())
+            .env("RLOCK_PING", monitor.url("/hc"))
+            .env("RLOCK_READY_FILE", &ready)
+            .args(["run", "outer", "--"])
+            .args(sh(&script)),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(rlock::stdout(&out).trim(), "kept", "{}", show(&out));
+    // The inner run's pings, had it sent any, came before the outer's end.
+    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "0");
+}
