@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{Event, Sink};
-use crate::ping::{PING_LIMIT, Pinger, RunId};
+use crate::ping::{FINISH_LIMIT, Pinger, RunId};
 
 /// The monitor of one run.
 pub(super) struct Ping {
@@ -35,9 +35,19 @@ impl Sink for Ping {
                 } else {
                     self.pinger.exit(ended.exit.code(), &self.rid, cause);
                 }
-                // The last event: the lock is released, so the monitor may
-                // take what is left of the bound.
-                self.pinger.finish(PING_LIMIT);
+                // The last event: the lock is released; the monitor gets a
+                // short bound, and the pings it did not take are said.
+                let unsent = self.pinger.finish(FINISH_LIMIT).unfinished;
+                if unsent > 0 {
+                    crate::report::verbose(|| {
+                        format!(
+                            "ping to {}: {unsent} ping(s) not done within {} of the run's end; \
+                             the run did not wait for them",
+                            self.pinger.display(),
+                            humantime::format_duration(FINISH_LIMIT)
+                        )
+                    });
+                }
             }
             _ => {}
         }

@@ -76,9 +76,10 @@ pub struct RunArgs {
     /// was taken, each with the run's id (rid=).
     ///
     /// The body is rlock's one-line cause, never COMMAND's output. Pings go
-    /// out after the release, 3 tries within 15s each; one that fails is a
-    /// -v line and never changes the exit status. https:// trusts the
-    /// system's CA store, or --cacert.
+    /// out after the release, 3 tries within 15s each, and the run's end
+    /// waits at most 5s for them; one that fails is a -v line and never
+    /// changes the exit status. https:// trusts the system's CA store, or
+    /// --cacert.
     #[arg(long, value_name = "URL", env = "RLOCK_PING",
           value_hint = clap::ValueHint::Url, help_heading = SERVICE)]
     pub ping: Option<String>,

@@ -8,7 +8,7 @@
 //! A ping is a courtesy to the operator, never part of the run: the pings of
 //! a run go out in order from one thread, so `start` never delays COMMAND;
 //! each is bounded ([`PING_LIMIT`]), and [`Pinger::finish`] waits for what is
-//! left with a bound of its own. A ping that fails is one `-v` line; it never
+//! left with a bound of its own, which also ends the retries. A ping that fails is one `-v` line; it never
 //! fails a run or changes its exit status.
 
 mod deliver;
@@ -18,15 +18,16 @@ mod tls;
 mod url;
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use self::url::{Endpoint, PingUrl};
-pub use deliver::{ATTEMPT_LIMIT, PING_LIMIT};
+pub use deliver::{ATTEMPT_LIMIT, FINISH_LIMIT, PING_LIMIT};
 pub use run_id::RunId;
 
 use crate::error::Result;
+use deliver::Cutoff;
 use tls::Trust;
 
 /// The most of rlock's one-line cause a ping carries, in bytes (cut on a
@@ -70,6 +71,7 @@ pub struct Pinger {
     /// Started with the first ping; taken by [`Pinger::finish`].
     queue: Mutex<Option<Queue>>,
     finished: Mutex<bool>,
+    cutoff: Arc<Cutoff>,
 }
 
 impl std::fmt::Debug for Pinger {
@@ -93,6 +95,7 @@ impl Pinger {
             trust,
             queue: Mutex::new(None),
             finished: Mutex::new(false),
+            cutoff: Arc::default(),
         })
     }
 
@@ -119,11 +122,12 @@ impl Pinger {
         self.send("log", rid, body);
     }
 
-    /// Waits until every ping sent has ended, or `bound` has passed (each
-    /// ping is bounded by [`PING_LIMIT`]; a ping queued behind a slow one
-    /// may not be). Pings sent after this are dropped.
+    /// Waits until every ping sent has ended, or `bound` has passed: the
+    /// pings left are tried within it, and one with another behind it is
+    /// not tried again. Pings sent after this are dropped.
     pub fn finish(&self, bound: Duration) -> Finished {
         let end = Instant::now() + bound;
+        self.cutoff.set(end);
         *self.finished.lock().unwrap_or_else(|e| e.into_inner()) = true;
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(Queue {
@@ -167,10 +171,12 @@ impl Pinger {
         }
         if let Some(queue) = queue.as_mut() {
             queue.sent += 1;
+            self.cutoff.queued();
             if let Err(mpsc::SendError(job)) = queue.jobs.send(job) {
                 // The thread could not be started: say so as a failed ping.
                 report_failure(&job.endpoint, "cannot start a thread to send it");
                 queue.sent -= 1;
+                self.cutoff.done();
             }
         }
     }
@@ -180,11 +186,14 @@ impl Pinger {
         let (jobs, incoming) = mpsc::channel::<Job>();
         let (done, outcomes) = mpsc::channel();
         let trust = self.trust.clone();
+        let cutoff = Arc::clone(&self.cutoff);
         let _ = std::thread::Builder::new()
             .name("ping".into())
             .spawn(move || {
                 for job in incoming {
-                    let outcome = match deliver::deliver(&job.endpoint, &job.body, &trust) {
+                    let sent = deliver::deliver(&job.endpoint, &job.body, &trust, &cutoff);
+                    cutoff.done();
+                    let outcome = match sent {
                         Ok(()) => Outcome::Delivered,
                         Err(cause) => {
                             report_failure(&job.endpoint, &cause);

@@ -39,7 +39,7 @@ pub fn ended(announcer: &Announcer, ended: &Ended) {
     let cause = match (&ended.result, &ended.ending) {
         (Err(err), _) => Some(err.to_string()),
         (Ok(_), Ending::Lost { line, .. }) => Some(line.clone()),
-        (Ok(_), _) => None,
+        (Ok(_), _) => ended.closing.clone(),
     };
     announcer.tell(&Event::Ended(&announce::Ended {
         exit: ended.exit(),

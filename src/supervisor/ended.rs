@@ -28,6 +28,9 @@ pub struct Ended {
     /// After a loss: by when what is left to do (the release, the history)
     /// must be done, answered or not.
     pub wind_up_by: Option<Instant>,
+    /// The line said after the release of a run whose lease held, when one
+    /// was (`--max-hold`, COMMAND's failure): what a monitor is told.
+    pub closing: Option<String>,
 }
 
 impl Ended {
@@ -45,6 +48,7 @@ impl Ended {
             held: None,
             recorder,
             wind_up_by: None,
+            closing: None,
         })
     }
 

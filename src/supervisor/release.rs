@@ -220,6 +220,7 @@ impl Finished<'_> {
             held: Some(held),
             recorder: Some(recorder),
             wind_up_by: by,
+            closing: None,
         };
         let ttl = run.lease.ttl();
         let end = match fate {
@@ -264,11 +265,15 @@ impl Finished<'_> {
             let ending = Ending::Lost { line, held };
             return ended(Ok(Exit::LockLost), ending, holding.recorder, None);
         }
-        if released.all {
-            run.say_closing(&end, held);
+        let closing = run.closing(&end, held, released.all);
+        if let Some(line) = &closing {
+            report::error(line);
         }
         let (result, ending) = run.exit(end, holding.acquired);
-        ended(result, ending, holding.recorder, None)
+        Ended {
+            closing,
+            ..ended(result, ending, holding.recorder, None)
+        }
     }
 }
 
@@ -308,25 +313,36 @@ fn release_lost(
 }
 
 impl Run<'_> {
-    /// After a release of every hold: one line saying so when the run did
-    /// not simply succeed (COMMAND failed, or a signal was forwarded to
-    /// it), so a log read off a terminal ends with what became of the lock.
-    /// A success stays silent; `--max-hold` and errors have lines of their
-    /// own.
-    fn say_closing(&self, end: &Result<CommandEnd>, held: Duration) {
-        let Ok(CommandEnd::Exited(code)) = end else {
-            return;
+    /// The run's closing line, after its release: `--max-hold`'s, or, once
+    /// every hold is released, one when the run did not simply succeed
+    /// (COMMAND failed, or a signal was forwarded to it), so a log read off
+    /// a terminal ends with what became of the lock. A success stays silent;
+    /// errors have lines of their own.
+    fn closing(&self, end: &Result<CommandEnd>, held: Duration, released: bool) -> Option<String> {
+        let code = match end {
+            Ok(CommandEnd::MaxHold) => {
+                let limit = self.spec.max_hold?;
+                return Some(format!(
+                    "{}: COMMAND ran past --max-hold {} and was stopped (SIGTERM, then SIGKILL \
+                     after {} if still running); the lock was released",
+                    self.display,
+                    humantime::format_duration(limit),
+                    humantime::format_duration(self.grace)
+                ));
+            }
+            Ok(CommandEnd::Exited(code)) if released => code,
+            _ => return None,
         };
         let on = match self.shared.stop_signal() {
             Some((signal, _)) => format!(" on {signal}"),
-            None if *code == 0 => return,
+            None if *code == 0 => return None,
             None => String::new(),
         };
-        report::error(&format!(
+        Some(format!(
             "{}: released after {} (COMMAND exited {code}{on})",
             self.display,
             held_for(held)
-        ));
+        ))
     }
 
     /// The exit status of a run whose lease held and whose locks were
@@ -334,18 +350,7 @@ impl Run<'_> {
     /// for COMMAND.
     fn exit(&self, end: Result<CommandEnd>, acquired: Instant) -> (Result<Exit>, Ending) {
         match end {
-            Ok(CommandEnd::MaxHold) => {
-                if let Some(limit) = self.spec.max_hold {
-                    report::error(&format!(
-                        "{}: COMMAND ran past --max-hold {} and was stopped (SIGTERM, then SIGKILL \
-                         after {} if still running); the lock was released",
-                        self.display,
-                        humantime::format_duration(limit),
-                        humantime::format_duration(self.grace)
-                    ));
-                }
-                (Ok(Exit::TimedOut), Ending::MaxHold)
-            }
+            Ok(CommandEnd::MaxHold) => (Ok(Exit::TimedOut), Ending::MaxHold),
             Ok(CommandEnd::Exited(code)) => (Ok(Exit::Child(code)), Ending::Exited(code)),
             Err(err) => {
                 let err = if matches!(err.cause(), Cause::Interrupted(_)) {

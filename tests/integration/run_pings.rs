@@ -4,6 +4,7 @@
 //! run skipped because the lock was taken (with and without `-E 0`), each
 //! run under a run id of its own; a monitor that is down changes nothing.
 
+use crate::support::expect::assert_lines;
 use crate::support::holder::{go, hold, release, until_go};
 use crate::support::http_server::{HttpServer, Request};
 use crate::support::redis_server::RedisServer;
@@ -49,7 +50,9 @@ fn a_run_pings_start_then_its_exit_status_under_one_run_id() {
             .args(sh("exit 3")),
     );
     assert_eq!(code(&failed), 3, "{}", show(&failed));
-    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "3");
+    // The body is the line rlock said of the run's end.
+    let body = assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "3");
+    assert_lines(&body, "job: released after [..] (COMMAND exited 3)");
 
     let monitor = HttpServer::http();
     let capped = output(rlock(&redis.url()).args([
@@ -64,7 +67,11 @@ fn a_run_pings_start_then_its_exit_status_under_one_run_id() {
         "10",
     ]));
     assert_eq!(code(&capped), 124, "{}", show(&capped));
-    assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "124");
+    let body = assert_started_and_ended(&monitor.wait_for(2, rlock::LIMIT), "124");
+    assert_lines(
+        &body,
+        "job: COMMAND ran past --max-hold 200ms and was stopped [..]",
+    );
 }
 
 #[test]
@@ -162,6 +169,30 @@ fn a_monitor_that_is_down_changes_nothing_but_a_verbose_line() {
     assert_eq!(code(&failed), 4, "{}", show(&failed));
     let err = rlock::stderr(&failed);
     assert!(err.contains("rlock: ping to http://127.0.0.1:"), "{err}");
+}
+
+/// A monitor that reads and never answers: the run's end waits a short
+/// bound for it, not every retry of every ping (15 s, and the exit status
+/// was never sent), and says with -v what was not done.
+#[test]
+fn a_monitor_that_never_answers_holds_the_end_for_a_short_bound() {
+    let redis = RedisServer::start();
+    let monitor = HttpServer::http();
+    monitor.stall();
+    let started = std::time::Instant::now();
+    let out = output(
+        rlock(&redis.url())
+            .args(["run", "-v", "--ping", &monitor.url("/hc"), "job", "--"])
+            .args(sh("exit 4")),
+    );
+    let took = started.elapsed();
+    assert_eq!(code(&out), 4, "{}", show(&out));
+    assert!(took < std::time::Duration::from_secs(9), "held {took:?}");
+    let err = rlock::stderr(&out);
+    assert!(
+        err.contains("ping(s) not done within 5s of the run's end"),
+        "{err}"
+    );
 }
 
 #[test]
