@@ -60,7 +60,7 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
         _ => (args, Vec::new()),
     };
     let understood = |matches: clap::ArgMatches| {
-        refuse_empty_url(&matches)?;
+        refuse_empty_values(&matches)?;
         let overridden = env::overridden(&matches).map_err(|message| Usage::Own {
             message,
             usage: None,
@@ -69,6 +69,7 @@ fn with_clap(args: Vec<OsString>) -> Result<Cli, Exit> {
             matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
         let mut cli = Cli::from_arg_matches(&matches).map_err(Usage::Clap)?;
         cli.global.urls_from_option = from_option;
+        cli.global.password_command = cli.global.password_command.filter(|c| !c.trim().is_empty());
         env::drop_overridden(&mut cli.command, &overridden);
         if let Command::Run(run) = &mut cli.command {
             run.resolve_shell();
@@ -172,19 +173,29 @@ fn one_line_of(usage: &Usage, at: &Context) -> String {
     }
 }
 
-/// An empty `--url` (`--url "$UNSET"`) is a mistake, not a request for the
-/// default; an empty RLOCK_URL counts as unset, like an empty REDIS_URL.
-fn refuse_empty_url(matches: &clap::ArgMatches) -> Result<(), Usage> {
-    let from_command_line =
-        matches.value_source("urls") == Some(clap::parser::ValueSource::CommandLine);
-    let empty = matches
-        .get_many::<String>("urls")
-        .is_some_and(|mut urls| urls.any(|u| u.trim().is_empty()));
-    if from_command_line && empty {
-        return Err(Usage::Own {
-            message: "invalid value '' for '--url <URL>': empty URL".to_owned(),
-            usage: Some(words::plain_usage(&mut command())),
-        });
+/// An empty `--url` or `--password-command` (`--url "$UNSET"`) is a mistake,
+/// not a request for the default; an empty RLOCK_URL or
+/// RLOCK_PASSWORD_COMMAND counts as unset, like an empty REDIS_URL.
+fn refuse_empty_values(matches: &clap::ArgMatches) -> Result<(), Usage> {
+    for (id, option, what) in [
+        ("urls", "--url <URL>", "empty URL"),
+        (
+            "password_command",
+            "--password-command <CMD>",
+            "empty command",
+        ),
+    ] {
+        let from_command_line =
+            matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        let empty = matches
+            .get_many::<String>(id)
+            .is_some_and(|mut values| values.any(|v| v.trim().is_empty()));
+        if from_command_line && empty {
+            return Err(Usage::Own {
+                message: format!("invalid value '' for '{option}': {what}"),
+                usage: Some(words::plain_usage(&mut command())),
+            });
+        }
     }
     Ok(())
 }

@@ -83,6 +83,20 @@ fn an_empty_rlock_url_counts_as_unset_but_an_empty_url_option_is_refused() {
         "rlock: x: invalid value '' for '--url <URL>': empty URL; \
          usage: rlock run [OPTIONS] <NAME>... [-- <COMMAND>...] (see 'rlock run --help')",
     );
+    // The same for the password's command (it failed as the server unavailable, 69).
+    let out = output(
+        rlock(&redis.url())
+            .env("RLOCK_PASSWORD_COMMAND", "")
+            .args(["run", "x", "--", "true"]),
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let out =
+        output(rlock(&redis.url()).args(["run", "--password-command", "", "x", "--", "true"]));
+    let err = assert_fails(&out, 2);
+    assert_lines(
+        &err,
+        "rlock: x: invalid value '' for '--password-command <CMD>': empty command; usage: [..]",
+    );
 }
 
 /// Usage errors keep clap's suggestions and point at the subcommand's help,

@@ -152,6 +152,14 @@ fn a_failing_command_is_unavailable_with_its_first_stderr_line() {
         ),
     );
     assert!(started.elapsed() < Duration::from_secs(15));
+    // A wrong password points at the command, not at the URL or REDISCLI_AUTH.
+    assert_lines(
+        &fails("echo wrong-one"),
+        &format!(
+            "rlock: x: server {server} unavailable: authentication failed: wrong user name or \
+             password (check the URL's user and what --password-command prints)"
+        ),
+    );
 
     let out = rlock::output(
         rlock(&url)

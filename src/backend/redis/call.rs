@@ -11,6 +11,7 @@ use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
 use super::StandaloneSession;
 use super::diagnose::{self, Contact, Endpoint, Stage, Transport, acl_denial, failing_over};
 use super::topology::{Source, node_client};
+use crate::backend::url::PasswordFrom;
 use crate::error::{Cause, Error, Result};
 use crate::lock::name::LockId;
 
@@ -241,8 +242,14 @@ impl StandaloneSession {
             db: self.spec.info.redis_settings().db(),
             user_without_password: {
                 let settings = self.spec.info.redis_settings();
-                settings.username().is_some() && settings.password().is_none()
+                settings.username().is_some()
+                    && settings.password().is_none()
+                    && self.spec.password_from.is_none()
             },
+            password_from: self.spec.password_from.as_ref().map(|from| match from {
+                PasswordFrom::File(_) => "--password-file",
+                PasswordFrom::Command(_) => "--password-command",
+            }),
         };
         diagnose::unavailable(err, limit, &contact)
     }

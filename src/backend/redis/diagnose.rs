@@ -143,10 +143,14 @@ fn refused_credentials(err: &RedisError, detail: &str, contact: &Contact<'_>) ->
         return Some("authentication failed: the URL has a user name but no password; a password alone is written redis://:PASSWORD@host (note the colon), or put it in REDISCLI_AUTH".into());
     }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
-        return Some(
-            "authentication failed: wrong user name or password (check the URL or REDISCLI_AUTH)"
-                .into(),
-        );
+        let check = match contact.password_from {
+            Some("--password-command") => "check the URL's user and what --password-command prints",
+            Some(_) => "check the URL's user and the --password-file",
+            None => "check the URL or REDISCLI_AUTH",
+        };
+        return Some(format!(
+            "authentication failed: wrong user name or password ({check})"
+        ));
     }
     None
 }

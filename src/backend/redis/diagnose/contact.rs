@@ -17,6 +17,9 @@ pub struct Contact<'a> {
     /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
     /// password written where the user goes (`redis://PASSWORD@host`).
     pub user_without_password: bool,
+    /// The option the password came from (`--password-command`,
+    /// `--password-file`), when not the URL or REDISCLI_AUTH.
+    pub password_from: Option<&'static str>,
 }
 
 /// Where the server an error came from was looked for.
