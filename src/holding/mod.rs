@@ -26,9 +26,3 @@ pub const AFTER_LOSS: Duration = Duration::from_millis(2500);
 
 /// After a loss, the bound on each connection attempt and reply.
 pub const AFTER_LOSS_STEP: Duration = Duration::from_millis(500);
-
-/// "17.4s": seconds to a tenth, rounded down (a figure rlock promises).
-pub(crate) fn tenths(d: Duration) -> String {
-    let tenths = d.as_millis() / 100;
-    format!("{}.{}s", tenths / 10, tenths % 10)
-}

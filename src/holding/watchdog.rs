@@ -407,7 +407,7 @@ impl Watch {
             report::error(&format!(
                 "{}: renewal failed for {} ({cause}), then confirmed again",
                 renewal.display,
-                super::tenths(Stamp::now().since(since))
+                crate::lock::lease::tenths(Stamp::now().since(since))
             ));
         }
         report::verbose(|| {

@@ -18,6 +18,13 @@ pub const MIN_TTL: Duration = Duration::from_millis(100);
 /// millisecond count an exact integer in Redis and in Lua.
 pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// "17.4s": seconds to a tenth, rounded down (a figure rlock promises, such
+/// as what the lease rides out, is never rounded up).
+pub fn tenths(d: Duration) -> String {
+    let tenths = d.as_millis() / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
+}
+
 /// How the lease is kept.
 #[derive(Debug, Clone, Copy)]
 pub enum Lease {

@@ -369,7 +369,7 @@ impl Run<'_> {
 /// ("16s", "2m 5s").
 fn held_for(held: Duration) -> String {
     if held < Duration::from_secs(10) {
-        return crate::holding::tenths(held);
+        return crate::lock::lease::tenths(held);
     }
     humantime::format_duration(Duration::from_secs(held.as_secs())).to_string()
 }

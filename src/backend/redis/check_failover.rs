@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::StandaloneSession;
 use super::check_probes::Reach;
 use crate::backend::fitness::Verdict;
-use crate::lock::lease::{Lease, fit_grace};
+use crate::lock::lease::{Lease, fit_grace, tenths};
 
 /// What a failover takes beyond detecting the failed master
 /// (`down-after-milliseconds`, `cluster-node-timeout`): the election and the
@@ -182,13 +182,6 @@ fn cluster_failover(session: &mut StandaloneSession) -> Result<Failover, String>
         detection: Duration::from_millis(timeout),
         seen: format!("Cluster: cluster-node-timeout {timeout} (on {node})"),
     })
-}
-
-/// "17.4s": tenths of a second, cut rather than rounded (as `run -v` says
-/// what the lease rides out: never more than it is).
-fn tenths(d: Duration) -> String {
-    let tenths = d.as_millis() / 100;
-    format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
 #[cfg(test)]
