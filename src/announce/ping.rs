@@ -3,9 +3,15 @@
 //! skipped because the lock was taken; all under one run id.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::{Event, Sink};
 use crate::ping::{FINISH_LIMIT, Pinger, RunId};
+
+/// After a loss, what the pings may take past the run's wind-up: its exit
+/// is due `--kill-after` + 3 s after SIGTERM, and the wind-up ends 2.5 s
+/// after SIGKILL.
+const AFTER_LOSS_SLACK: Duration = Duration::from_millis(400);
 
 /// The monitor of one run.
 pub(super) struct Ping {
@@ -36,15 +42,22 @@ impl Sink for Ping {
                     self.pinger.exit(ended.exit.code(), &self.rid, cause);
                 }
                 // The last event: the lock is released; the monitor gets a
-                // short bound, and the pings it did not take are said.
-                let unsent = self.pinger.finish(FINISH_LIMIT).unfinished;
+                // short bound (after a loss, no more than the run's ending
+                // has left), and the pings it did not take are said.
+                let bound = match ended.by {
+                    Some(by) => (by + AFTER_LOSS_SLACK)
+                        .saturating_duration_since(Instant::now())
+                        .min(FINISH_LIMIT),
+                    None => FINISH_LIMIT,
+                };
+                let unsent = self.pinger.finish(bound).unfinished;
                 if unsent > 0 {
                     crate::report::verbose(|| {
                         format!(
-                            "ping to {}: {unsent} ping(s) not done within {} of the run's end; \
-                             the run did not wait for them",
+                            "ping to {}: {unsent} ping(s) not sent: the monitor took more \
+                             than the {} the run's end waits",
                             self.pinger.display(),
-                            humantime::format_duration(FINISH_LIMIT)
+                            humantime::format_duration(bound)
                         )
                     });
                 }

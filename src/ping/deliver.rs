@@ -10,7 +10,9 @@ use super::url::Endpoint;
 
 /// The most one attempt may take: connecting, the TLS handshake, sending
 /// and the status line together.
-pub const ATTEMPT_LIMIT: Duration = Duration::from_secs(5);
+/// Half the run's end wait ([`FINISH_LIMIT`]): a `start` hanging when the
+/// run ends leaves the exit status time of its own.
+pub const ATTEMPT_LIMIT: Duration = Duration::from_millis(2500);
 
 /// The most one ping may take, its retries and the pauses between them
 /// included (name resolution aside: the system's resolver takes no
@@ -38,16 +40,12 @@ pub(super) fn deliver(
     let end = Instant::now() + PING_LIMIT;
     let mut attempts = 0;
     loop {
-        let end = cutoff.at().map_or(end, |at| end.min(at));
-        if attempts > 0 && cutoff.passed_over() {
-            return Err("not tried again: the run ended and its last ping was waiting".into());
-        }
-        let deadline = end.min(Instant::now() + ATTEMPT_LIMIT);
+        let deadline = cutoff
+            .at()
+            .map_or(end, |at| end.min(at))
+            .min(Instant::now() + ATTEMPT_LIMIT);
         if deadline <= Instant::now() {
-            return Err(format!(
-                "not sent within {} of the run's end",
-                humantime::format_duration(FINISH_LIMIT)
-            ));
+            return Err("not sent: the run's end waited no longer".into());
         }
         attempts += 1;
         let cause = match http::post(endpoint, body, trust, deadline) {
@@ -55,13 +53,16 @@ pub(super) fn deliver(
             Err(Failure::Final(cause)) => return Err(cause),
             Err(Failure::Transient(cause)) => cause,
         };
-        let pause = PAUSES.get(attempts - 1).copied();
-        match pause {
+        let tries = if attempts == 1 { "attempt" } else { "attempts" };
+        if cutoff.passed_over() {
+            return Err(format!(
+                "{cause} ({attempts} {tries}; not tried again: the run's last ping waits)"
+            ));
+        }
+        let end = cutoff.at().map_or(end, |at| end.min(at));
+        match PAUSES.get(attempts - 1).copied() {
             Some(pause) if Instant::now() + pause < end => std::thread::sleep(pause),
-            _ => {
-                let tries = if attempts == 1 { "attempt" } else { "attempts" };
-                return Err(format!("{cause} ({attempts} {tries})"));
-            }
+            _ => return Err(format!("{cause} ({attempts} {tries})")),
         }
     }
 }

@@ -45,5 +45,6 @@ pub fn ended(announcer: &Announcer, ended: &Ended) {
         exit: ended.exit(),
         skipped: ended.ending == Ending::Busy,
         cause: cause.as_deref(),
+        by: ended.wind_up_by,
     }));
 }

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use rlock::ping::{Finished, Outcome, PING_LIMIT, PingUrl, Pinger, RunId};
+use rlock::ping::{ATTEMPT_LIMIT, Finished, Outcome, PING_LIMIT, PingUrl, Pinger, RunId};
 
 use crate::support::http_server::HttpServer;
 use crate::support::tls::Tls;
@@ -165,9 +165,10 @@ fn a_monitor_that_never_answers_holds_a_ping_no_longer_than_its_bound() {
         finished.outcomes,
         [Outcome::Failed("timed out (3 attempts)".into())]
     );
+    // Three attempts of ATTEMPT_LIMIT each, with 0.5 s and 1 s between.
+    let tried = ATTEMPT_LIMIT * 3 + Duration::from_millis(1500);
     assert!(
-        took >= PING_LIMIT - Duration::from_millis(500)
-            && took < PING_LIMIT + Duration::from_secs(2),
+        took >= tried - Duration::from_millis(500) && took < PING_LIMIT + Duration::from_secs(2),
         "{took:?}"
     );
     assert_eq!(server.requests().len(), 3);
