@@ -22,6 +22,7 @@
 mod notify;
 mod ping;
 mod ready_file;
+pub use ready_file::remove_if_stale as remove_stale_ready_file;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -79,8 +80,12 @@ pub struct Ended<'a> {
     /// Not run because the lock was taken (`-E` sets the status).
     pub skipped: bool,
     /// The run's one-line cause, where it has one: the error it ended on,
-    /// or the line that said the hold was lost.
+    /// the line that said the hold was lost, or the one said after the
+    /// release.
     pub cause: Option<&'a str>,
+    /// After a loss: by when the run must be done (whatever is left then is
+    /// not waited for).
+    pub by: Option<std::time::Instant>,
 }
 
 /// Something told of a run's events. Called from several threads, and on

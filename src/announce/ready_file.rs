@@ -22,14 +22,11 @@ pub(super) struct ReadyFile {
 }
 
 impl ReadyFile {
-    /// Removes a file a dead run left (killed with its guardian, a container
-    /// gone): before the lock is held, no probe may read it as held.
+    /// Removes a ready file a dead run left (killed with its guardian, a
+    /// container gone): before the lock is held, no probe may read it as
+    /// held. Only an rlock ready file, and not a live run's.
     pub(super) fn new(path: PathBuf) -> Self {
-        if let Ok(text) = std::fs::read_to_string(&path)
-            && !written_by_a_live_run(&text)
-        {
-            let _ = std::fs::remove_file(&path);
-        }
+        remove_if_stale(&path);
         ReadyFile {
             path,
             written: Mutex::new(false),
@@ -59,9 +56,13 @@ impl ReadyFile {
         }
     }
 
+    /// Removes the file if it is still ours: another run may have written
+    /// the path since (ours lapsed, its hold is real).
     fn remove(&self) {
         let mut written = self.written();
         if std::mem::take(&mut *written)
+            && ready_file_text(&self.path)
+                .is_some_and(|text| pid_of(&text) == Some(std::process::id()))
             && let Err(err) = std::fs::remove_file(&self.path)
             && err.kind() != std::io::ErrorKind::NotFound
         {
@@ -86,15 +87,54 @@ impl Sink for ReadyFile {
     }
 }
 
-/// Whether a ready file's `RLOCK_PID=` names a process that still runs
-/// (another run sharing the path keeps its file).
-fn written_by_a_live_run(text: &str) -> bool {
+/// Removes the ready file at `path` if the run that wrote it no longer runs.
+pub fn remove_if_stale(path: &std::path::Path) {
+    if let Some(text) = ready_file_text(path)
+        && text.starts_with("RLOCK_NAME=")
+        && !run_alive(&text)
+    {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// What a regular file at `path` holds, up to 64 KiB (a FIFO or a device
+/// is no ready file, and is never read).
+fn ready_file_text(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// The `RLOCK_PID=` a ready file names.
+fn pid_of(text: &str) -> Option<u32> {
     text.lines()
         .find_map(|line| line.strip_prefix("RLOCK_PID="))
-        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .and_then(|pid| pid.trim().parse().ok())
+}
+
+/// Whether the run a ready file names still runs: its pid is a live rlock
+/// (not a zombie, nor a number reused by another program after a reboot).
+fn run_alive(text: &str) -> bool {
+    let Some(stat) = pid_of(text)
         .filter(|pid| *pid != std::process::id())
-        .and_then(crate::sys::process::Watched::open)
-        .is_some_and(|run| !run.gone())
+        .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+    else {
+        return false;
+    };
+    // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        return false;
+    };
+    let state = stat[close + 1..].split_whitespace().next();
+    stat[open + 1..close].starts_with("rlock") && !matches!(state, Some("Z" | "X"))
 }
 
 /// The file's lines for `held`.

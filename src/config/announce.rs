@@ -91,7 +91,10 @@ fn writable(path: &std::path::Path) -> Result<()> {
     let Some(name) = path.file_name() else {
         return refuse("not a file name".into());
     };
-    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return refuse("ends in /; name a file".into());
+    }
+    if path.is_dir() {
         return refuse("is a directory; name a file in it".into());
     }
     let dir = match path.parent() {

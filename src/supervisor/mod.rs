@@ -283,8 +283,13 @@ impl Run<'_> {
     /// file: lock has none: the kernel holds it while rlock's files are open.
     fn arm(&self, since: Stamp) -> Deadlines {
         let deadlines = self.guardian.deadlines();
-        if let Some(path) = &self.spec.announce.ready_file {
-            deadlines.set_ready_file(path);
+        if let Some(path) = &self.spec.announce.ready_file
+            && !deadlines.set_ready_file(path)
+        {
+            crate::report::verbose(|| {
+                "--ready-file: the path is too long for the guardian to remove it should rlock stall"
+                    .to_owned()
+            });
         }
         if !self.config.is_local() {
             let (term, kill) = self.lease.deadlines(since, self.grace);

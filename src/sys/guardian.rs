@@ -9,7 +9,9 @@
 //!
 //! - at the *term* deadline it sends SIGTERM (and SIGCONT) to COMMAND's group,
 //! - at the *kill* deadline, `--kill-after` later and still inside the lease
-//!   rlock can prove, it sends SIGKILL.
+//!   rlock can prove, it sends SIGKILL;
+//! - before either, and when rlock dies, it removes the run's `--ready-file`
+//!   if the file still names rlock's pid: COMMAND is being stopped.
 //!
 //! rlock moves both deadlines forward after each confirmed renewal. They live
 //! in a page shared between the two processes ([`Deadlines`]); the term
@@ -31,7 +33,7 @@
 //! spread over: its resident set went from about 450 KiB to 260 KiB.
 
 use std::io;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::sys::clock::Stamp;
@@ -72,6 +74,8 @@ struct Cell {
     /// or stalled past its lease), as rlock would.
     ready_file: [AtomicU8; READY_FILE_MAX],
     ready_len: AtomicUsize,
+    /// rlock's pid, as its ready file names it (`RLOCK_PID=`).
+    owner_pid: AtomicU32,
 }
 
 /// The longest `--ready-file` path the guardian can remove (a longer one is
@@ -425,6 +429,7 @@ fn shared_cell() -> io::Result<&'static Cell> {
             proven_until: AtomicU64::new(NONE),
             ready_file: [const { AtomicU8::new(0) }; READY_FILE_MAX],
             ready_len: AtomicUsize::new(0),
+            owner_pid: AtomicU32::new(std::process::id()),
         });
         Ok(&*cell)
     }

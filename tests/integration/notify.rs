@@ -395,15 +395,15 @@ fn a_ready_file_that_cannot_be_written_is_refused_before_acquiring() {
     );
     // A directory is no file a probe can test (it ran COMMAND with no ready
     // file, and exited 0).
-    for ready in [dir.file(""), dir.file("ready/")] {
+    std::fs::create_dir_all(dir.file("sub")).unwrap();
+    for (ready, why) in [
+        (dir.file("sub"), "is a directory; name a file in it"),
+        (dir.file("ready/"), "ends in /; name a file"),
+    ] {
         let out =
             output(rlock(&redis.url()).args(["run", "--ready-file", &ready, "svc", "--", "true"]));
         let err = assert_fails(&out, 2);
-        assert!(
-            err.trim_end()
-                .ends_with("is a directory; name a file in it"),
-            "{err}"
-        );
+        assert!(err.trim_end().ends_with(why), "{err}");
     }
     assert!(redis.keys().is_empty(), "{:?}", redis.keys());
 }
@@ -418,7 +418,11 @@ fn a_stale_ready_file_is_removed_before_the_wait() {
     let stale = dir.file("stale");
     std::fs::write(&stale, "RLOCK_NAME=svc\nRLOCK_PID=999999999\n").unwrap();
     let theirs = dir.file("theirs");
-    std::fs::write(&theirs, format!("RLOCK_PID={}\n", holder.pid)).unwrap();
+    std::fs::write(
+        &theirs,
+        format!("RLOCK_NAME=svc\nRLOCK_PID={}\n", holder.pid),
+    )
+    .unwrap();
     let mut waiters = Vec::new();
     for ready in [&stale, &theirs] {
         waiters.push(rlock::spawn_quiet(rlock(&redis.url()).args([

@@ -107,14 +107,15 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
         if fire_if_due(cell) {
+            remove_ready_file(cell);
             libc::killpg(pgid, libc::SIGTERM);
             libc::killpg(pgid, libc::SIGCONT);
-            remove_ready_file(cell);
         }
         if !killed
             && cell.term_at.load(Ordering::SeqCst) == FIRED
             && Stamp::now() >= Stamp(cell.kill_at.load(Ordering::SeqCst))
         {
+            remove_ready_file(cell);
             libc::killpg(pgid, libc::SIGKILL);
             return true;
         }
@@ -122,8 +123,10 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
     }
 }
 
-/// Removes the `--ready-file` rlock named: COMMAND is being stopped, so no
-/// probe may read the lock as held (unlink(2) is async-signal-safe).
+/// Removes the `--ready-file` rlock named, if rlock wrote what it holds
+/// (its `RLOCK_PID=` line: another run may have written the path since):
+/// COMMAND is being stopped, so no probe may read the lock as held. Only
+/// async-signal-safe calls: open, read, close, unlink.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
 unsafe fn remove_ready_file(cell: &Cell) {
     let len = cell.ready_len.load(Ordering::SeqCst);
@@ -134,8 +137,57 @@ unsafe fn remove_ready_file(cell: &Cell) {
     for (byte, slot) in path.iter_mut().zip(&cell.ready_file[..len]) {
         *byte = slot.load(Ordering::Relaxed);
     }
-    // SAFETY: `path` is NUL-terminated: len < READY_FILE_MAX, the rest zero.
-    unsafe { libc::unlink(path.as_ptr().cast()) };
+    // Its RLOCK_PID= line follows the names and fences: room for many.
+    let mut text = [0u8; 64 * 1024];
+    // SAFETY: `path` is NUL-terminated (len < READY_FILE_MAX, the rest zero);
+    // the descriptor is ours and closed here.
+    let read = unsafe {
+        let fd = libc::open(
+            path.as_ptr().cast(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        );
+        if fd < 0 {
+            return;
+        }
+        let n = read_full(fd, &mut text);
+        libc::close(fd);
+        n
+    };
+    let mut digits = [0u8; 10];
+    let digits = write_pid(&mut digits, cell.owner_pid.load(Ordering::SeqCst));
+    if contains(&text[..read], &[b"\nRLOCK_PID=", digits, b"\n"]) {
+        // SAFETY: as above.
+        unsafe { libc::unlink(path.as_ptr().cast()) };
+    }
+}
+
+/// `pid` in decimal at the end of `buf`; returns the digits.
+#[unsafe(link_section = ".text.hot.rlock_guardian")]
+fn write_pid(buf: &mut [u8], mut pid: u32) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 || at == 0 {
+            break;
+        }
+    }
+    &buf[at..]
+}
+
+/// Whether `text` holds the three parts of `needle` one after another.
+#[unsafe(link_section = ".text.hot.rlock_guardian")]
+fn contains(text: &[u8], needle: &[&[u8]; 3]) -> bool {
+    let len = needle.iter().map(|part| part.len()).sum::<usize>();
+    (0..=text.len().saturating_sub(len)).any(|at| {
+        let mut i = at;
+        needle.iter().all(|part| {
+            let ok = text.get(i..i + part.len()) == Some(part);
+            i += part.len();
+            ok
+        })
+    })
 }
 
 /// The next deadline to wake for: SIGTERM's, or SIGKILL's once SIGTERM went out.
@@ -194,6 +246,7 @@ unsafe fn read_order(
         if read_full(reader, &mut record) < RECORD {
             if pgid > 1 {
                 let proven_until = cell.proven_until.load(Ordering::SeqCst);
+                remove_ready_file(cell);
                 libc::killpg(pgid, libc::SIGKILL);
                 if let Some(successor) = successor {
                     successor.become_rlock(proven_until);
@@ -227,5 +280,28 @@ unsafe fn read_full(fd: libc::c_int, buf: &mut [u8]) -> usize {
             }
         }
         got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ready_file_is_known_by_its_rlock_pid_line() {
+        let mut digits = [0u8; 10];
+        assert_eq!(write_pid(&mut digits, 0), b"0");
+        let mut digits = [0u8; 10];
+        let pid = write_pid(&mut digits, 4_294_967_295);
+        assert_eq!(pid, b"4294967295");
+        let mut digits = [0u8; 10];
+        let pid = write_pid(&mut digits, 42);
+        let text = b"RLOCK_NAME=a\nRLOCK_PID=42\nRLOCK_SINCE=x\n";
+        assert!(contains(text, &[b"\nRLOCK_PID=", pid, b"\n"]));
+        assert!(!contains(
+            b"RLOCK_NAME=a\nRLOCK_PID=421\n",
+            &[b"\nRLOCK_PID=", pid, b"\n"]
+        ));
+        assert!(!contains(b"", &[b"\nRLOCK_PID=", pid, b"\n"]));
     }
 }
