@@ -39,7 +39,7 @@ complete -c rlock -n "__fish_rlock_needs_command" -s h -l help -d 'Print help (s
 complete -c rlock -n "__fish_rlock_needs_command" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
-complete -c rlock -n "__fish_rlock_needs_command" -f -a "renew" -d 'Extend a hold taken with `acquire` to at least --ttl from now (a longer lease is kept)'
+complete -c rlock -n "__fish_rlock_needs_command" -f -a "renew" -d 'Extend a hold taken with `acquire` to at least --ttl from now'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl, last renewal or how overdue it is) and waiters. Never owner tokens'
 complete -c rlock -n "__fish_rlock_needs_command" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'
@@ -186,7 +186,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand check" -s v -l verbose -d 'L
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s q -l quiet -d 'Print no diagnostics on stderr (usage errors excepted)'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rlock -n "__fish_rlock_using_subcommand check" -s V -l version -d 'Print version'
-complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events (1 or more; the history keeps at most --history of them)' -r
+complete -c rlock -n "__fish_rlock_using_subcommand history" -l limit -d 'Show at most N events (1 or more)' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -s u -l url -d 'Redis server URL: redis://[user:password@]host[:port][/db]' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l prefix -d 'Key namespace: a lock NAME lives under the key PREFIX:{NAME}' -r
 complete -c rlock -n "__fish_rlock_using_subcommand history" -l cacert -d 'TLS: CA certificate file (PEM) to trust for rediss:// (and an https:// --ping), instead of the system\'s trust store' -r -F
@@ -227,7 +227,7 @@ complete -c rlock -n "__fish_rlock_using_subcommand completions" -s h -l help -d
 complete -c rlock -n "__fish_rlock_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "run" -d 'Wait for the lock(s), run COMMAND while holding them, release when COMMAND ends'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "acquire" -d 'Take a lock for a shell script and print its owner token on stdout'
-complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to at least --ttl from now (a longer lease is kept)'
+complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "renew" -d 'Extend a hold taken with `acquire` to at least --ttl from now'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "release" -d 'Give up a hold (--token), or break any hold (--force, operators only)'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "status" -d 'Show who holds each lock: holders (host, pid, command, note, held for, ttl, last renewal or how overdue it is) and waiters. Never owner tokens'
 complete -c rlock -n "__fish_rlock_using_subcommand help; and not __fish_seen_subcommand_from run acquire renew release status list check history metrics completions help" -f -a "list" -d 'List the locks that are held or waited for (SCAN, never KEYS)'

@@ -81,10 +81,7 @@ impl ServerSpec {
         let Some(from) = from else {
             return Ok(self);
         };
-        let option = match from {
-            PasswordFrom::File(_) => "--password-file",
-            PasswordFrom::Command(_) => "--password-command",
-        };
+        let option = from.option();
         if self.info.redis_settings().password().is_some() {
             return Err(Error::usage(format!(
                 "{option} and a password in the URL: give the password once"

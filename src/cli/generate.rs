@@ -341,7 +341,7 @@ COMMAND ran: its exit status; 128+N if it died by signal N.
 \fBacquire\fR, \fBrenew\fR, \fBrelease\fR, \fBstatus\fR, \fBlist\fR succeeded; \fBstatus --check\fR: every NAME is held.
 .TP 10
 1
-\fBrenew\fR, \fBrelease\fR: the token does not hold the lock; \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed); \fBcheck\fR: a warning.
+\fBrenew\fR, \fBrelease\fR: the token does not hold the lock; \fBrelease --force\fR: nothing held it; \fBstatus --check\fR: a NAME is free (nothing is printed); \fBcheck\fR: a warning or an unknown.
 .TP 10
 2
 Usage error: bad option, duration, URL or NAME, missing \fB--\fR or COMMAND.

@@ -165,7 +165,7 @@ pub enum Command {
     /// Without renewal the lock lasts --ttl; renew it with `rlock renew`, give it
     /// up with `rlock release NAME --token TOKEN`. Exits 0, 75 (or -E), 69 or 2.
     Acquire(AcquireArgs),
-    /// Extend a hold taken with `acquire` to at least --ttl from now (a longer lease is kept).
+    /// Extend a hold taken with `acquire` to at least --ttl from now.
     ///
     /// Exits 0, or 1 when the token no longer holds the lock (expired or released).
     Renew(RenewArgs),
@@ -262,8 +262,7 @@ pub enum Command {
         /// Lock name.
         #[arg(value_name = "NAME", value_hint = NAME_HINT, value_parser = LockName::new)]
         name: LockName,
-        /// Show at most N events (1 or more; the history keeps at most
-        /// --history of them).
+        /// Show at most N events (1 or more).
         #[arg(long, value_name = "N", default_value_t = 20,
               value_parser = clap::value_parser!(u32).range(1..))]
         limit: u32,

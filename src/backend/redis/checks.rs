@@ -12,7 +12,7 @@ use redis::RedisError;
 use super::check_clock::clock;
 use super::check_failover::{Terms, failover};
 use super::check_persistence::persistence;
-use super::check_probes::{Reach, Setting, field, probe_keys, refused};
+use super::check_probes::{Reach, Setting, field, is_refusal, probe_keys, refused};
 use super::diagnose::server_said;
 use super::topology::Source;
 use super::{Standalone, StandaloneSession};
@@ -193,21 +193,22 @@ fn user(session: &mut StandaloneSession) -> (Verdict, String) {
             Verdict::Ok,
             format!("authenticated as ACL user {name} (ACL WHOAMI)"),
         ),
-        // The connection authenticated, so it is the user the URL names
-        // when a password went with it, else the default user.
-        Err(err) => {
+        // Refused: the connection authenticated, so it is the user the URL
+        // names when a password went with it, else the default user.
+        Err(err) if is_refusal(&err) => {
             let settings = session.spec.info.redis_settings();
             let with_password =
                 settings.password().is_some() || session.spec.password_from.is_some();
             let user = match settings.username() {
                 Some(user) if with_password => format!("ACL user {user} (the URL's)"),
-                _ => "the default user (no user and password in the URL)".into(),
+                _ => "the default user (the URL sends no user with a password)".into(),
             };
             (
                 Verdict::Ok,
                 format!("authenticated as {user}; {}", refused("ACL WHOAMI", &err)),
             )
         }
+        Err(err) => (Verdict::Unknown, refused("ACL WHOAMI", &err)),
     }
 }
 

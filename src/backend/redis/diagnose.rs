@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
+use crate::backend::url::PasswordFrom;
 use crate::error::{Cause, Error};
 use crate::lock::name::LockId;
 use crate::report;
@@ -144,8 +145,10 @@ fn refused_credentials(err: &RedisError, detail: &str, contact: &Contact<'_>) ->
     }
     if matches!(err.kind(), ErrorKind::AuthenticationFailed) || err.code() == Some("WRONGPASS") {
         let check = match contact.password_from {
-            Some("--password-command") => "check the URL's user and what --password-command prints",
-            Some(_) => "check the URL's user and the --password-file",
+            Some(PasswordFrom::Command(_)) => {
+                "check the URL's user and what --password-command prints"
+            }
+            Some(PasswordFrom::File(_)) => "check the URL's user and the --password-file",
             None => "check the URL or REDISCLI_AUTH",
         };
         return Some(format!(

@@ -67,9 +67,9 @@ pub(super) fn cause(
         if reconnected && uptime < held_for + SLACK {
             return format!(
                 "most likely lost in a server restart: the server has been up for about {}, \
-                 as long as the hold (it began {:.1}s ago) {WITHOUT_AOF}",
+                 as long as the hold (it began {} ago) {WITHOUT_AOF}",
                 seconds(uptime),
-                held_for.as_secs_f64()
+                crate::lock::lease::tenths(held_for)
             );
         }
     }

@@ -371,10 +371,12 @@ impl Session for StandaloneSession {
             ));
         }
         // A cause is worth a moment, not the run's prompt ending after a
-        // loss; unanswered, the loss line goes without it.
+        // loss; unanswered, the loss line (said next, and first) goes
+        // without it.
         let info = self
             .info(lock, "default", self.timeout().min(loss::ASKING_WHY))
             .ok()?;
+        // (After INFO: a connection dropped on an error is reopened for it.)
         let reconnected = self.confirmed_on.is_some_and(|on| self.connections > on);
         Some(loss::cause(
             &loss::parse(&info),

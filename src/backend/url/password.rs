@@ -32,6 +32,14 @@ pub enum PasswordFrom {
 }
 
 impl PasswordFrom {
+    /// The option it was given with.
+    pub fn option(&self) -> &'static str {
+        match self {
+            PasswordFrom::File(_) => "--password-file",
+            PasswordFrom::Command(_) => "--password-command",
+        }
+    }
+
     /// The password now; an error (free of the password and of the
     /// command's output) says why there is none.
     pub fn fetch(&self) -> std::result::Result<String, String> {

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use crate::backend::url::PasswordFrom;
+
 /// What is known about the connection an error came from.
 pub struct Contact<'a> {
     /// `host:port`, a socket path, or a Sentinel/Cluster description.
@@ -17,9 +19,8 @@ pub struct Contact<'a> {
     /// The URL has a user name and no password (nor REDISCLI_AUTH): often a
     /// password written where the user goes (`redis://PASSWORD@host`).
     pub user_without_password: bool,
-    /// The option the password came from (`--password-command`,
-    /// `--password-file`), when not the URL or REDISCLI_AUTH.
-    pub password_from: Option<&'static str>,
+    /// Where the password came from, when not the URL or REDISCLI_AUTH.
+    pub password_from: Option<&'a PasswordFrom>,
 }
 
 /// Where the server an error came from was looked for.
