@@ -10,8 +10,10 @@
 //! - at the *term* deadline it sends SIGTERM (and SIGCONT) to COMMAND's group,
 //! - at the *kill* deadline, `--kill-after` later and still inside the lease
 //!   rlock can prove, it sends SIGKILL;
-//! - before either, and when rlock dies, it removes the run's `--ready-file`
-//!   if the file still names rlock's pid: COMMAND is being stopped.
+//! - after SIGKILL it removes the run's `--ready-file` if the file still
+//!   names rlock's pid (not before: a file system that hangs must not delay
+//!   SIGKILL, and until then the lease holds). When rlock dies, its successor
+//!   removes it.
 //!
 //! rlock moves both deadlines forward after each confirmed renewal. They live
 //! in a page shared between the two processes ([`Deadlines`]); the term
@@ -70,7 +72,7 @@ struct Cell {
     /// it finds gone was lost under COMMAND or only lapsed after it.
     proven_until: AtomicU64,
     /// `--ready-file`, absolute, in its first `ready_len` bytes (0: none):
-    /// the guardian removes it when it stops COMMAND itself (rlock stopped
+    /// the guardian removes it when it kills COMMAND itself (rlock stopped
     /// or stalled past its lease), as rlock would.
     ready_file: [AtomicU8; READY_FILE_MAX],
     ready_len: AtomicUsize,

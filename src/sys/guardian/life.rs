@@ -107,7 +107,6 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
     // SAFETY: callers keep the contract this function's doc comment states.
     unsafe {
         if fire_if_due(cell) {
-            remove_ready_file(cell);
             libc::killpg(pgid, libc::SIGTERM);
             libc::killpg(pgid, libc::SIGCONT);
         }
@@ -115,8 +114,10 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
             && cell.term_at.load(Ordering::SeqCst) == FIRED
             && Stamp::now() >= Stamp(cell.kill_at.load(Ordering::SeqCst))
         {
-            remove_ready_file(cell);
             libc::killpg(pgid, libc::SIGKILL);
+            // Only now: the file may sit on a file system that hangs, and
+            // nothing may delay SIGKILL (until then the lease still holds).
+            remove_ready_file(cell);
             return true;
         }
         killed
@@ -246,7 +247,6 @@ unsafe fn read_order(
         if read_full(reader, &mut record) < RECORD {
             if pgid > 1 {
                 let proven_until = cell.proven_until.load(Ordering::SeqCst);
-                remove_ready_file(cell);
                 libc::killpg(pgid, libc::SIGKILL);
                 if let Some(successor) = successor {
                     successor.become_rlock(proven_until);
