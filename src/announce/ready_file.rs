@@ -26,7 +26,7 @@ impl ReadyFile {
     /// container gone): before the lock is held, no probe may read it as
     /// held. Only an rlock ready file, and not a live run's.
     pub(super) fn new(path: PathBuf) -> Self {
-        remove_if_stale(&path);
+        remove_if_stale(&path, None);
         ReadyFile {
             path,
             written: Mutex::new(false),
@@ -87,11 +87,12 @@ impl Sink for ReadyFile {
     }
 }
 
-/// Removes the ready file at `path` if the run that wrote it no longer runs.
-pub fn remove_if_stale(path: &std::path::Path) {
+/// Removes the ready file at `path` if the run that wrote it no longer runs,
+/// or is `dead` (a dying rlock may still show as running).
+pub fn remove_if_stale(path: &std::path::Path, dead: Option<u32>) {
     if let Some(text) = ready_file_text(path)
         && text.starts_with("RLOCK_NAME=")
-        && !run_alive(&text)
+        && (dead.is_some() && pid_of(&text) == dead || !run_alive(&text))
     {
         let _ = std::fs::remove_file(path);
     }

@@ -101,7 +101,7 @@ pub fn give_back(config: &Config, spec: &RunSpec, text: &str) -> Result<Exit> {
     // readiness probe must not see it held while COMMAND's group dies and
     // the release goes out.
     if let Some(path) = &spec.announce.ready_file {
-        crate::announce::remove_stale_ready_file(path);
+        crate::announce::remove_stale_ready_file(path, crate::sys::guardian::dead_rlock());
     }
     let Some(handover) = parse(text) else {
         return Ok(Exit::Success);

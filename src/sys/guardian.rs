@@ -44,7 +44,7 @@ mod life;
 mod successor;
 use life::guard;
 use successor::Successor;
-pub use successor::{handed_over, is_successor, lease_still_proven};
+pub use successor::{dead_rlock, handed_over, is_successor, lease_still_proven};
 
 /// No deadline.
 const NONE: u64 = u64::MAX;

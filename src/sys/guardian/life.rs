@@ -249,7 +249,7 @@ unsafe fn read_order(
                 let proven_until = cell.proven_until.load(Ordering::SeqCst);
                 libc::killpg(pgid, libc::SIGKILL);
                 if let Some(successor) = successor {
-                    successor.become_rlock(proven_until);
+                    successor.become_rlock(proven_until, cell.owner_pid.load(Ordering::SeqCst));
                 }
             }
             libc::_exit(0);

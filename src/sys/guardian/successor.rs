@@ -68,8 +68,8 @@ impl Successor {
     /// # Safety
     /// Only in the guardian.
     #[unsafe(link_section = ".text.hot.rlock_guardian")]
-    pub(super) unsafe fn become_rlock(&self, proven_until: u64) {
-        let Some((strings, argc)) = command_line(self.file, proven_until) else {
+    pub(super) unsafe fn become_rlock(&self, proven_until: u64, rlock: u32) {
+        let Some((strings, argc)) = command_line(self.file, proven_until, rlock) else {
             return;
         };
         let pointers = |range: &[CString]| {
@@ -93,16 +93,16 @@ impl Successor {
 }
 
 /// rlock's command line, then its environment with [`HANDOVER`] naming
-/// `file` and, after a comma, until when the lease was proven (a [`Stamp`];
-/// `u64::MAX` once rlock found the hold gone), and where the environment
-/// starts.
-fn command_line(file: libc::c_int, proven_until: u64) -> Option<(Vec<CString>, usize)> {
+/// `file` and, after commas, until when the lease was proven (a [`Stamp`];
+/// `u64::MAX` once rlock found the hold gone) and the dead rlock's pid; and
+/// where the environment starts.
+fn command_line(file: libc::c_int, proven_until: u64, rlock: u32) -> Option<(Vec<CString>, usize)> {
     let mut strings = Vec::new();
     for arg in std::env::args_os() {
         strings.push(CString::new(arg.as_bytes()).ok()?);
     }
     let argc = strings.len();
-    let value = format!("{file},{proven_until}");
+    let value = format!("{file},{proven_until},{rlock}");
     strings.push(CString::new(format!("{HANDOVER}={value}")).ok()?);
     for (name, value) in std::env::vars_os() {
         if name == HANDOVER {
@@ -168,6 +168,11 @@ pub fn lease_still_proven() -> bool {
     handover_field(1)
         .and_then(|t| t.parse::<u64>().ok())
         .is_some_and(|t| Stamp::now() < Stamp(t))
+}
+
+/// The pid of the rlock whose holds a successor gives back.
+pub fn dead_rlock() -> Option<u32> {
+    handover_field(2).and_then(|pid| pid.parse().ok())
 }
 
 /// Whether this rlock is a successor (see [`handed_over`]).
