@@ -10,7 +10,7 @@ use crate::ping::{FINISH_LIMIT, Pinger, RunId};
 
 /// After a loss, what the pings may take past the run's wind-up: its exit
 /// is due `--kill-after` + 3 s after SIGTERM, and the wind-up ends 2.5 s
-/// after SIGKILL.
+/// after COMMAND's group was seen gone (by SIGKILL at the latest).
 const AFTER_LOSS_SLACK: Duration = Duration::from_millis(400);
 
 /// The monitor of one run.
@@ -53,11 +53,16 @@ impl Sink for Ping {
                 let unsent = self.pinger.finish(bound).unfinished;
                 if unsent > 0 {
                     crate::report::verbose(|| {
+                        let why = match bound.is_zero() {
+                            true => "no time was left after the loss".to_owned(),
+                            false => format!(
+                                "the monitor took more than the {} the run's end waits",
+                                crate::lock::lease::tenths(bound)
+                            ),
+                        };
                         format!(
-                            "ping to {}: {unsent} ping(s) not sent: the monitor took more \
-                             than the {} the run's end waits",
-                            self.pinger.display(),
-                            humantime::format_duration(bound)
+                            "ping to {}: {unsent} ping(s) not sent: {why}",
+                            self.pinger.display()
                         )
                     });
                 }

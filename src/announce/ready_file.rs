@@ -4,16 +4,23 @@
 //! half of it; removed when COMMAND exits, before the release, and as soon
 //! as the hold is known lost.
 //!
-//! Its lines: `RLOCK_NAME=` (the names, space-separated), `RLOCK_FENCE=`
-//! (the first name's fence), `RLOCK_FENCES=` (`name=fence` for each),
-//! `RLOCK_PID=` (rlock's pid) and `RLOCK_SINCE=` (when the lock was taken,
-//! RFC 3339 UTC). Never the owner token.
+//! Its lines: `RLOCK_PID=` (rlock's pid; first, so whose file it is reads
+//! from its first bytes), `RLOCK_NAME=` (the names, space-separated),
+//! `RLOCK_FENCE=` (the first name's fence), `RLOCK_FENCES=` (`name=fence`
+//! for each) and `RLOCK_SINCE=` (when the lock was taken, RFC 3339 UTC).
+//! Never the owner token.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use super::{Event, Held, Sink};
 use crate::report;
+
+/// The most a removal holds up what follows it (SIGTERM to COMMAND, after a
+/// loss): a file system that hangs gets no more, and the removal goes on
+/// alone.
+const REMOVAL_WAIT: Duration = Duration::from_millis(100);
 
 /// The ready file and whether rlock wrote it.
 pub(super) struct ReadyFile {
@@ -56,20 +63,42 @@ impl ReadyFile {
         }
     }
 
-    /// Removes the file if it is still ours: another run may have written
-    /// the path since (ours lapsed, its hold is real).
+    /// Removes the file if it is still ours (another run may have written
+    /// the path since: ours lapsed, its hold is real), waiting for that at
+    /// most [`REMOVAL_WAIT`].
     fn remove(&self) {
-        let mut written = self.written();
-        if std::mem::take(&mut *written)
-            && ready_file_text(&self.path)
-                .is_some_and(|text| pid_of(&text) == Some(std::process::id()))
-            && let Err(err) = std::fs::remove_file(&self.path)
-            && err.kind() != std::io::ErrorKind::NotFound
-        {
-            report::error(&format!(
-                "--ready-file {}: not removed ({err})",
-                report::sanitize(&self.path.display().to_string())
-            ));
+        if !std::mem::take(&mut *self.written()) {
+            return;
+        }
+        let path = self.path.clone();
+        let (done, removed) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("ready-file".into())
+            .spawn(move || {
+                let outcome = match pid_of(&path) == Some(std::process::id()) {
+                    true => std::fs::remove_file(&path),
+                    false => Ok(()),
+                };
+                let _ = done.send(outcome);
+            });
+        let outcome = match spawned {
+            Ok(_) => removed.recv_timeout(REMOVAL_WAIT).ok(),
+            Err(err) => Some(Err(err)),
+        };
+        match outcome {
+            Some(Err(err)) if err.kind() != std::io::ErrorKind::NotFound => {
+                report::error(&format!(
+                    "--ready-file {}: not removed ({err})",
+                    report::sanitize(&self.path.display().to_string())
+                ));
+            }
+            Some(_) => {}
+            None => report::verbose(|| {
+                format!(
+                    "--ready-file {}: its removal is taking long; it goes on",
+                    report::sanitize(&self.path.display().to_string())
+                )
+            }),
         }
     }
 }
@@ -89,53 +118,68 @@ impl Sink for ReadyFile {
 
 /// Removes the ready file at `path` if the run that wrote it no longer runs,
 /// or is `dead` (a dying rlock may still show as running).
-pub fn remove_if_stale(path: &std::path::Path, dead: Option<u32>) {
-    if let Some(text) = ready_file_text(path)
-        && text.starts_with("RLOCK_NAME=")
-        && (dead.is_some() && pid_of(&text) == dead || !run_alive(&text))
+pub fn remove_if_stale(path: &Path, dead: Option<u32>) {
+    if let Some(pid) = pid_of(path)
+        && (Some(pid) == dead || !run_alive(pid))
     {
         let _ = std::fs::remove_file(path);
     }
 }
 
-/// What a regular file at `path` holds, up to 64 KiB (a FIFO or a device
-/// is no ready file, and is never read).
-fn ready_file_text(path: &std::path::Path) -> Option<String> {
+/// The pid an rlock ready file at `path` names on its first line; None for
+/// anything else (another program's file, a FIFO or a device, never read).
+fn pid_of(path: &Path) -> Option<u32> {
     use std::io::Read;
     if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
         return None;
     }
-    let mut text = String::new();
-    std::fs::File::open(path)
+    let mut head = [0u8; 32];
+    let read = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..read].split(|b| *b == b'\n').next()?;
+    std::str::from_utf8(line.strip_prefix(b"RLOCK_PID=")?)
         .ok()?
-        .take(64 * 1024)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+        .parse()
+        .ok()
 }
 
-/// The `RLOCK_PID=` a ready file names.
-fn pid_of(text: &str) -> Option<u32> {
-    text.lines()
-        .find_map(|line| line.strip_prefix("RLOCK_PID="))
-        .and_then(|pid| pid.trim().parse().ok())
+/// Whether the run `pid` names still runs: a live process (not a zombie),
+/// and, where /proc says, one with this program's name (a number reused by
+/// another program after a reboot does not count). What cannot be told
+/// counts as running: another's file is never removed on a guess.
+fn run_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    match crate::sys::process::Watched::open(pid) {
+        None => return false,
+        Some(process) if process.gone() => return false,
+        Some(_) => {}
+    }
+    match (name_of(&pid.to_string()), program_name()) {
+        (Some(theirs), Some(ours)) => theirs == ours,
+        _ => true,
+    }
 }
 
-/// Whether the run a ready file names still runs: its pid is a live rlock
-/// (not a zombie, nor a number reused by another program after a reboot).
-fn run_alive(text: &str) -> bool {
-    let Some(stat) = pid_of(text)
-        .filter(|pid| *pid != std::process::id())
-        .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-    else {
-        return false;
-    };
-    // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
-    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-        return false;
-    };
-    let state = stat[close + 1..].split_whitespace().next();
-    stat[open + 1..close].starts_with("rlock") && !matches!(state, Some("Z" | "X"))
+/// This program's name as the kernel keeps it for a process started from
+/// it: the file's name, cut to 15 bytes (a successor runs as `exe`, from
+/// /proc/self/exe, so its own COMM would not do).
+fn program_name() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let name = exe.file_name()?.to_str()?;
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(name[..end].to_owned())
+}
+
+/// The program name of process `pid`, from `/proc/PID/stat`'s
+/// "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+fn name_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    Some(stat.get(open + 1..close)?.to_owned())
 }
 
 /// The file's lines for `held`.
@@ -148,10 +192,10 @@ fn content(held: &Held<'_>) -> String {
         .collect();
     let first = held.locks.first().map_or(0, |(_, fence)| *fence);
     format!(
-        "RLOCK_NAME={}\nRLOCK_FENCE={first}\nRLOCK_FENCES={}\nRLOCK_PID={}\nRLOCK_SINCE={}\n",
+        "RLOCK_PID={}\nRLOCK_NAME={}\nRLOCK_FENCE={first}\nRLOCK_FENCES={}\nRLOCK_SINCE={}\n",
+        std::process::id(),
         names.join(" "),
         fences.join(" "),
-        std::process::id(),
         humantime::format_rfc3339_seconds(held.acquired_at)
     )
 }
@@ -161,7 +205,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_file_names_the_locks_their_fences_and_rlocks_pid() {
+    fn the_file_names_rlocks_pid_first_then_the_locks_and_their_fences() {
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
         let text = content(&Held {
             locks: &[("db", 7), ("cache", 9)],
@@ -171,8 +215,8 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "RLOCK_NAME=db cache\nRLOCK_FENCE=7\nRLOCK_FENCES=db=7 cache=9\n\
-                 RLOCK_PID={pid}\nRLOCK_SINCE=2027-01-15T08:00:00Z\n"
+                "RLOCK_PID={pid}\nRLOCK_NAME=db cache\nRLOCK_FENCE=7\nRLOCK_FENCES=db=7 cache=9\n\
+                 RLOCK_SINCE=2027-01-15T08:00:00Z\n"
             )
         );
     }

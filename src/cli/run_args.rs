@@ -57,8 +57,8 @@ pub struct RunArgs {
     pub notify_ready: NotifyReady,
 
     /// A file that exists exactly while the lock is held and COMMAND runs
-    /// (for a readiness probe): RLOCK_NAME=, RLOCK_FENCE=, RLOCK_FENCES=,
-    /// RLOCK_PID= and RLOCK_SINCE= lines.
+    /// (for a readiness probe): RLOCK_PID=, RLOCK_NAME=, RLOCK_FENCE=,
+    /// RLOCK_FENCES= and RLOCK_SINCE= lines.
     ///
     /// Written atomically once COMMAND started; removed before the release,
     /// and as soon as the hold is lost (by the guardian if rlock is stopped
@@ -75,9 +75,9 @@ pub struct RunArgs {
     /// status> after the release, URL/log for a run skipped because the lock
     /// was taken, each with the run's id (rid=).
     ///
-    /// The body is rlock's one-line cause, never COMMAND's output. Pings go
-    /// out after the release, 3 tries within 15s each, and the run's end
-    /// waits at most 5s for them; one that fails is a -v line and never
+    /// The body is rlock's one-line cause, never COMMAND's output. The exit
+    /// status goes out after the release; each ping gets 3 tries within 15s,
+    /// and the run's end waits at most 5s for them; one that fails is a -v line and never
     /// changes the exit status. https:// trusts the system's CA store, or
     /// --cacert.
     #[arg(long, value_name = "URL", env = "RLOCK_PING",

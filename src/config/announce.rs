@@ -45,7 +45,11 @@ impl AnnounceSpec {
             ready_at_start: args.notify_ready == crate::cli::NotifyReady::Start,
             watchdog: watchdog(var("WATCHDOG_USEC"), var("WATCHDOG_PID")),
         });
-        if let Some(path) = &args.ready_file {
+        // (A successor only removes it: a probe file it cannot make, on a
+        // full disk, must not stop it giving the holds back.)
+        if let Some(path) = &args.ready_file
+            && !crate::sys::guardian::is_successor()
+        {
             writable(path)?;
         }
         // Checked here, not by clap: its messages quote the value, which

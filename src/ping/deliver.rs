@@ -40,6 +40,9 @@ pub(super) fn deliver(
     let end = Instant::now() + PING_LIMIT;
     let mut attempts = 0;
     loop {
+        if attempts > 0 && cutoff.passed_over() {
+            return Err("not tried again: the run ended and its last ping waits".into());
+        }
         let deadline = cutoff
             .at()
             .map_or(end, |at| end.min(at))

@@ -138,11 +138,11 @@ fn a_standby_says_what_it_waits_for_and_is_ready_only_once_it_holds() {
     });
     let content = std::fs::read_to_string(&ready).unwrap();
     assert!(
-        content.starts_with("RLOCK_NAME=svc\nRLOCK_FENCE="),
+        content.contains("\nRLOCK_NAME=svc\nRLOCK_FENCE="),
         "{content}"
     );
     assert!(
-        content.contains(&format!("\nRLOCK_PID={}\n", run.pid)),
+        content.starts_with(&format!("RLOCK_PID={}\n", run.pid)),
         "{content}"
     );
     assert!(!content.contains("TOKEN"), "{content}");
@@ -416,11 +416,11 @@ fn a_stale_ready_file_is_removed_before_the_wait() {
     let dir = Scratch::new();
     let holder = hold(&redis, &dir, "svc");
     let stale = dir.file("stale");
-    std::fs::write(&stale, "RLOCK_NAME=svc\nRLOCK_PID=999999999\n").unwrap();
+    std::fs::write(&stale, "RLOCK_PID=999999999\nRLOCK_NAME=svc\n").unwrap();
     let theirs = dir.file("theirs");
     std::fs::write(
         &theirs,
-        format!("RLOCK_NAME=svc\nRLOCK_PID={}\n", holder.pid),
+        format!("RLOCK_PID={}\nRLOCK_NAME=svc\n", holder.pid),
     )
     .unwrap();
     let mut waiters = Vec::new();

@@ -125,9 +125,9 @@ unsafe fn signal_when_due(cell: &Cell, pgid: libc::pid_t, killed: bool) -> bool 
 }
 
 /// Removes the `--ready-file` rlock named, if rlock wrote what it holds
-/// (its `RLOCK_PID=` line: another run may have written the path since):
-/// COMMAND is being stopped, so no probe may read the lock as held. Only
-/// async-signal-safe calls: open, read, close, unlink.
+/// (its first line, `RLOCK_PID=`: another run may have written the path
+/// since): the lease can no longer be proven, so no probe may read the lock
+/// as held. Only async-signal-safe calls: open, read, close, unlink.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
 unsafe fn remove_ready_file(cell: &Cell) {
     let len = cell.ready_len.load(Ordering::SeqCst);
@@ -138,8 +138,7 @@ unsafe fn remove_ready_file(cell: &Cell) {
     for (byte, slot) in path.iter_mut().zip(&cell.ready_file[..len]) {
         *byte = slot.load(Ordering::Relaxed);
     }
-    // Its RLOCK_PID= line follows the names and fences: room for many.
-    let mut text = [0u8; 64 * 1024];
+    let mut head = [0u8; 32];
     // SAFETY: `path` is NUL-terminated (len < READY_FILE_MAX, the rest zero);
     // the descriptor is ours and closed here.
     let read = unsafe {
@@ -150,13 +149,13 @@ unsafe fn remove_ready_file(cell: &Cell) {
         if fd < 0 {
             return;
         }
-        let n = read_full(fd, &mut text);
+        let n = read_full(fd, &mut head);
         libc::close(fd);
         n
     };
     let mut digits = [0u8; 10];
     let digits = write_pid(&mut digits, cell.owner_pid.load(Ordering::SeqCst));
-    if contains(&text[..read], &[b"\nRLOCK_PID=", digits, b"\n"]) {
+    if names_pid(&head[..read], digits) {
         // SAFETY: as above.
         unsafe { libc::unlink(path.as_ptr().cast()) };
     }
@@ -177,18 +176,14 @@ fn write_pid(buf: &mut [u8], mut pid: u32) -> &[u8] {
     &buf[at..]
 }
 
-/// Whether `text` holds the three parts of `needle` one after another.
+/// Whether a ready file's first bytes are `RLOCK_PID=<digits>\n`.
 #[unsafe(link_section = ".text.hot.rlock_guardian")]
-fn contains(text: &[u8], needle: &[&[u8]; 3]) -> bool {
-    let len = needle.iter().map(|part| part.len()).sum::<usize>();
-    (0..=text.len().saturating_sub(len)).any(|at| {
-        let mut i = at;
-        needle.iter().all(|part| {
-            let ok = text.get(i..i + part.len()) == Some(part);
-            i += part.len();
-            ok
-        })
-    })
+fn names_pid(head: &[u8], digits: &[u8]) -> bool {
+    const KEY: &[u8] = b"RLOCK_PID=";
+    let end = KEY.len() + digits.len();
+    head.starts_with(KEY)
+        && head.get(KEY.len()..end) == Some(digits)
+        && head.get(end) == Some(&b'\n')
 }
 
 /// The next deadline to wake for: SIGTERM's, or SIGKILL's once SIGTERM went out.
@@ -251,6 +246,8 @@ unsafe fn read_order(
                 if let Some(successor) = successor {
                     successor.become_rlock(proven_until, cell.owner_pid.load(Ordering::SeqCst));
                 }
+                // No successor (or it could not start) to remove it.
+                remove_ready_file(cell);
             }
             libc::_exit(0);
         }
@@ -288,20 +285,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_ready_file_is_known_by_its_rlock_pid_line() {
+    fn a_ready_file_is_known_by_its_first_line() {
         let mut digits = [0u8; 10];
         assert_eq!(write_pid(&mut digits, 0), b"0");
         let mut digits = [0u8; 10];
-        let pid = write_pid(&mut digits, 4_294_967_295);
-        assert_eq!(pid, b"4294967295");
+        assert_eq!(write_pid(&mut digits, 4_294_967_295), b"4294967295");
         let mut digits = [0u8; 10];
         let pid = write_pid(&mut digits, 42);
-        let text = b"RLOCK_NAME=a\nRLOCK_PID=42\nRLOCK_SINCE=x\n";
-        assert!(contains(text, &[b"\nRLOCK_PID=", pid, b"\n"]));
-        assert!(!contains(
-            b"RLOCK_NAME=a\nRLOCK_PID=421\n",
-            &[b"\nRLOCK_PID=", pid, b"\n"]
-        ));
-        assert!(!contains(b"", &[b"\nRLOCK_PID=", pid, b"\n"]));
+        assert!(names_pid(b"RLOCK_PID=42\nRLOCK_NAME=a\n", pid));
+        assert!(!names_pid(b"RLOCK_PID=421\n", pid));
+        assert!(!names_pid(b"RLOCK_PID=42", pid));
+        assert!(!names_pid(b"RLOCK_NAME=a\nRLOCK_PID=42\n", pid));
+        assert!(!names_pid(b"", pid));
     }
 }
