@@ -84,7 +84,8 @@ impl Cutoff {
         *self.at.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
     }
 
-    fn at(&self) -> Option<Instant> {
+    /// Once set, the run has ended: pings sent after it are dropped.
+    pub(super) fn at(&self) -> Option<Instant> {
         *self.at.lock().unwrap_or_else(|e| e.into_inner())
     }
 

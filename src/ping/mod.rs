@@ -70,7 +70,7 @@ pub struct Pinger {
     trust: Trust,
     /// Started with the first ping; taken by [`Pinger::finish`].
     queue: Mutex<Option<Queue>>,
-    finished: Mutex<bool>,
+    /// Set by [`Pinger::finish`]: by when the sending thread must be done.
     cutoff: Arc<Cutoff>,
 }
 
@@ -94,7 +94,6 @@ impl Pinger {
             url,
             trust,
             queue: Mutex::new(None),
-            finished: Mutex::new(false),
             cutoff: Arc::default(),
         })
     }
@@ -128,7 +127,6 @@ impl Pinger {
     pub fn finish(&self, bound: Duration) -> Finished {
         let end = Instant::now() + bound;
         self.cutoff.set(end);
-        *self.finished.lock().unwrap_or_else(|e| e.into_inner()) = true;
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(Queue {
             jobs,
@@ -158,7 +156,7 @@ impl Pinger {
     }
 
     fn send(&self, endpoint: &str, rid: &RunId, body: &str) {
-        if *self.finished.lock().unwrap_or_else(|e| e.into_inner()) {
+        if self.cutoff.at().is_some() {
             return;
         }
         let job = Job {
